@@ -1,0 +1,189 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import type { ConversationDag } from '../../shared/conversation-dag'
+import { conversationJson, transcriptMarkdown, transcriptText } from '../../shared/conversation-export'
+import type { Entry } from '../../shared/entry'
+import { consoleLogger } from '../../shared/logger'
+import { HistoryStore } from '../history/history-store'
+import { asciiTree } from './ascii-tree'
+import { dataDir } from './data-dir'
+
+export interface CliIo {
+  out: (text: string) => void
+  err: (text: string) => void
+  env: NodeJS.ProcessEnv
+  cwd: string
+}
+
+/** An error meant for the user: printed as one line, exit code 1 (2 for usage). */
+export class CliError extends Error {
+  constructor (message: string, readonly exitCode = 1) {
+    super(message)
+    this.name = 'CliError'
+  }
+}
+
+const USAGE = `usage: arbor <command> [options]
+
+  new [--title T] [--cwd DIR]           start a conversation; prints its id
+  post <conv> <text> [--parent ID]      add a user message (a new branch if ID is not a tip)
+  ls [--json]                           list conversations, most recent first
+  tree <conv>                           the conversation's branches as a tree
+  show <conv> [--leaf ID]               the transcript of one branch
+  export <conv> --format md|json [--leaf ID]
+                                        Markdown of one branch, or every entry as JSON
+
+  <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
+  --data DIR (or ARBOR_DATA) picks the data directory.`
+
+const OPTIONS = {
+  data: { type: 'string' },
+  title: { type: 'string' },
+  cwd: { type: 'string' },
+  parent: { type: 'string' },
+  leaf: { type: 'string' },
+  format: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' }
+} satisfies ParseArgsConfig['options']
+
+type Values = { [K in keyof typeof OPTIONS]?: typeof OPTIONS[K]['type'] extends 'boolean' ? boolean : string }
+
+/** Runs one CLI invocation; returns the exit code. Never throws. */
+export async function runCli (argv: string[], io: CliIo): Promise<number> {
+  let values: Values
+  let positionals: string[]
+  try {
+    const parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
+    values = parsed.values as Values
+    positionals = parsed.positionals
+  } catch (err) {
+    io.err(`arbor: ${(err as Error).message.split('\n')[0]}; see \`arbor --help\`\n`)
+    return 2
+  }
+  const [command, ...args] = positionals
+  if (values.version === true) { io.out(`${VERSION}\n`); return 0 }
+  if (values.help === true || command === undefined || command === 'help') { io.out(USAGE + '\n'); return command === undefined && values.help !== true ? 2 : 0 }
+  const handler = COMMANDS[command]
+  if (handler === undefined) { io.err(`arbor: unknown command "${command}"; see \`arbor --help\`\n`); return 2 }
+
+  const store = new HistoryStore({ dir: dataDir(values.data, io.env), watchPeers: false, log: consoleLogger('history') })
+  try {
+    await store.ready()
+    await handler(store, args, values, io)
+    return 0
+  } catch (err) {
+    const e = err as Error
+    io.err(`arbor ${command}: ${e.message}\n`)
+    if (io.env.ARBOR_DEBUG === '1' && e.stack !== undefined) io.err(e.stack + '\n')
+    return err instanceof CliError ? err.exitCode : 1
+  } finally {
+    await store.close().catch((err: Error) => { io.err(`arbor: could not close the store cleanly: ${err.message}\n`) })
+  }
+}
+
+declare const __ARBOR_VERSION__: string | undefined
+const VERSION = typeof __ARBOR_VERSION__ === 'string' ? __ARBOR_VERSION__ : 'dev'
+
+type Handler = (store: HistoryStore, args: string[], values: Values, io: CliIo) => Promise<void>
+
+function need (args: string[], n: number, what: string): void {
+  if (args.length < n) throw new CliError(`missing ${what}; see \`arbor --help\``, 2)
+}
+
+/** An entry of a conversation named by id or unique prefix. */
+function resolveEntry (dag: ConversationDag, ref: string): Entry {
+  const r = ref.toLowerCase()
+  const exact = dag.get(r)
+  if (exact !== undefined) return exact
+  const matches: Entry[] = []
+  for (const e of dag.entries()) if (e.id.startsWith(r)) matches.push(e)
+  if (matches.length === 1) return matches[0] as Entry
+  if (matches.length === 0) throw new CliError(`no entry of this conversation matches "${ref}"; \`arbor tree\` shows the entry ids`)
+  throw new CliError(`"${ref}" matches ${matches.length} entries; give more of the id`)
+}
+
+/** The branch to show: --leaf, else the device's selection, else the newest head. */
+function branchOf (store: HistoryStore, dag: ConversationDag, leaf: string | undefined): Entry[] {
+  if (leaf !== undefined) {
+    const e = resolveEntry(dag, leaf)
+    if (!dag.isJoined(e.id)) throw new CliError(`entry ${e.id.slice(0, 8)} waits for a parent that has not arrived; it is not on a branch yet`)
+    return dag.branch(e.id)
+  }
+  return dag.branch(store.selected(dag.conversation))
+}
+
+const COMMANDS: Record<string, Handler> = {
+  async new (store, _args, values, io) {
+    let cwd: string | undefined
+    if (values.cwd !== undefined) {
+      cwd = path.resolve(io.cwd, values.cwd)
+      if (!fs.existsSync(cwd) || !fs.statSync(cwd).isDirectory()) throw new CliError(`--cwd ${values.cwd}: not a directory`)
+    }
+    const root = await store.createConversation({ title: values.title ?? '', ...(cwd !== undefined ? { cwd } : {}) })
+    store.select(root.id, root.id)
+    io.out(root.id + '\n')
+  },
+
+  async post (store, args, values, io) {
+    need(args, 2, 'conversation and text: arbor post <conv> <text>')
+    const dag = await store.open(args[0] as string)
+    const text = args.slice(1).join(' ')
+    if (text.trim() === '') throw new CliError('the message is empty')
+    let parent: Entry
+    if (values.parent !== undefined) {
+      parent = resolveEntry(dag, values.parent)
+      if (!dag.isJoined(parent.id)) throw new CliError(`entry ${parent.id.slice(0, 8)} waits for a parent that has not arrived; continue from another entry`)
+    } else {
+      const branch = branchOf(store, dag, undefined)
+      parent = branch[branch.length - 1] as Entry
+    }
+    const [entry] = await store.append(dag.conversation, [{ kind: 'user', body: { text }, parents: [parent.id] }])
+    store.select(dag.conversation, (entry as Entry).id)
+    io.out((entry as Entry).id + '\n')
+  },
+
+  async ls (store, _args, values, io) {
+    const list = store.list()
+    if (values.json === true) { io.out(JSON.stringify(list, null, 2) + '\n'); return }
+    if (list.length === 0) { io.out('no conversations yet; start one with `arbor new --title "..."`\n'); return }
+    const rows = list.map(c => [c.id.slice(0, 12), ago(c.updatedAt), String(c.size), String(c.heads.length), c.title || '(untitled)'])
+    io.out(table([['ID', 'UPDATED', 'ENTRIES', 'BRANCHES', 'TITLE'], ...rows]))
+  },
+
+  async tree (store, args, _values, io) {
+    need(args, 1, 'conversation: arbor tree <conv>')
+    const dag = await store.open(args[0] as string)
+    const branch = new Set(branchOf(store, dag, undefined).map(e => e.id))
+    io.out(asciiTree(dag, { branch, device: store.device }))
+  },
+
+  async show (store, args, values, io) {
+    need(args, 1, 'conversation: arbor show <conv>')
+    const dag = await store.open(args[0] as string)
+    io.out(transcriptText(branchOf(store, dag, values.leaf)))
+  },
+
+  async export (store, args, values, io) {
+    need(args, 1, 'conversation: arbor export <conv> --format md|json')
+    const dag = await store.open(args[0] as string)
+    if (values.format === 'json') io.out(JSON.stringify(conversationJson(dag), null, 2) + '\n')
+    else if (values.format === 'md') io.out(transcriptMarkdown(dag, branchOf(store, dag, values.leaf)))
+    else throw new CliError('--format must be md or json', 2)
+  }
+}
+
+function ago (ts: number): string {
+  const s = Math.max(0, Math.round((Date.now() - ts) / 1000))
+  if (s < 60) return `${s}s ago`
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`
+  if (s < 86400) return `${Math.floor(s / 3600)}h ago`
+  return new Date(ts).toISOString().slice(0, 10)
+}
+
+function table (rows: string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map(r => (r[i] ?? '').length))) ?? []
+  return rows.map(r => r.map((cell, i) => i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)).join('  ')).join('\n') + '\n'
+}

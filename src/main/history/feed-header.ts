@@ -1,0 +1,50 @@
+import crypto from 'hypercore-crypto'
+import { canonicalJson } from '../../shared/canonical-json'
+
+/**
+ * Block 0 of every feed Arbor writes says what the feed is and which device wrote it,
+ * signed by that device's key, so entries read from a peer's feed can be checked
+ * against the device that really wrote them.
+ */
+export interface FeedHeader {
+  type: 'arbor/conversation' | 'arbor/manifest'
+  v: 1
+  feed: string          // the feed's own key (hex): binds the signature to this feed
+  device: string        // the writing device's public key (hex)
+  conversation?: string // for conversation feeds
+  sig: string
+}
+
+export interface DeviceKeyPair { publicKey: Buffer; secretKey: Buffer }
+
+function signable (h: Omit<FeedHeader, 'sig'>): Buffer {
+  return Buffer.from(canonicalJson({ type: h.type, v: h.v, feed: h.feed, device: h.device, conversation: h.conversation }))
+}
+
+export function makeFeedHeader (h: Omit<FeedHeader, 'sig' | 'device' | 'v'>, device: DeviceKeyPair): FeedHeader {
+  const unsigned = { ...h, v: 1 as const, device: device.publicKey.toString('hex') }
+  return { ...unsigned, sig: crypto.sign(signable(unsigned), device.secretKey).toString('hex') }
+}
+
+/** Parses and verifies block 0; throws an Error saying what is wrong. */
+export function verifyFeedHeader (block: Buffer, feedKey: Buffer, expect: { type: FeedHeader['type']; conversation?: string }): FeedHeader {
+  let h: FeedHeader
+  try {
+    h = JSON.parse(block.toString('utf8')) as FeedHeader
+  } catch {
+    throw new Error(`feed ${feedKey.toString('hex').slice(0, 12)}: header is not JSON`)
+  }
+  const where = `feed ${feedKey.toString('hex').slice(0, 12)}`
+  if (h === null || typeof h !== 'object') throw new Error(`${where}: header is not an object`)
+  if (h.type !== expect.type || h.v !== 1) throw new Error(`${where}: not an ${expect.type} feed (type ${String(h.type)}, v ${String(h.v)})`)
+  if (h.feed !== feedKey.toString('hex')) throw new Error(`${where}: header names another feed`)
+  if (typeof h.device !== 'string' || !/^[0-9a-f]{64}$/.test(h.device)) throw new Error(`${where}: header has no device key`)
+  if (expect.conversation !== undefined && h.conversation !== expect.conversation) {
+    throw new Error(`${where}: belongs to conversation ${String(h.conversation).slice(0, 12)}, not ${expect.conversation.slice(0, 12)}`)
+  }
+  if (typeof h.sig !== 'string' || !/^[0-9a-f]{128}$/.test(h.sig) ||
+      !crypto.verify(signable(h), Buffer.from(h.sig, 'hex'), Buffer.from(h.device, 'hex'))) {
+    throw new Error(`${where}: header signature does not verify for device ${h.device.slice(0, 12)}`)
+  }
+  return h
+}

@@ -1,0 +1,649 @@
+import { EventEmitter } from 'node:events'
+import path from 'node:path'
+import fs from 'node:fs/promises'
+import type { Duplex } from 'node:stream'
+import Corestore from 'corestore'
+import type Hypercore from 'hypercore'
+import crypto from 'hypercore-crypto'
+import { ConversationDag } from '../../shared/conversation-dag'
+import { InvalidEntryError, encodeEntry, makeEntry, validateEntry, type Entry, type EntryDraft } from '../../shared/entry'
+import { Lifecycle } from '../../shared/lifecycle'
+import { consoleLogger, type Logger } from '../../shared/logger'
+import { makeFeedHeader, verifyFeedHeader, type DeviceKeyPair } from './feed-header'
+import { EntryCache } from './entry-cache'
+import { HistoryIndexFile, emptyIndex, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
+import { parseManifestRecord, type ManifestRecord } from './manifest-record'
+import { ViewState } from './view-state'
+import { storageError } from './storage-error'
+
+export interface HistoryStoreOptions {
+  /** The data directory; the store keeps its Corestore and indexes under it. */
+  dir: string
+  log?: Logger
+  /** Wall clock for entry timestamps (display only). */
+  now?: () => number
+  /** Most entries written in one Hypercore append. */
+  maxBatch?: number
+  /** How long feed-length updates may wait before they are written to the manifest. */
+  manifestDelayMs?: number
+  /** How long index changes may wait before the index file is rewritten. */
+  indexDelayMs?: number
+  /** Open and follow peers' feeds (false for one-shot commands that do not sync). */
+  watchPeers?: boolean
+}
+
+/** Emitted as 'entries' whenever entries enter a conversation, from this device or a peer. */
+export interface EntriesEvent {
+  conversation: string
+  /** entries that joined the tree, parents before children */
+  joined: Entry[]
+  /** entries that arrived but wait for a parent */
+  waiting: Entry[]
+  feed: string
+  local: boolean
+}
+
+/** Emitted as 'invalid' for anything a peer's feed holds that is not a valid entry. */
+export interface InvalidEvent {
+  feed: string
+  seq: number
+  error: string
+}
+
+export interface NewConversation {
+  title?: string
+  cwd?: string
+  model?: string
+  autoRevival?: boolean
+}
+
+export class ConversationNotFoundError extends Error {
+  constructor (ref: string, reason = 'no conversation') {
+    super(`${reason} matches "${ref}"; \`arbor ls\` lists the conversations`)
+    this.name = 'ConversationNotFoundError'
+  }
+}
+
+const FEED_PREFIX = 'arbor/conversation/'
+const READ_CHUNK = 256
+
+interface Pending {
+  entries: Entry[]
+  resolve: (entries: Entry[]) => void
+  reject: (err: Error) => void
+}
+
+/**
+ * The history of every conversation this device holds (DESIGN.md, "History").
+ * One Corestore per device; one feed per conversation written by this device; one
+ * manifest feed listing every conversation feed held, with lengths. A conversation is
+ * the union of the entries of all its feeds, kept as a ConversationDag. Summaries and
+ * entry caches are derived state under index/, rebuildable from the feeds.
+ */
+export class HistoryStore extends EventEmitter {
+  readonly dir: string
+  readonly corestore: Corestore
+  private readonly log: Logger
+  private readonly now: () => number
+  private readonly maxBatch: number
+  private readonly manifestDelayMs: number
+  private readonly indexDelayMs: number
+  private readonly life: Lifecycle
+  private readonly indexFile: HistoryIndexFile
+  private readonly cache: EntryCache
+  private readonly view: ViewState
+  private keyPair: DeviceKeyPair | null = null
+  private manifest: Hypercore.Core | null = null
+  private state: IndexState = emptyIndex('')
+  private readonly cores = new Map<string, Hypercore.Core>()
+  private readonly dags = new Map<string, ConversationDag>()
+  private readonly loading = new Map<string, Promise<ConversationDag>>()
+  private readonly queues = new Map<string, Pending[]>()
+  private readonly flushing = new Map<string, Promise<void>>()
+  private readonly pumping = new Map<string, Promise<void>>()
+  private readonly pumpAgain = new Set<string>()
+  private readonly manifestDirty = new Set<string>()
+  private manifestTimer: NodeJS.Timeout | null = null
+  private indexTimer: NodeJS.Timeout | null = null
+  private indexSaving: Promise<void> = Promise.resolve()
+  private dirtyMarked: Promise<void> | null = null
+  private closing = false
+  private readonly watchPeers: boolean
+
+  constructor (opts: HistoryStoreOptions) {
+    super()
+    this.dir = path.resolve(opts.dir)
+    this.log = opts.log ?? consoleLogger('history')
+    this.now = opts.now ?? Date.now
+    this.maxBatch = opts.maxBatch ?? 1000
+    this.manifestDelayMs = opts.manifestDelayMs ?? 1000
+    this.indexDelayMs = opts.indexDelayMs ?? 200
+    this.watchPeers = opts.watchPeers ?? true
+    this.corestore = new Corestore(path.join(this.dir, 'corestore'))
+    this.indexFile = new HistoryIndexFile(path.join(this.dir, 'index', 'index.json'))
+    this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
+    this.view = new ViewState(path.join(this.dir, 'view-state.json'))
+    this.life = new Lifecycle(() => this.openStore(), () => this.closeStore())
+  }
+
+  ready (): Promise<void> { return this.life.ready() }
+  close (): Promise<void> { return this.life.close() }
+  get opened (): boolean { return this.life.opened }
+  get closed (): boolean { return this.life.closed }
+
+  /** This device's public key (hex): the author of every entry it writes. */
+  get device (): string {
+    if (this.keyPair === null) throw new Error('HistoryStore is not ready')
+    return this.keyPair.publicKey.toString('hex')
+  }
+
+  /** The key of this device's manifest feed, for peers to replicate. */
+  get manifestKey (): Buffer {
+    if (this.manifest?.key == null) throw new Error('HistoryStore is not ready')
+    return this.manifest.key
+  }
+
+  private async openStore (): Promise<void> {
+    await fs.mkdir(this.dir, { recursive: true })
+    try {
+      await this.corestore.ready()
+    } catch (err) {
+      throw storageError(err, this.dir)
+    }
+    this.keyPair = await this.corestore.createKeyPair('arbor/device')
+    this.manifest = this.corestore.get({ name: 'arbor/manifest' })
+    await this.manifest.ready()
+    if (this.manifest.length === 0) {
+      const header = makeFeedHeader({ type: 'arbor/manifest', feed: this.manifestKey.toString('hex') }, this.keyPair)
+      await this.manifest.append(Buffer.from(JSON.stringify(header)))
+    }
+    await Promise.all([this.cache.ready(), this.view.load()])
+    const { state, problem } = await this.indexFile.load(this.device)
+    if (problem !== undefined) this.log.warn(`rebuilding the index: ${problem}`)
+    if (state === null) {
+      this.state = emptyIndex(this.device)
+      this.state.clean = false
+      await this.rebuild()
+    } else {
+      this.state = state
+      if (!state.clean) {
+        this.log.info('the store was not closed cleanly; reconciling the index with the feeds')
+        await this.markDirty()
+        await this.reconcile()
+      }
+    }
+    // Peer feeds are watched for as long as the store is open.
+    if (this.watchPeers) {
+      for (const rec of Object.values(this.state.feeds)) if (!rec.own) void this.watchFeed(rec)
+    }
+  }
+
+  private async closeStore (): Promise<void> {
+    this.closing = true
+    await Promise.allSettled([...this.flushing.values()])
+    await this.cache.drain()
+    if (this.manifestTimer !== null) clearTimeout(this.manifestTimer)
+    if (this.indexTimer !== null) clearTimeout(this.indexTimer)
+    let clean = true
+    try {
+      if (this.manifest !== null && !this.manifest.closed) await this.writeManifestLengths()
+    } catch (err) {
+      clean = false
+      this.log.error(`could not record feed lengths in the manifest: ${(err as Error).message}`)
+    }
+    await this.indexSaving.catch(() => undefined)
+    if (this.dirtyMarked !== null || !this.state.clean) {
+      this.state.clean = clean
+      await this.indexFile.save(this.state)
+    }
+    await this.view.save()
+    await Promise.allSettled([...this.pumping.values()])
+    await this.corestore.close()
+  }
+
+  // ---------------------------------------------------------------- writing
+
+  /** Starts a conversation: writes its root entry to a new feed of this device. */
+  async createConversation (opts: NewConversation = {}): Promise<Entry> {
+    await this.ready()
+    const body = {
+      title: opts.title ?? '',
+      nonce: crypto.randomBytes(16).toString('hex'),
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+      ...(opts.model !== undefined ? { model: opts.model } : {}),
+      ...(opts.autoRevival !== undefined ? { autoRevival: opts.autoRevival } : {})
+    }
+    const root = makeEntry({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
+    const dag = new ConversationDag(root.id)
+    this.dags.set(root.id, dag)
+    const core = await this.ownFeed(root.id)
+    await this.writeBlocks(core, [root])
+    await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, [root], core.length, true)
+    return root
+  }
+
+  /**
+   * Appends entries written on this device. Entries are checked first (a bad one refuses
+   * the whole call with an InvalidEntryError); concurrent calls are written together in
+   * one batch. Resolves, with the complete entries, once they are stored.
+   */
+  async append (conversation: string, drafts: EntryDraft[]): Promise<Entry[]> {
+    await this.ready()
+    if (this.closing) throw new Error('the history store is closing')
+    const dag = await this.load(conversation)
+    if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
+    const queue = this.queues.get(conversation) ?? []
+    const known = (id: string): boolean => dag.isJoined(id) || queue.some(p => p.entries.some(e => e.id === id))
+    const ts = this.now()
+    const entries: Entry[] = []
+    for (const draft of drafts) {
+      if (draft.kind === 'conversation') throw new InvalidEntryError('a conversation root is written by createConversation, not appended')
+      for (const p of draft.parents) {
+        if (!known(p) && !entries.some(e => e.id === p)) {
+          throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${dag.has(p) ? ' yet (it waits for its own parent)' : ''}`)
+        }
+      }
+      entries.push(makeEntry(draft, { conversation, device: this.device, ts }))
+    }
+    if (entries.length === 0) return []
+    return new Promise((resolve, reject) => {
+      queue.push({ entries, resolve, reject })
+      this.queues.set(conversation, queue)
+      if (!this.flushing.has(conversation)) this.startFlush(conversation)
+    })
+  }
+
+  private startFlush (conversation: string): void {
+    const run = (async () => {
+      // Let appends made in the same tick join this batch.
+      await new Promise<void>(resolve => setImmediate(resolve))
+      while ((this.queues.get(conversation)?.length ?? 0) > 0) {
+        const queue = this.queues.get(conversation) as Pending[]
+        const batch: Pending[] = []
+        let count = 0
+        while (queue.length > 0 && (batch.length === 0 || count + (queue[0] as Pending).entries.length <= this.maxBatch)) {
+          const p = queue.shift() as Pending
+          batch.push(p)
+          count += p.entries.length
+        }
+        const entries = batch.flatMap(p => p.entries)
+        try {
+          const core = await this.ownFeed(conversation)
+          await this.writeBlocks(core, entries)
+          await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true)
+          for (const p of batch) p.resolve(p.entries)
+        } catch (err) {
+          const e = storageError(err, this.dir)
+          this.log.error(`could not write ${entries.length} entries to conversation ${conversation.slice(0, 12)}: ${e.message}`)
+          for (const p of batch) p.reject(e)
+        }
+      }
+      this.queues.delete(conversation)
+    })()
+    this.flushing.set(conversation, run)
+    void run.finally(() => this.flushing.delete(conversation))
+  }
+
+  private async writeBlocks (core: Hypercore.Core, entries: Entry[]): Promise<void> {
+    await this.markDirty()
+    await core.append(entries.map(e => Buffer.from(encodeEntry(e))))
+  }
+
+  /** This device's feed for a conversation, created (with its signed header) on first use. */
+  private async ownFeed (conversation: string): Promise<Hypercore.Core> {
+    const existing = Object.values(this.state.feeds).find(f => f.own && f.conversation === conversation)
+    if (existing !== undefined) return this.core(existing.key)
+    const core = this.corestore.get({ name: FEED_PREFIX + conversation })
+    await core.ready()
+    const key = hex(core)
+    this.cores.set(key, core)
+    if (core.length === 0) {
+      const header = makeFeedHeader({ type: 'arbor/conversation', feed: key, conversation }, this.keyPair as DeviceKeyPair)
+      await this.markDirty()
+      await core.append(Buffer.from(JSON.stringify(header)))
+    }
+    const rec: FeedRecord = { key, conversation, device: this.device, own: true, indexed: 1 }
+    this.state.feeds[key] = rec
+    await this.recordInManifest(rec, core.length)
+    return core
+  }
+
+  private async core (key: string): Promise<Hypercore.Core> {
+    let core = this.cores.get(key)
+    if (core === undefined) {
+      core = this.corestore.get({ key: Buffer.from(key, 'hex') })
+      this.cores.set(key, core)
+    }
+    await core.ready()
+    return core
+  }
+
+  // ---------------------------------------------------------------- peers
+
+  /**
+   * Adds a feed of a conversation learned from a peer (the sync layer announces keys;
+   * Corestore replication does not). Its entries are read, checked and indexed as they
+   * replicate; invalid ones are reported and skipped.
+   */
+  async addFeed (conversation: string, key: Buffer | string): Promise<void> {
+    await this.ready()
+    const k = typeof key === 'string' ? key : key.toString('hex')
+    if (!/^[0-9a-f]{64}$/.test(k)) throw new Error(`not a feed key: ${k.slice(0, 70)}`)
+    if (!/^[0-9a-f]{64}$/.test(conversation)) throw new Error(`not a conversation id: ${conversation.slice(0, 70)}`)
+    if (this.state.feeds[k] !== undefined) return
+    const rec: FeedRecord = { key: k, conversation, device: '', own: false, indexed: 0 }
+    this.state.feeds[k] = rec
+    await this.markDirty()
+    await this.recordInManifest(rec, 0)
+    this.scheduleIndexSave()
+    if (this.watchPeers) void this.watchFeed(rec)
+  }
+
+  /** Feeds held, optionally of one conversation. */
+  feeds (conversation?: string): FeedRecord[] {
+    return Object.values(this.state.feeds).filter(f => conversation === undefined || f.conversation === conversation).map(f => ({ ...f }))
+  }
+
+  /** Replication of every loaded feed over a stream (Corestore replication). */
+  replicate (isInitiatorOrStream: boolean | Duplex): Duplex {
+    return this.corestore.replicate(isInitiatorOrStream)
+  }
+
+  private async watchFeed (rec: FeedRecord): Promise<void> {
+    let core: Hypercore.Core
+    try {
+      core = await this.core(rec.key)
+    } catch (err) {
+      if (!this.closing) this.log.warn(`cannot open feed ${rec.key.slice(0, 12)}: ${(err as Error).message}`)
+      return
+    }
+    core.on('append', () => { this.pump(rec, core) })
+    // Keep the whole history locally, for offline use.
+    core.download({ start: 0, end: -1 })
+    this.pump(rec, core)
+  }
+
+  /** Reads a peer feed's new blocks; one reader per feed, re-run if more arrived meanwhile. */
+  private pump (rec: FeedRecord, core: Hypercore.Core): void {
+    if (this.closing) return
+    if (this.pumping.has(rec.key)) { this.pumpAgain.add(rec.key); return }
+    const run = (async () => {
+      do {
+        this.pumpAgain.delete(rec.key)
+        await this.readFeed(rec, core)
+      } while (this.pumpAgain.has(rec.key) && !this.closing)
+    })().catch(err => {
+      if (!this.closing && !isClosingError(err)) this.log.warn(`reading feed ${rec.key.slice(0, 12)} stopped: ${(err as Error).message}`)
+    })
+    this.pumping.set(rec.key, run)
+    void run.finally(() => this.pumping.delete(rec.key))
+  }
+
+  private async readFeed (rec: FeedRecord, core: Hypercore.Core): Promise<void> {
+    while (rec.indexed < core.length && !this.closing) {
+      if (rec.indexed === 0) {
+        const block = await core.get(0, { wait: true })
+        if (block === null) return
+        try {
+          const h = verifyFeedHeader(block, Buffer.from(rec.key, 'hex'), { type: 'arbor/conversation', conversation: rec.conversation })
+          rec.device = h.device
+        } catch (err) {
+          // Without a valid header nothing in the feed can be attributed: refuse it whole.
+          this.reportInvalid({ feed: rec.key, seq: 0, error: (err as Error).message })
+          return
+        }
+        rec.indexed = 1
+        this.scheduleIndexSave()
+        continue
+      }
+      const start = rec.indexed
+      const end = Math.min(core.length, start + READ_CHUNK)
+      const blocks = await Promise.all(range(start, end).map(i => core.get(i, { wait: true })))
+      const good: Entry[] = []
+      blocks.forEach((block, i) => {
+        const seq = start + i
+        if (block === null) return
+        let raw: unknown
+        try {
+          raw = JSON.parse(block.toString('utf8'))
+        } catch {
+          this.reportInvalid({ feed: rec.key, seq, error: 'block is not JSON' })
+          return
+        }
+        const v = validateEntry(raw, rec.device)
+        if (!v.ok) { this.reportInvalid({ feed: rec.key, seq, error: v.error }); return }
+        if (v.entry.conversation !== rec.conversation) {
+          this.reportInvalid({ feed: rec.key, seq, error: `entry ${v.entry.id.slice(0, 12)} belongs to another conversation` })
+          return
+        }
+        good.push(v.entry)
+      })
+      await this.load(rec.conversation)
+      await this.indexEntries(rec, good, end, false)
+    }
+  }
+
+  private reportInvalid (ev: InvalidEvent): void {
+    this.log.warn(`skipped block ${ev.seq} of feed ${ev.feed.slice(0, 12)}: ${ev.error}`)
+    this.emit('invalid', ev)
+  }
+
+  // ---------------------------------------------------------------- indexing
+
+  /** Adds entries read from (or written to) a feed up to `upTo` into the DAG, cache and summary. */
+  private async indexEntries (rec: FeedRecord, entries: Entry[], upTo: number, local: boolean): Promise<void> {
+    const dag = this.dags.get(rec.conversation) ?? await this.load(rec.conversation)
+    const joined: Entry[] = []
+    const fresh: Entry[] = []
+    for (const e of entries) {
+      if (dag.has(e.id)) continue
+      fresh.push(e)
+      joined.push(...dag.add(e))
+    }
+    await this.cache.append(rec.conversation, fresh)
+    rec.indexed = Math.max(rec.indexed, upTo)
+    this.manifestDirty.add(rec.key)
+    this.scheduleManifest()
+    this.summarise(dag)
+    if (fresh.length > 0) {
+      const joinedIds = new Set(joined.map(e => e.id))
+      const ev: EntriesEvent = { conversation: rec.conversation, joined, waiting: fresh.filter(e => !joinedIds.has(e.id) && !dag.isJoined(e.id)), feed: rec.key, local }
+      this.emit('entries', ev)
+    }
+  }
+
+  private summarise (dag: ConversationDag): void {
+    const root = dag.root
+    if (root === undefined || root.kind !== 'conversation') {
+      this.scheduleIndexSave()
+      return
+    }
+    const s: ConversationSummary = {
+      id: dag.conversation,
+      title: dag.title(),
+      createdAt: root.ts,
+      updatedAt: dag.updatedAt,
+      heads: dag.heads().map(e => e.id),
+      size: dag.size,
+      waiting: dag.size - dag.joinedSize
+    }
+    if (root.body.cwd !== undefined) s.cwd = root.body.cwd
+    const revival = dag.meta('autoRevival')
+    const autoRevival = revival !== undefined ? revival.value === true : root.body.autoRevival
+    if (autoRevival !== undefined) s.autoRevival = autoRevival
+    this.state.conversations[dag.conversation] = s
+    this.scheduleIndexSave()
+  }
+
+  /** Loads a conversation's DAG from its entry cache (once; later calls share it). */
+  private load (conversation: string): Promise<ConversationDag> {
+    const dag = this.dags.get(conversation)
+    if (dag !== undefined) return Promise.resolve(dag)
+    let p = this.loading.get(conversation)
+    if (p === undefined) {
+      p = (async () => {
+        const { entries, torn } = await this.cache.read(conversation)
+        if (torn > 0) this.log.warn(`entry cache of ${conversation.slice(0, 12)} had ${torn} torn line(s); they are re-read from the feeds`)
+        const d = new ConversationDag(conversation)
+        for (const e of entries) if (e.conversation === conversation) d.add(e)
+        this.dags.set(conversation, d)
+        this.loading.delete(conversation)
+        return d
+      })()
+      this.loading.set(conversation, p)
+    }
+    return p
+  }
+
+  /** Before the first write of a session, the index on disk must say it may be stale. */
+  private markDirty (): Promise<void> {
+    if (this.dirtyMarked === null) {
+      this.state.clean = false
+      this.dirtyMarked = this.indexFile.save(this.state)
+    }
+    return this.dirtyMarked
+  }
+
+  private scheduleIndexSave (): void {
+    if (this.indexTimer !== null || this.closing) return
+    this.indexTimer = setTimeout(() => {
+      this.indexTimer = null
+      this.state.clean = false
+      this.indexSaving = this.indexSaving.then(() => this.indexFile.save(this.state)).catch(err => {
+        this.log.error(`could not save the index: ${(err as Error).message}`)
+      })
+    }, this.indexDelayMs)
+  }
+
+  /** Rebuilds the index from the manifest and the feeds (after a lost or unreadable index). */
+  private async rebuild (): Promise<void> {
+    await this.markDirty()
+    const manifest = this.manifest as Hypercore.Core
+    const lengths = new Map<string, ManifestRecord['feeds'][number]>()
+    for (let i = 1; i < manifest.length; i++) {
+      const block = await manifest.get(i)
+      const rec = block === null ? null : parseManifestRecord(block)
+      if (rec === null) { this.log.warn(`manifest block ${i} is unreadable; skipped`); continue }
+      for (const f of rec.feeds) lengths.set(f.key, f)
+    }
+    this.state.manifestIndexed = manifest.length
+    for (const c of new Set([...lengths.values()].map(f => f.conversation))) await this.cache.remove(c)
+    for (const f of lengths.values()) {
+      const own = f.device === this.device
+      this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
+    }
+    await this.reconcile()
+  }
+
+  /** Reads every feed past its watermark (after a crash: the cache may lag the feeds). */
+  private async reconcile (): Promise<void> {
+    for (const rec of Object.values(this.state.feeds)) {
+      const core = await this.core(rec.key)
+      if (!rec.own) continue // peer feeds are read by their watchers
+      if (rec.indexed >= core.length) continue
+      if (rec.indexed === 0) rec.indexed = 1 // our own header
+      await this.readFeed(rec, core)
+    }
+    for (const id of new Set(Object.values(this.state.feeds).map(f => f.conversation))) {
+      const dag = await this.load(id)
+      this.summarise(dag)
+    }
+    await this.indexFile.save(this.state)
+  }
+
+  // ---------------------------------------------------------------- manifest
+
+  private async recordInManifest (rec: FeedRecord, length: number): Promise<void> {
+    const record: ManifestRecord = { feeds: [{ key: rec.key, conversation: rec.conversation, device: rec.own ? this.device : rec.device, length }] }
+    await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify(record)))
+    this.state.manifestIndexed = (this.manifest as Hypercore.Core).length
+  }
+
+  private scheduleManifest (): void {
+    if (this.manifestTimer !== null || this.closing) return
+    this.manifestTimer = setTimeout(() => {
+      this.manifestTimer = null
+      this.writeManifestLengths().catch(err => this.log.error(`could not update the manifest: ${(err as Error).message}`))
+    }, this.manifestDelayMs)
+  }
+
+  /** One manifest record with the new lengths of every feed that grew since the last one. */
+  private async writeManifestLengths (): Promise<void> {
+    if (this.manifestDirty.size === 0) return
+    const feeds: ManifestRecord['feeds'] = []
+    for (const key of this.manifestDirty) {
+      const rec = this.state.feeds[key]
+      if (rec !== undefined) feeds.push({ key, conversation: rec.conversation, device: rec.device, length: rec.indexed })
+    }
+    this.manifestDirty.clear()
+    await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify({ feeds } satisfies ManifestRecord)))
+    this.state.manifestIndexed = (this.manifest as Hypercore.Core).length
+    this.scheduleIndexSave()
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  /**
+   * A conversation as a DAG, named by its id or any unique prefix. The returned DAG is
+   * live: it grows as entries arrive (subscribe to 'entries' to hear when).
+   */
+  async open (ref: string): Promise<ConversationDag> {
+    await this.ready()
+    return this.load(this.resolve(ref))
+  }
+
+  /** Conversations with their summaries, most recently updated first. Reads no entries. */
+  list (): ConversationSummary[] {
+    return Object.values(this.state.conversations).sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1))
+  }
+
+  summary (conversation: string): ConversationSummary | undefined {
+    return this.state.conversations[conversation]
+  }
+
+  /** The full id of the conversation a reference (id or unique id prefix) names. */
+  resolve (ref: string): string {
+    const r = ref.toLowerCase()
+    if (!/^[0-9a-f]+$/.test(r)) throw new ConversationNotFoundError(ref, 'no conversation (ids are hex)')
+    // A full id also names a conversation whose root has not arrived yet (only its feeds).
+    if (this.state.conversations[r] !== undefined || this.dags.has(r) || Object.values(this.state.feeds).some(f => f.conversation === r)) return r
+    const matches = Object.keys(this.state.conversations).filter(id => id.startsWith(r))
+    if (matches.length === 1) return matches[0] as string
+    if (matches.length === 0) throw new ConversationNotFoundError(ref)
+    throw new ConversationNotFoundError(ref, `${matches.length} conversations (${matches.slice(0, 3).map(m => m.slice(0, r.length + 4)).join(', ')}…)`)
+  }
+
+  /** Calls back on every 'entries' event; returns the unsubscribe function. */
+  subscribe (fn: (ev: EntriesEvent) => void): () => void {
+    this.on('entries', fn)
+    return () => { this.off('entries', fn) }
+  }
+
+  // ---------------------------------------------------------------- view state
+
+  /** The entry this device last looked at in a conversation (its branch is the one shown). */
+  selected (conversation: string): string | undefined {
+    return this.view.selected(conversation)
+  }
+
+  select (conversation: string, entry: string): void {
+    const dag = this.dags.get(conversation)
+    if (dag !== undefined && !dag.isJoined(entry)) throw new Error(`entry ${entry.slice(0, 12)} is not in conversation ${conversation.slice(0, 12)}`)
+    this.view.select(conversation, entry)
+  }
+}
+
+function hex (core: Hypercore.Core): string {
+  return (core.key as Buffer).toString('hex')
+}
+
+function range (start: number, end: number): number[] {
+  const out: number[] = []
+  for (let i = start; i < end; i++) out.push(i)
+  return out
+}
+
+function isClosingError (err: unknown): boolean {
+  const code = (err as { code?: string })?.code
+  return code === 'REQUEST_CANCELLED' || code === 'SESSION_CLOSED'
+}

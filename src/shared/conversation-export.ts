@@ -1,0 +1,68 @@
+import type { ConversationDag } from './conversation-dag'
+import type { Entry } from './entry'
+import { entryText } from './entry-text'
+
+const ROLE: Record<Entry['kind'], string> = {
+  conversation: 'Conversation',
+  user: 'User',
+  assistant: 'Assistant',
+  'tool.intent': 'Tool call',
+  'tool.result': 'Tool result',
+  'agent.started': 'Agent',
+  'agent.stopped': 'Agent',
+  note: 'Note',
+  meta: 'Setting'
+}
+
+function when (ts: number): string {
+  return new Date(ts).toISOString().replace('T', ' ').slice(0, 16)
+}
+
+/** A branch as plain text for a terminal: one header line per entry, then its words. */
+export function transcriptText (branch: Entry[]): string {
+  return branch.map(e => {
+    const text = e.kind === 'conversation' ? `"${e.body.title}"` : entryText(e)
+    return `── ${ROLE[e.kind]} · ${when(e.ts)} · ${e.id.slice(0, 8)}\n${text}\n`
+  }).join('\n')
+}
+
+/** A branch as Markdown: messages as prose, tool traffic as code blocks. */
+export function transcriptMarkdown (dag: ConversationDag, branch: Entry[]): string {
+  const out: string[] = [`# ${dag.title() || 'Untitled conversation'}`, '', `Conversation \`${dag.conversation}\`, exported ${branch.length} entries of one branch.`, '']
+  for (const e of branch) {
+    if (e.kind === 'conversation') continue
+    out.push(`## ${ROLE[e.kind]} — ${when(e.ts)}`, '')
+    if (e.kind === 'tool.intent') out.push(`\`${e.body.tool}\` (${e.body.effect})`, '', '```json', JSON.stringify(e.body.args, null, 2), '```')
+    else if (e.kind === 'tool.result') out.push(`Status: ${e.body.status}`, '', fence(e.body.output))
+    else out.push(entryText(e))
+    out.push('')
+  }
+  return out.join('\n')
+}
+
+function fence (text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map(m => m[0].length))
+  const f = '`'.repeat(longest + 1)
+  return `${f}\n${text}\n${f}`
+}
+
+/** Every entry of the conversation, parents before children: a lossless export. */
+export function conversationJson (dag: ConversationDag): { conversation: string; title: string; heads: string[]; entries: Entry[]; waiting: Entry[] } {
+  const ordered: Entry[] = []
+  const root = dag.root
+  if (root !== undefined) {
+    // Kahn's order over the tree: an entry comes after all of its parents.
+    const pending = new Map<string, number>()
+    const queue: Entry[] = [root]
+    while (queue.length > 0) {
+      const e = queue.shift() as Entry
+      ordered.push(e)
+      for (const c of dag.children(e.id)) {
+        const left = (pending.get(c.id) ?? c.parents.length) - 1
+        pending.set(c.id, left)
+        if (left === 0) queue.push(c)
+      }
+    }
+  }
+  return { conversation: dag.conversation, title: dag.title(), heads: dag.heads().map(e => e.id), entries: ordered, waiting: dag.waiting() }
+}
