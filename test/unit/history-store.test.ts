@@ -150,6 +150,30 @@ describe('HistoryStore', () => {
     expect(s2.list()[0]).toMatchObject({ title: 'keep me', size: 6 })
   })
 
+  it('lists from the index alone, and heals a conversation whose entry cache is lost', async () => {
+    const dir = await dirs.make()
+    const s = await store(dir)
+    const root = await s.createConversation({ title: 'healing' })
+    let parent = root.id
+    for (let i = 0; i < 20; i++) parent = ((await s.append(root.id, [user(`m${i}`, parent)]))[0] as Entry).id
+    const snap = (await s.open(root.id)).snapshot()
+    await s.close()
+
+    await fs.rm(path.join(dir, 'index', 'entries', root.id + '.jsonl'))
+    const log = memoryLogger()
+    const s2 = new HistoryStore({ dir, log })
+    open.push(s2)
+    await s2.ready()
+    // Listing reads the summaries, not the entries: it is right without the cache.
+    expect(s2.list()[0]).toMatchObject({ id: root.id, size: 21, heads: [parent] })
+    expect((await s2.open(root.id)).snapshot()).toEqual(snap)
+    expect(log.lines.some(l => l.level === 'warn' && /is incomplete \(0 of 21 entries/.test(l.message))).toBe(true)
+    await s2.close()
+    // and the cache was rewritten
+    const s3 = await store(dir)
+    expect((await s3.open(root.id)).snapshot()).toEqual(snap)
+  })
+
   it('tells the user when another process holds the data directory', async () => {
     const dir = await dirs.make()
     await store(dir)

@@ -483,9 +483,14 @@ export class HistoryStore extends EventEmitter {
     if (p === undefined) {
       p = (async () => {
         const { entries, torn } = await this.cache.read(conversation)
-        if (torn > 0) this.log.warn(`entry cache of ${conversation.slice(0, 12)} had ${torn} torn line(s); they are re-read from the feeds`)
         const d = new ConversationDag(conversation)
         for (const e of entries) if (e.conversation === conversation) d.add(e)
+        const expected = this.state.conversations[conversation]?.size ?? 0
+        if (torn > 0 || d.size < expected) {
+          // Derived state went missing or bad: read the conversation again from its feeds.
+          this.log.warn(`entry cache of ${conversation.slice(0, 12)} is incomplete (${d.size} of ${expected} entries, ${torn} torn line(s)); re-reading its feeds`)
+          await this.refill(d)
+        }
         this.dags.set(conversation, d)
         this.loading.delete(conversation)
         return d
@@ -493,6 +498,26 @@ export class HistoryStore extends EventEmitter {
       this.loading.set(conversation, p)
     }
     return p
+  }
+
+  /** Re-reads every indexed block of a conversation's feeds into `dag` and rewrites its cache. */
+  private async refill (dag: ConversationDag): Promise<void> {
+    for (const rec of Object.values(this.state.feeds)) {
+      if (rec.conversation !== dag.conversation || rec.indexed <= 1) continue
+      const core = await this.core(rec.key)
+      const device = rec.own ? this.device : rec.device
+      for (let start = 1; start < rec.indexed; start += READ_CHUNK) {
+        const blocks = await Promise.all(range(start, Math.min(rec.indexed, start + READ_CHUNK)).map(i => core.get(i)))
+        for (const block of blocks) {
+          if (block === null) continue
+          const v = validateEntry(JSON.parse(block.toString('utf8')) as unknown, device)
+          if (v.ok && v.entry.conversation === dag.conversation) dag.add(v.entry)
+        }
+      }
+    }
+    await this.markDirty()
+    await this.cache.remove(dag.conversation)
+    await this.cache.append(dag.conversation, [...dag.entries()])
   }
 
   /** Before the first write of a session, the index on disk must say it may be stale. */

@@ -1,0 +1,107 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { runCli } from '../../src/main/cli/run-cli'
+import { dataDir } from '../../src/main/cli/data-dir'
+import { tempDirs } from '../helpers/temp-dir'
+
+const dirs = tempDirs()
+afterEach(() => dirs.cleanup())
+
+/** Runs `arbor ...args` in process against a data directory. */
+async function arbor (data: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = ''
+  let err = ''
+  const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env: { ARBOR_DATA: data }, cwd: data })
+  return { code, out, err }
+}
+
+describe('arbor CLI', () => {
+  it('new, post, branch, ls, tree, show and export a conversation', async () => {
+    const data = await dirs.make()
+    const made = await arbor(data, 'new', '--title', 'Plan the trip', '--cwd', data)
+    expect(made.code).toBe(0)
+    const conv = made.out.trim()
+    expect(conv).toMatch(/^[0-9a-f]{64}$/)
+    const p = conv.slice(0, 6)
+    const q = (await arbor(data, 'post', p, 'Where', 'should we go?')).out.trim()
+    await arbor(data, 'post', p, 'Somewhere warm')
+    const branch = await arbor(data, 'post', p, 'The mountains', '--parent', q.slice(0, 8))
+    expect(branch.code).toBe(0)
+
+    const ls = await arbor(data, 'ls')
+    expect(ls.out).toMatch(/ID\s+UPDATED\s+ENTRIES\s+BRANCHES\s+TITLE/)
+    expect(ls.out).toMatch(new RegExp(`${conv.slice(0, 12)}\\s+\\S+ ago\\s+4\\s+2\\s+Plan the trip`))
+    const json = JSON.parse((await arbor(data, 'ls', '--json')).out) as Array<{ id: string; cwd: string }>
+    expect(json[0]).toMatchObject({ id: conv, cwd: data })
+
+    const tree = (await arbor(data, 'tree', p)).out
+    expect(tree).toContain('Where should we go?')
+    expect(tree).toMatch(/├─ {2}[0-9a-f]{8} user +Somewhere warm/)
+    expect(tree).toMatch(/└─\* [0-9a-f]{8} user +The mountains/) // the new branch is selected
+
+    const show = (await arbor(data, 'show', p)).out
+    expect(show).toContain('The mountains')
+    expect(show).not.toContain('Somewhere warm')
+    const other = tree.match(/([0-9a-f]{8}) user +Somewhere warm/)?.[1] as string
+    const showOther = (await arbor(data, 'show', p, '--leaf', other)).out
+    expect(showOther).toContain('Somewhere warm')
+    expect(showOther).not.toContain('The mountains')
+
+    const md = (await arbor(data, 'export', p, '--format', 'md')).out
+    expect(md).toMatch(/^# Plan the trip/)
+    expect(md).toContain('## User')
+    const all = JSON.parse((await arbor(data, 'export', p, '--format', 'json')).out) as { entries: Array<{ id: string; parents: string[] }>; heads: string[] }
+    expect(all.entries).toHaveLength(4)
+    expect(all.heads).toHaveLength(2)
+    const seen = new Set<string>()
+    for (const e of all.entries) { for (const par of e.parents) expect(seen.has(par)).toBe(true); seen.add(e.id) }
+  })
+
+  it('answers mistakes with one clear line and a non-zero exit', async () => {
+    const data = await dirs.make()
+    const cases: Array<[string[], RegExp, number]> = [
+      [['show', 'abc'], /^arbor show: no conversation matches "abc"; `arbor ls` lists the conversations\n$/, 1],
+      [['post'], /missing conversation and text/, 2],
+      [['frobnicate'], /unknown command "frobnicate"/, 2],
+      [['ls', '--bogus'], /Unknown option '--bogus'/, 2],
+      [['new', '--cwd', '/does/not/exist'], /not a directory/, 1]
+    ]
+    for (const [args, message, code] of cases) {
+      const r = await arbor(data, ...args)
+      expect(r.code, args.join(' ')).toBe(code)
+      expect(r.err, args.join(' ')).toMatch(message)
+      expect(r.err.trim().split('\n'), args.join(' ')).toHaveLength(1)
+    }
+    const conv = (await arbor(data, 'new')).out.trim()
+    const r = await arbor(data, 'export', conv, '--format', 'pdf')
+    expect([r.code, r.err.trim()]).toEqual([2, 'arbor export: --format must be md or json'])
+    expect((await arbor(data, 'post', conv, 'x', '--parent', 'ffff')).err).toMatch(/no entry of this conversation matches "ffff"/)
+  })
+
+  it('picks the data directory from --data, ARBOR_DATA, then the OS default', () => {
+    expect(dataDir('/x', { ARBOR_DATA: '/y' })).toBe('/x')
+    expect(dataDir(undefined, { ARBOR_DATA: '/y' })).toBe('/y')
+    expect(dataDir(undefined, { HOME: '/home/u' }, 'linux')).toBe('/home/u/.config/Arbor')
+    expect(dataDir(undefined, { HOME: '/home/u', XDG_CONFIG_HOME: '/cfg' }, 'linux')).toBe('/cfg/Arbor')
+    expect(dataDir(undefined, { HOME: '/Users/u' }, 'darwin')).toBe('/Users/u/Library/Application Support/Arbor')
+    expect(dataDir(undefined, { HOME: 'C:\\Users\\u', APPDATA: 'C:\\Users\\u\\AppData\\Roaming' }, 'win32')).toMatch(/Roaming.Arbor$/)
+  })
+
+  it('runs as the package bin (npx arbor) from the build', async () => {
+    const bin = path.resolve('bin/arbor.js')
+    expect(fs.existsSync(path.resolve('out/main/cli.js')), 'run `npm run build` first').toBe(true)
+    const data = await dirs.make()
+    const env = { ...process.env, ARBOR_DATA: data }
+    const made = spawnSync(process.execPath, [bin, 'new', '--title', 'from the bin'], { env, encoding: 'utf8' })
+    expect(made.status, made.stderr).toBe(0)
+    const ls = spawnSync(process.execPath, [bin, 'ls'], { env, encoding: 'utf8' })
+    expect(ls.stdout).toContain('from the bin')
+    const npx = spawnSync('npx', ['--no-install', 'arbor', '--version'], { env, encoding: 'utf8' })
+    expect(npx.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/)
+    const bad = spawnSync(process.execPath, [bin, 'show', 'nope'], { env, encoding: 'utf8' })
+    expect(bad.status).toBe(1)
+    expect(bad.stderr).not.toMatch(/at .*\.js:\d+/) // no stack trace
+  })
+})
