@@ -19,7 +19,14 @@ function encode (value: unknown, path: string): string {
       if (!Number.isFinite(value)) throw new TypeError(`cannot encode ${value} at ${path || '/'}: numbers must be finite`)
       return JSON.stringify(value)
     case 'object': {
-      if (Array.isArray(value)) return '[' + value.map((v, i) => encode(v === undefined ? null : v, `${path}/${i}`)).join(',') + ']'
+      if (Array.isArray(value)) {
+        const parts: string[] = []
+        // An indexed loop, so holes encode as null as JSON.stringify does.
+        for (let i = 0; i < value.length; i++) parts.push(encode(value[i] === undefined ? null : value[i], `${path}/${i}`))
+        return '[' + parts.join(',') + ']'
+      }
+      const proto = Object.getPrototypeOf(value) as unknown
+      if (proto !== Object.prototype && proto !== null) throw new TypeError(`cannot encode a ${(value as object).constructor?.name ?? 'non-plain object'} at ${path || '/'}: only plain objects and arrays`)
       const obj = value as Record<string, unknown>
       const keys = Object.keys(obj).filter(k => obj[k] !== undefined).sort()
       return '{' + keys.map(k => JSON.stringify(k) + ':' + encode(obj[k], `${path}/${k}`)).join(',') + '}'

@@ -157,14 +157,19 @@ export class ConversationDag {
     return path
   }
 
-  /** Last-writer-wins (by hybrid logical clock) over `meta` entries with this key. */
+  /**
+   * Last-writer-wins (by hybrid logical clock) over `meta` entries with this key.
+   * Equal clocks (a device reusing one, or naming another's device) fall back to the
+   * larger entry id, so every device picks the same value whatever the arrival order.
+   */
   meta (key: string): { value: unknown; hlc: Hlc } | undefined {
-    let best: { value: unknown; hlc: Hlc } | undefined
+    let best: { value: unknown; hlc: Hlc; id: string } | undefined
     for (const e of this.all.values()) {
       if (e.kind !== 'meta' || e.body.key !== key || !this.joinedIds.has(e.id)) continue
-      if (best === undefined || compareHlc(e.body.hlc, best.hlc) > 0) best = { value: e.body.value, hlc: e.body.hlc }
+      const c = best === undefined ? 1 : compareHlc(e.body.hlc, best.hlc)
+      if (best === undefined || c > 0 || (c === 0 && e.id > best.id)) best = { value: e.body.value, hlc: e.body.hlc, id: e.id }
     }
-    return best
+    return best === undefined ? undefined : { value: best.value, hlc: best.hlc }
   }
 
   title (): string {

@@ -88,7 +88,8 @@ export type EntryDraft = { [K in EntryKind]: { kind: K; body: BodyOf<K>; parents
 /** Entries larger than this are refused: tool output is cut long before. */
 export const MAX_ENTRY_BYTES = 1024 * 1024
 
-const Envelope = z.object({
+// Strict: a top-level field outside the id's hash would be stored unauthenticated.
+const Envelope = z.strictObject({
   v: z.literal(1),
   id: Hex32,
   conversation: Hex32,

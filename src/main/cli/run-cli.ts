@@ -66,6 +66,10 @@ export async function runCli (argv: string[], io: CliIo): Promise<number> {
   const [command, ...args] = positionals
   if (values.version === true) { io.out(`${VERSION}\n`); return 0 }
   if (values.help === true || command === undefined || command === 'help') { io.out(USAGE + '\n'); return command === undefined && values.help !== true ? 2 : 0 }
+  if (command === 'serve') {
+    io.err('arbor serve: the headless node with its web UI is not in this version yet; the history works through `arbor --help` meanwhile\n')
+    return 1
+  }
   const handler = COMMANDS[command]
   if (handler === undefined) { io.err(`arbor: unknown command "${command}"; see \`arbor --help\`\n`); return 2 }
 

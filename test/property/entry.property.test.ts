@@ -1,0 +1,203 @@
+// Properties of entries: any valid entry survives storage, and any single change to one is caught.
+import { createHash } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { canonicalJson } from '../../src/shared/canonical-json'
+import { EFFECT_CLASSES, ENTRY_KINDS, encodeEntry, hashInput, makeEntry, validateEntry, type Entry, type EntryDraft } from '../../src/shared/entry'
+
+const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const
+const HEX64 = /^[0-9a-f]{64}$/
+
+const hexArb = fc.uint8Array({ minLength: 32, maxLength: 32 }).map(b => Buffer.from(b).toString('hex'))
+const deviceArb = fc.oneof(fc.constantFrom(...DEVICES), hexArb)
+/** Text including astral characters and lone surrogates, which JSON escapes. */
+const textArb = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  fc.string({ unit: fc.integer({ min: 0xd800, max: 0xdfff }).map(c => String.fromCharCode(c)), maxLength: 3 })
+)
+const nonEmpty = fc.string({ minLength: 1, maxLength: 12 })
+const json = fc.jsonValue({ maxDepth: 3 })
+const nat = fc.nat({ max: 1_000_000 })
+const opt = <T>(a: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.option(a, { nil: undefined })
+/** Fields a newer version may add to a body: kept, and covered by the id. */
+const extrasArb = fc.dictionary(fc.string({ maxLength: 6 }).map(k => 'x-' + k), json, { maxKeys: 2 })
+const agentRef = fc.record({ device: deviceArb, epoch: nat })
+const hlcArb = fc.record({ wall: nat, counter: nat, device: deviceArb })
+
+/** Drops undefined (optional fields left out), as a writer would. */
+function body (fields: Record<string, unknown>, extras: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...extras }
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined) out[k] = v
+  return out
+}
+
+const childBodies: { [K in Exclude<Entry['kind'], 'conversation'>]: fc.Arbitrary<Record<string, unknown>> } = {
+  user: fc.record({ text: textArb }),
+  note: fc.record({ text: textArb }),
+  assistant: fc.record({
+    text: textArb,
+    toolCalls: opt(fc.array(fc.record({ id: nonEmpty, name: nonEmpty, args: json }), { maxLength: 3 })),
+    reasoning: opt(textArb),
+    usage: opt(fc.record({ input: nat, output: nat, reasoning: opt(nat) })),
+    model: opt(nonEmpty),
+    finish: opt(nonEmpty)
+  }),
+  'tool.intent': fc.record({ callId: nonEmpty, tool: nonEmpty, args: json, effect: fc.constantFrom(...EFFECT_CLASSES), idemKey: nonEmpty }),
+  'tool.result': fc.record({ callId: nonEmpty, status: fc.constantFrom('ok', 'error', 'unknown', 'cancelled'), output: textArb, truncated: opt(fc.boolean()) }),
+  'agent.started': fc.record({ epoch: nat, reason: fc.constantFrom('user', 'resume', 'revival', 'restart'), previous: opt(agentRef) }),
+  'agent.stopped': fc.record({ epoch: nat, reason: fc.constantFrom('done', 'cancelled', 'superseded', 'crash-loop', 'error'), by: opt(agentRef), message: opt(textArb) }),
+  meta: fc.record({ key: nonEmpty, value: json, hlc: hlcArb })
+}
+const rootBody = fc.record({
+  title: fc.string({ maxLength: 40 }),
+  nonce: nonEmpty,
+  cwd: opt(fc.string()),
+  model: opt(nonEmpty),
+  autoRevival: opt(fc.boolean())
+})
+
+interface Made { draft: EntryDraft; ctx: { conversation: string | null; device: string; ts: number } }
+
+const ctxArb = fc.record({ device: deviceArb, ts: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), agent: opt(fc.string({ minLength: 1, maxLength: 20 })) })
+
+const rootArb: fc.Arbitrary<Made> = fc.tuple(rootBody, extrasArb, ctxArb).map(([b, x, c]) => ({
+  draft: { kind: 'conversation', parents: [], body: body(b, x), agent: c.agent } as unknown as EntryDraft,
+  ctx: { conversation: null, device: c.device, ts: c.ts }
+}))
+
+const childArb: fc.Arbitrary<Made> = fc.tuple(
+  fc.constantFrom(...(Object.keys(childBodies) as Array<keyof typeof childBodies>)).chain(kind => childBodies[kind].map(b => ({ kind, b }))),
+  extrasArb,
+  ctxArb,
+  hexArb,
+  fc.uniqueArray(hexArb, { minLength: 1, maxLength: 4 })
+).map(([{ kind, b }, x, c, conversation, parents]) => ({
+  draft: { kind, parents, body: body(b, x), agent: c.agent } as EntryDraft,
+  ctx: { conversation, device: c.device, ts: c.ts }
+}))
+
+const madeArb = fc.oneof({ arbitrary: rootArb, weight: 1 }, { arbitrary: childArb, weight: 4 })
+
+describe('entry round trip', () => {
+  it('makeEntry → encode → parse → validate gives back the same entry, for any valid draft', () => {
+    fc.assert(fc.property(madeArb, ({ draft, ctx }) => {
+      const e = makeEntry(draft, ctx)
+      expect(e.id).toMatch(HEX64)
+      expect(e.id).toBe(createHash('sha256').update(hashInput(e), 'utf8').digest('hex'))
+      expect(e.conversation).toBe(draft.parents.length === 0 ? e.id : ctx.conversation)
+      expect(canonicalJson(e.body)).toBe(canonicalJson(draft.body))
+      const stored = encodeEntry(e)
+      const v = validateEntry(JSON.parse(stored), ctx.device)
+      if (!v.ok) throw new Error(v.error)
+      expect(v.entry).toEqual(e)
+      expect(encodeEntry(v.entry)).toBe(stored)
+    }), { numRuns: 300 })
+  })
+})
+
+// ------------------------------------------------------------------ tampering
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
+type Raw = Record<string, Json>
+
+/** Every place in a JSON value, as a path of keys/indices (the value itself included). */
+function paths (v: Json, here: Array<string | number> = []): Array<Array<string | number>> {
+  const out = [here]
+  if (Array.isArray(v)) v.forEach((x, i) => out.push(...paths(x, [...here, i])))
+  else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(...paths(x, [...here, k]))
+  return out
+}
+
+/** A copy of `root` with the value at `path` replaced by `f(old)` (undefined: removed). */
+function update (root: Json, path: Array<string | number>, f: (old: Json) => Json | undefined): Json | undefined {
+  if (path.length === 0) return f(root)
+  const [head, ...rest] = path as [string | number, ...Array<string | number>]
+  if (Array.isArray(root)) {
+    const copy = [...root]
+    const next = update(copy[head as number] as Json, rest, f)
+    if (next === undefined) copy.splice(head as number, 1)
+    else copy[head as number] = next
+    return copy
+  }
+  const copy = { ...(root as Record<string, Json>) }
+  const next = update(copy[head as string] as Json, rest, f)
+  if (next === undefined) delete copy[head as string]
+  else copy[head as string] = next
+  return copy
+}
+
+const FIELDS = ['body', 'ts', 'author.device', 'author.agent', 'parents', 'kind', 'v', 'id', 'conversation'] as const
+type Field = typeof FIELDS[number]
+
+interface Mutation { field: Field; op: number; pick: number; value: Json; hex: string; int: number; str: string }
+
+const mutationArb: fc.Arbitrary<Mutation> = fc.record({
+  field: fc.constantFrom(...FIELDS),
+  op: fc.nat({ max: 3 }),
+  pick: fc.nat(),
+  value: json as fc.Arbitrary<Json>,
+  hex: hexArb,
+  int: fc.oneof(fc.nat(), fc.integer({ min: -3, max: Number.MAX_SAFE_INTEGER }), fc.double({ noNaN: true, noDefaultInfinity: true })),
+  str: fc.oneof(fc.constantFrom(...ENTRY_KINDS), fc.string({ maxLength: 12 }))
+})
+
+/** Applies one change to one field of a stored entry. */
+function mutate (raw: Raw, m: Mutation): Raw {
+  const out: Raw = { ...raw }
+  switch (m.field) {
+    case 'body': {
+      const ps = paths(raw.body as Json)
+      const path = ps[m.pick % ps.length] as Array<string | number>
+      if (m.op === 0 && path.length > 0) out.body = update(raw.body as Json, path, () => undefined) ?? null // remove
+      else if (m.op === 1) { // add a key next to / inside the chosen place
+        out.body = update(raw.body as Json, path, old => old !== null && typeof old === 'object' && !Array.isArray(old)
+          ? { ...old, ['k' + m.int]: m.value }
+          : Array.isArray(old) ? [...old, m.value] : m.value) ?? null
+      } else out.body = update(raw.body as Json, path, () => m.value) ?? null // replace
+      break
+    }
+    case 'ts': out.ts = m.op === 0 ? (raw.ts as number) + 1 + (m.pick % 1000) : m.int; break
+    case 'author.device': out.author = { ...(raw.author as Raw), device: m.op === 0 ? m.hex : m.str }; break
+    case 'author.agent': {
+      const author = { ...(raw.author as Raw) }
+      if (m.op === 0) delete author.agent
+      else author.agent = m.op === 1 ? m.str : (author.agent ?? '') + m.str
+      out.author = author
+      break
+    }
+    case 'parents': {
+      const ps = [...(raw.parents as string[])]
+      const i = ps.length === 0 ? 0 : m.pick % ps.length
+      if (m.op === 0) ps.splice(i, 1) // remove one
+      else if (m.op === 1) ps.splice(i, 0, m.hex) // add one
+      else if (m.op === 2 && ps.length > 0) ps[i] = m.hex // replace one
+      else ps.reverse() // reorder
+      out.parents = ps
+      break
+    }
+    case 'kind': out.kind = m.str; break
+    case 'v': out.v = m.op === 0 ? m.int : m.value; break
+    case 'id': out.id = m.hex; break
+    case 'conversation': out.conversation = m.hex; break
+  }
+  return out
+}
+
+describe('entry tampering', () => {
+  it('refuses any single change to a field of a valid entry', () => {
+    const seen = new Set<string>()
+    fc.assert(fc.property(madeArb, mutationArb, ({ draft, ctx }, m) => {
+      const e = makeEntry(draft, ctx)
+      const raw = JSON.parse(encodeEntry(e)) as Raw
+      const changed = mutate(raw, m)
+      // Only real changes count: the same JSON is the same entry.
+      fc.pre(canonicalJson(changed) !== canonicalJson(raw))
+      seen.add(m.field)
+      const withoutDevice = validateEntry(JSON.parse(JSON.stringify(changed)))
+      expect(withoutDevice.ok, `${m.field} change accepted: ${JSON.stringify(changed)}`).toBe(false)
+      expect(validateEntry(changed, ctx.device).ok).toBe(false)
+    }), { numRuns: 1000 })
+    expect([...seen].sort()).toEqual([...FIELDS].sort())
+  })
+})
