@@ -28,6 +28,8 @@ export class ConversationDag {
   private readonly kids = new Map<string, Entry[]>()
   private readonly headIds = new Set<string>()
   private readonly waitingOn = new Map<string, Set<string>>()
+  /** The winning joined `meta` entry per key, kept as entries join. */
+  private readonly metaBest = new Map<string, Entry>()
   private lastTs = 0
 
   constructor (conversation: string, entries: Iterable<Entry> = []) {
@@ -92,6 +94,11 @@ export class ConversationDag {
   private join (e: Entry): void {
     this.joinedIds.add(e.id)
     this.headIds.add(e.id)
+    if (e.kind === 'meta') {
+      const best = this.metaBest.get(e.body.key)
+      const c = best?.kind === 'meta' ? compareHlc(e.body.hlc, best.body.hlc) : 1
+      if (best === undefined || c > 0 || (c === 0 && e.id > best.id)) this.metaBest.set(e.body.key, e)
+    }
     for (const p of e.parents) {
       this.headIds.delete(p)
       let list = this.kids.get(p)
@@ -163,13 +170,8 @@ export class ConversationDag {
    * larger entry id, so every device picks the same value whatever the arrival order.
    */
   meta (key: string): { value: unknown; hlc: Hlc } | undefined {
-    let best: { value: unknown; hlc: Hlc; id: string } | undefined
-    for (const e of this.all.values()) {
-      if (e.kind !== 'meta' || e.body.key !== key || !this.joinedIds.has(e.id)) continue
-      const c = best === undefined ? 1 : compareHlc(e.body.hlc, best.hlc)
-      if (best === undefined || c > 0 || (c === 0 && e.id > best.id)) best = { value: e.body.value, hlc: e.body.hlc, id: e.id }
-    }
-    return best === undefined ? undefined : { value: best.value, hlc: best.hlc }
+    const best = this.metaBest.get(key)
+    return best === undefined || best.kind !== 'meta' ? undefined : { value: best.body.value, hlc: best.body.hlc }
   }
 
   title (): string {

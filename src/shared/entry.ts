@@ -115,13 +115,18 @@ export function hashInput (e: Omit<Entry, 'id'> | Entry): string {
 }
 
 export function entryId (e: Omit<Entry, 'id'> | Entry): string {
-  return bytesToHex(sha256(utf8ToBytes(hashInput(e))))
+  return hashHex(hashInput(e))
 }
 
 /** The stored form of an entry: canonical JSON, so stored bytes are deterministic. */
 export function encodeEntry (e: Entry): string {
-  return canonicalJson(e)
+  let text = encoded.get(e)
+  if (text === undefined) encoded.set(e, text = canonicalJson(e))
+  return text
 }
+
+// Entries are immutable, so each one's encoding is computed once (for the feed and the cache).
+const encoded = new WeakMap<Entry, string>()
 
 export class InvalidEntryError extends Error {
   constructor (message: string) {
@@ -141,6 +146,18 @@ function describe (issues: z.core.$ZodIssue[], prefix: string): string {
  * `device`, when given, is the device that wrote the feed the entry came from.
  */
 export function validateEntry (raw: unknown, device?: string): Validation {
+  const checked = checkShape(raw, device)
+  if (!checked.ok) return checked
+  const entry = checked.entry
+  const input = hashInput(entry)
+  const id = hashHex(input)
+  if (id !== entry.id) return { ok: false, error: `entry ${entry.id.slice(0, 12)}: id is not the hash of its content (expected ${id.slice(0, 12)}): tampered or corrupt` }
+  if (input.length > MAX_ENTRY_BYTES) return { ok: false, error: `entry ${entry.id.slice(0, 12)}: larger than ${MAX_ENTRY_BYTES} bytes` }
+  return { ok: true, entry }
+}
+
+/** Everything validateEntry checks except the hash. */
+function checkShape (raw: unknown, device?: string): Validation {
   const env = Envelope.safeParse(raw)
   const idHint = typeof (raw as { id?: unknown })?.id === 'string' ? `entry ${String((raw as { id: string }).id).slice(0, 12)}: ` : 'entry: '
   if (!env.success) return { ok: false, error: idHint + describe(env.error.issues, '') }
@@ -158,22 +175,30 @@ export function validateEntry (raw: unknown, device?: string): Validation {
   if (device !== undefined && e.author.device !== device) {
     return { ok: false, error: `${idHint}author ${e.author.device.slice(0, 12)} is not the device ${device.slice(0, 12)} that wrote this feed` }
   }
-  const entry = raw as Entry
-  const id = entryId(entry)
-  if (id !== e.id) return { ok: false, error: `${idHint}id is not the hash of its content (expected ${id.slice(0, 12)}): tampered or corrupt` }
-  if (encodeEntry(entry).length > MAX_ENTRY_BYTES) return { ok: false, error: `${idHint}larger than ${MAX_ENTRY_BYTES} bytes` }
-  return { ok: true, entry }
+  return { ok: true, entry: raw as Entry }
 }
 
-/** Builds a complete entry from a draft; throws InvalidEntryError if the result is invalid. */
+function hashHex (input: string): string {
+  return bytesToHex(sha256(utf8ToBytes(input)))
+}
+
+/**
+ * Builds a complete entry from a draft; throws InvalidEntryError if the result is invalid.
+ * Hashes once: the id is computed here, so it is not checked again.
+ */
 export function makeEntry (draft: EntryDraft, ctx: { conversation: string | null; device: string; ts: number }): Entry {
   const author: Author = draft.agent === undefined ? { device: ctx.device } : { device: ctx.device, agent: draft.agent }
   const partial = { v: 1 as const, conversation: ctx.conversation ?? '', parents: draft.parents, author, ts: ctx.ts, kind: draft.kind, body: draft.body }
-  const id = entryId(partial as Omit<Entry, 'id'>)
+  let input: string
+  try {
+    input = hashInput(partial as Omit<Entry, 'id'>)
+  } catch (err) {
+    throw new InvalidEntryError(`${draft.kind} entry: ${(err as Error).message}`)
+  }
+  if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${draft.kind} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
+  const id = hashHex(input)
   const entry = { ...partial, id, conversation: draft.parents.length === 0 ? id : partial.conversation } as Entry
-  // Round-trip through the canonical encoding so what we validate and hash is what is stored.
-  const stored = JSON.parse(encodeEntry(entry)) as unknown
-  const v = validateEntry(stored, ctx.device)
+  const v = checkShape(entry, ctx.device)
   if (!v.ok) throw new InvalidEntryError(v.error)
-  return v.entry
+  return entry
 }

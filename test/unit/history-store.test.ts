@@ -87,6 +87,9 @@ describe('HistoryStore', () => {
     const dag = await s.open(root.id)
     expect(dag.children(first.id).map(e => e.id).sort()).toEqual([(again[0] as Entry).id, (sibling[0] as Entry).id].sort())
     expect(dag.heads()).toHaveLength(2)
+    const chain = await s.append(root.id, [user('c1', first.id), user('c2', '$0'), user('c3', '$1')])
+    expect(chain.map(e => e.parents[0])).toEqual([first.id, (chain[0] as Entry).id, (chain[1] as Entry).id])
+    await expect(s.append(root.id, [user('x', '$0')])).rejects.toThrow(/does not name an earlier draft/)
   })
 
   it('names conversations by unique prefix and says when a prefix is ambiguous or unknown', async () => {
@@ -172,6 +175,40 @@ describe('HistoryStore', () => {
     // and the cache was rewritten
     const s3 = await store(dir)
     expect((await s3.open(root.id)).snapshot()).toEqual(snap)
+  })
+
+  it('recovers from crash images: a feed missing from the index, a torn cache line, a racing save', async () => {
+    const dir = await dirs.make()
+    const s = await store(dir)
+    const root = await s.createConversation({ title: 'crash' })
+    const [a] = await s.append(root.id, [user('a', root.id)])
+    const [b] = await s.append(root.id, [user('b', (a as Entry).id)])
+    await s.close()
+    const indexFile = path.join(dir, 'index', 'index.json')
+    const cacheFile = path.join(dir, 'index', 'entries', root.id + '.jsonl')
+    const saved = JSON.parse(await fs.readFile(indexFile, 'utf8')) as { clean: boolean; manifestIndexed: number; feeds: Record<string, { indexed: number }>; conversations: Record<string, unknown> }
+
+    // Killed right after createConversation: the dirty index has not heard of the feed yet.
+    await fs.writeFile(indexFile, JSON.stringify({ ...saved, clean: false, manifestIndexed: 1, feeds: {}, conversations: {} }))
+    const s2 = await store(dir)
+    expect(s2.list()[0]).toMatchObject({ id: root.id, size: 3 })
+    await s2.close()
+
+    // A torn last cache line (no newline), the watermark before it, several quick index saves.
+    const text = await fs.readFile(cacheFile, 'utf8')
+    await fs.writeFile(cacheFile, text.slice(0, text.length - 60))
+    const now = JSON.parse(await fs.readFile(indexFile, 'utf8')) as typeof saved
+    for (const f of Object.values(now.feeds)) f.indexed -= 1
+    await fs.writeFile(indexFile, JSON.stringify({ ...now, clean: false }))
+    const s3 = new HistoryStore({ dir, log: memoryLogger(), indexDelayMs: 1 })
+    open.push(s3)
+    await s3.ready()
+    const [c] = await s3.append(root.id, [user('c', (b as Entry).id)])
+    await s3.close()
+    const s4 = await store(dir)
+    const dag = await s4.open(root.id)
+    expect([dag.size, dag.waiting().length, dag.isJoined((c as Entry).id)]).toEqual([4, 0, true])
+    expect(s4.list()[0]).toMatchObject({ size: 4, waiting: 0 })
   })
 
   it('tells the user when another process holds the data directory', async () => {

@@ -5,7 +5,8 @@ import type { ConversationDag } from '../../shared/conversation-dag'
 import { conversationJson, transcriptMarkdown, transcriptText } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { consoleLogger } from '../../shared/logger'
-import { HistoryStore } from '../history/history-store'
+import { HistoryIndexFile, indexFilePath, sortSummaries, type ConversationSummary } from '../history/history-index'
+import type { HistoryStore } from '../history/history-store'
 import { asciiTree } from './ascii-tree'
 import { dataDir } from './data-dir'
 
@@ -73,7 +74,15 @@ export async function runCli (argv: string[], io: CliIo): Promise<number> {
   const handler = COMMANDS[command]
   if (handler === undefined) { io.err(`arbor: unknown command "${command}"; see \`arbor --help\`\n`); return 2 }
 
-  const store = new HistoryStore({ dir: dataDir(values.data, io.env), watchPeers: false, log: consoleLogger('history') })
+  const dir = dataDir(values.data, io.env)
+  // Listing a cleanly closed store needs only its index: no Corestore to load or lock.
+  if (command === 'ls') {
+    const { state } = await new HistoryIndexFile(indexFilePath(dir)).load(null).catch(() => ({ state: null }))
+    if (state?.clean === true) { printList(sortSummaries(Object.values(state.conversations)), values, io); return 0 }
+  }
+  // Loaded on demand: the storage stack is most of the CLI's start-up time.
+  const { HistoryStore } = await import('../history/history-store')
+  const store = new HistoryStore({ dir, watchPeers: false, log: consoleLogger('history') })
   try {
     await store.ready()
     await handler(store, args, values, io)
@@ -150,11 +159,7 @@ const COMMANDS: Record<string, Handler> = {
   },
 
   async ls (store, _args, values, io) {
-    const list = store.list()
-    if (values.json === true) { io.out(JSON.stringify(list, null, 2) + '\n'); return }
-    if (list.length === 0) { io.out('no conversations yet; start one with `arbor new --title "..."`\n'); return }
-    const rows = list.map(c => [c.id.slice(0, 12), ago(c.updatedAt), String(c.size), String(c.heads.length), c.title || '(untitled)'])
-    io.out(table([['ID', 'UPDATED', 'ENTRIES', 'BRANCHES', 'TITLE'], ...rows]))
+    printList(store.list(), values, io)
   },
 
   async tree (store, args, _values, io) {
@@ -177,6 +182,13 @@ const COMMANDS: Record<string, Handler> = {
     else if (values.format === 'md') io.out(transcriptMarkdown(dag, branchOf(store, dag, values.leaf)))
     else throw new CliError('--format must be md or json', 2)
   }
+}
+
+function printList (list: ConversationSummary[], values: Values, io: CliIo): void {
+  if (values.json === true) { io.out(JSON.stringify(list, null, 2) + '\n'); return }
+  if (list.length === 0) { io.out('no conversations yet; start one with `arbor new --title "..."`\n'); return }
+  const rows = list.map(c => [c.id.slice(0, 12), ago(c.updatedAt), String(c.size), String(c.heads.length), c.title || '(untitled)'])
+  io.out(table([['ID', 'UPDATED', 'ENTRIES', 'BRANCHES', 'TITLE'], ...rows]))
 }
 
 function ago (ts: number): string {

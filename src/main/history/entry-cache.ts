@@ -10,6 +10,8 @@ import { encodeEntry, type Entry } from '../../shared/entry'
  */
 export class EntryCache {
   private readonly queues = new Map<string, Promise<void>>()
+  /** Files whose last line has no newline (a torn write): the next append starts a new line. */
+  private readonly unterminated = new Set<string>()
 
   constructor (readonly dir: string) {}
 
@@ -24,7 +26,8 @@ export class EntryCache {
   /** Appends in call order per conversation; resolves when written. */
   append (conversation: string, entries: Entry[]): Promise<void> {
     if (entries.length === 0) return this.queues.get(conversation) ?? Promise.resolve()
-    const text = entries.map(e => encodeEntry(e) + '\n').join('')
+    let text = entries.map(e => encodeEntry(e) + '\n').join('')
+    if (this.unterminated.delete(conversation)) text = '\n' + text
     const prev = this.queues.get(conversation) ?? Promise.resolve()
     const next = prev.then(() => fs.appendFile(this.file(conversation), text))
     this.queues.set(conversation, next)
@@ -41,6 +44,7 @@ export class EntryCache {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0 }
       throw err
     }
+    if (text.length > 0 && !text.endsWith('\n')) this.unterminated.add(conversation)
     const entries: Entry[] = []
     let torn = 0
     let start = 0
@@ -59,8 +63,21 @@ export class EntryCache {
     return { entries, torn }
   }
 
-  async remove (conversation: string): Promise<void> {
-    await fs.rm(this.file(conversation), { force: true })
+  /** Replaces a conversation's file with exactly these entries (written aside, then renamed). */
+  async rewrite (conversation: string, entries: Entry[]): Promise<void> {
+    await (this.queues.get(conversation) ?? Promise.resolve()).catch(() => undefined)
+    const tmp = this.file(conversation) + '.tmp'
+    await fs.writeFile(tmp, entries.map(e => encodeEntry(e) + '\n').join(''))
+    await fs.rename(tmp, this.file(conversation))
+    this.unterminated.delete(conversation)
+  }
+
+  /** Removes every file (before a rebuild from the feeds). */
+  async clear (): Promise<void> {
+    await this.drain()
+    await fs.rm(this.dir, { recursive: true, force: true })
+    await fs.mkdir(this.dir, { recursive: true })
+    this.unterminated.clear()
   }
 
   /** Resolves when every append so far is on disk. */

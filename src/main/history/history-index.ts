@@ -33,6 +33,16 @@ export interface IndexState {
   conversations: Record<string, ConversationSummary>
 }
 
+/** Where a data directory keeps its index file (readable without opening the store). */
+export function indexFilePath (dir: string): string {
+  return path.join(path.resolve(dir), 'index', 'index.json')
+}
+
+/** Most recently updated first; ties by id, so every listing agrees. */
+export function sortSummaries (list: ConversationSummary[]): ConversationSummary[] {
+  return list.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1))
+}
+
 export function emptyIndex (device: string): IndexState {
   return { v: 1, device, clean: true, manifestIndexed: 0, feeds: {}, conversations: {} }
 }
@@ -44,8 +54,8 @@ export function emptyIndex (device: string): IndexState {
 export class HistoryIndexFile {
   constructor (readonly file: string) {}
 
-  /** The saved state, or null if there is none or it is unreadable (then: rebuild). */
-  async load (device: string): Promise<{ state: IndexState | null; problem?: string }> {
+  /** The saved state, or null if there is none or it is unreadable (then: rebuild). Any device's if device is null. */
+  async load (device: string | null): Promise<{ state: IndexState | null; problem?: string }> {
     let text: string
     try {
       text = await fs.readFile(this.file, 'utf8')
@@ -55,7 +65,7 @@ export class HistoryIndexFile {
     }
     try {
       const state = JSON.parse(text) as IndexState
-      if (state.v !== 1 || state.device !== device || typeof state.feeds !== 'object' || typeof state.conversations !== 'object') {
+      if (state.v !== 1 || (device !== null && state.device !== device) || typeof state.feeds !== 'object' || typeof state.conversations !== 'object') {
         return { state: null, problem: 'index was written by another version or device' }
       }
       return { state }

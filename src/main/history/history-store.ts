@@ -11,7 +11,7 @@ import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { makeFeedHeader, verifyFeedHeader, type DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
-import { HistoryIndexFile, emptyIndex, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
+import { HistoryIndexFile, emptyIndex, indexFilePath, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { parseManifestRecord, type ManifestRecord } from './manifest-record'
 import { ViewState } from './view-state'
 import { storageError } from './storage-error'
@@ -120,7 +120,7 @@ export class HistoryStore extends EventEmitter {
     this.indexDelayMs = opts.indexDelayMs ?? 200
     this.watchPeers = opts.watchPeers ?? true
     this.corestore = new Corestore(path.join(this.dir, 'corestore'))
-    this.indexFile = new HistoryIndexFile(path.join(this.dir, 'index', 'index.json'))
+    this.indexFile = new HistoryIndexFile(indexFilePath(this.dir))
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
     this.view = new ViewState(path.join(this.dir, 'view-state.json'))
     this.life = new Lifecycle(() => this.openStore(), () => this.closeStore())
@@ -191,10 +191,9 @@ export class HistoryStore extends EventEmitter {
       clean = false
       this.log.error(`could not record feed lengths in the manifest: ${(err as Error).message}`)
     }
-    await this.indexSaving.catch(() => undefined)
     if (this.dirtyMarked !== null || !this.state.clean) {
       this.state.clean = clean
-      await this.indexFile.save(this.state)
+      await this.saveIndex()
     }
     await this.view.save()
     await Promise.allSettled([...this.pumping.values()])
@@ -223,7 +222,8 @@ export class HistoryStore extends EventEmitter {
   }
 
   /**
-   * Appends entries written on this device. Entries are checked first (a bad one refuses
+   * Appends entries written on this device. A parent may be `$k`: the k-th draft of the
+   * same call, so one call can write a chain. Entries are checked first (a bad one refuses
    * the whole call with an InvalidEntryError); concurrent calls are written together in
    * one batch. Resolves, with the complete entries, once they are stored.
    */
@@ -238,12 +238,20 @@ export class HistoryStore extends EventEmitter {
     const entries: Entry[] = []
     for (const draft of drafts) {
       if (draft.kind === 'conversation') throw new InvalidEntryError('a conversation root is written by createConversation, not appended')
-      for (const p of draft.parents) {
+      // `$k` names the k-th draft of this call, whose id the caller cannot know beforehand.
+      const parents = draft.parents.map(p => {
+        const ref = /^\$(\d+)$/.exec(p)
+        if (ref === null) return p
+        const earlier = entries[Number(ref[1])]
+        if (earlier === undefined) throw new InvalidEntryError(`parent ${p} does not name an earlier draft of this append`)
+        return earlier.id
+      })
+      for (const p of parents) {
         if (!known(p) && !entries.some(e => e.id === p)) {
           throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${dag.has(p) ? ' yet (it waits for its own parent)' : ''}`)
         }
       }
-      entries.push(makeEntry(draft, { conversation, device: this.device, ts }))
+      entries.push(makeEntry({ ...draft, parents }, { conversation, device: this.device, ts }))
     }
     if (entries.length === 0) return []
     return new Promise((resolve, reject) => {
@@ -379,13 +387,16 @@ export class HistoryStore extends EventEmitter {
     void run.finally(() => this.pumping.delete(rec.key))
   }
 
-  private async readFeed (rec: FeedRecord, core: Hypercore.Core): Promise<void> {
-    while (rec.indexed < core.length && !this.closing) {
+  /** Reads, checks and indexes a feed's blocks past its watermark; `wait` for blocks still replicating. */
+  private async readFeed (rec: FeedRecord, core: Hypercore.Core, wait = true): Promise<void> {
+    const length = (): number => wait ? core.length : core.contiguousLength
+    while (rec.indexed < length() && !this.closing) {
       if (rec.indexed === 0) {
-        const block = await core.get(0, { wait: true })
+        const block = await core.get(0, { wait })
         if (block === null) return
         try {
           const h = verifyFeedHeader(block, Buffer.from(rec.key, 'hex'), { type: 'arbor/conversation', conversation: rec.conversation })
+          if (rec.own && h.device !== this.device) throw new Error(`feed ${rec.key.slice(0, 12)} was listed as this device's but is signed by ${h.device.slice(0, 12)}`)
           rec.device = h.device
         } catch (err) {
           // Without a valid header nothing in the feed can be attributed: refuse it whole.
@@ -397,8 +408,8 @@ export class HistoryStore extends EventEmitter {
         continue
       }
       const start = rec.indexed
-      const end = Math.min(core.length, start + READ_CHUNK)
-      const blocks = await Promise.all(range(start, end).map(i => core.get(i, { wait: true })))
+      const end = Math.min(length(), start + READ_CHUNK)
+      const blocks = await Promise.all(range(start, end).map(i => core.get(i, { wait })))
       const good: Entry[] = []
       blocks.forEach((block, i) => {
         const seq = start + i
@@ -516,17 +527,23 @@ export class HistoryStore extends EventEmitter {
       }
     }
     await this.markDirty()
-    await this.cache.remove(dag.conversation)
-    await this.cache.append(dag.conversation, [...dag.entries()])
+    await this.cache.rewrite(dag.conversation, [...dag.entries()])
   }
 
   /** Before the first write of a session, the index on disk must say it may be stale. */
   private markDirty (): Promise<void> {
     if (this.dirtyMarked === null) {
       this.state.clean = false
-      this.dirtyMarked = this.indexFile.save(this.state)
+      this.dirtyMarked = this.saveIndex()
     }
     return this.dirtyMarked
+  }
+
+  /** Every index write goes through one queue: two writers would race on the temp file. */
+  private saveIndex (): Promise<void> {
+    const run = this.indexSaving.then(() => this.indexFile.save(this.state))
+    this.indexSaving = run.catch(() => undefined)
+    return run
   }
 
   private scheduleIndexSave (): void {
@@ -534,46 +551,42 @@ export class HistoryStore extends EventEmitter {
     this.indexTimer = setTimeout(() => {
       this.indexTimer = null
       this.state.clean = false
-      this.indexSaving = this.indexSaving.then(() => this.indexFile.save(this.state)).catch(err => {
-        this.log.error(`could not save the index: ${(err as Error).message}`)
-      })
+      this.saveIndex().catch(err => { this.log.error(`could not save the index: ${(err as Error).message}`) })
     }, this.indexDelayMs)
   }
 
   /** Rebuilds the index from the manifest and the feeds (after a lost or unreadable index). */
   private async rebuild (): Promise<void> {
     await this.markDirty()
-    const manifest = this.manifest as Hypercore.Core
-    const lengths = new Map<string, ManifestRecord['feeds'][number]>()
-    for (let i = 1; i < manifest.length; i++) {
-      const block = await manifest.get(i)
-      const rec = block === null ? null : parseManifestRecord(block)
-      if (rec === null) { this.log.warn(`manifest block ${i} is unreadable; skipped`); continue }
-      for (const f of rec.feeds) lengths.set(f.key, f)
-    }
-    this.state.manifestIndexed = manifest.length
-    for (const c of new Set([...lengths.values()].map(f => f.conversation))) await this.cache.remove(c)
-    for (const f of lengths.values()) {
-      const own = f.device === this.device
-      this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
-    }
+    await this.cache.clear()
+    this.state.manifestIndexed = 0
     await this.reconcile()
   }
 
-  /** Reads every feed past its watermark (after a crash: the cache may lag the feeds). */
+  /** Reads the manifest and every own feed past their watermarks (after a crash the index may lag). */
   private async reconcile (): Promise<void> {
+    const manifest = this.manifest as Hypercore.Core
+    for (let i = Math.max(1, this.state.manifestIndexed); i < manifest.length; i++) {
+      const block = await manifest.get(i)
+      const rec = block === null ? null : parseManifestRecord(block)
+      if (rec === null) { this.log.warn(`manifest block ${i} is unreadable; skipped`); continue }
+      for (const f of rec.feeds) {
+        if (this.state.feeds[f.key] !== undefined) continue
+        const own = f.device === this.device
+        this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
+      }
+    }
+    this.state.manifestIndexed = manifest.length
     for (const rec of Object.values(this.state.feeds)) {
       const core = await this.core(rec.key)
-      if (!rec.own) continue // peer feeds are read by their watchers
-      if (rec.indexed >= core.length) continue
-      if (rec.indexed === 0) rec.indexed = 1 // our own header
-      await this.readFeed(rec, core)
+      // Only what is on this disk: replication resumes the rest when peers are back.
+      if (rec.indexed < core.contiguousLength) await this.readFeed(rec, core, false)
     }
     for (const id of new Set(Object.values(this.state.feeds).map(f => f.conversation))) {
       const dag = await this.load(id)
       this.summarise(dag)
     }
-    await this.indexFile.save(this.state)
+    await this.saveIndex()
   }
 
   // ---------------------------------------------------------------- manifest
@@ -619,7 +632,7 @@ export class HistoryStore extends EventEmitter {
 
   /** Conversations with their summaries, most recently updated first. Reads no entries. */
   list (): ConversationSummary[] {
-    return Object.values(this.state.conversations).sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1))
+    return sortSummaries(Object.values(this.state.conversations))
   }
 
   summary (conversation: string): ConversationSummary | undefined {

@@ -1,0 +1,73 @@
+// Helpers shared by the benchmarks (bench/lib is not run as a benchmark itself).
+import { makeEntry, type EntryDraft } from '../../src/shared/entry'
+import type { Logger } from '../../src/shared/logger'
+
+export interface Measurement {
+  name: string
+  value: number
+  unit: string
+  [extra: string]: unknown
+}
+
+/** One JSON line on stdout per measurement. */
+export function emit (m: Measurement): void {
+  process.stdout.write(JSON.stringify(m) + '\n')
+}
+
+export function median (xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = s.length >> 1
+  return s.length % 2 === 1 ? s[mid] as number : ((s[mid - 1] as number) + (s[mid] as number)) / 2
+}
+
+export function round (x: number, digits = 2): number {
+  const f = 10 ** digits
+  return Math.round(x * f) / f
+}
+
+/** Warnings and errors to stderr, so stdout stays JSON lines. */
+export const benchLog: Logger = {
+  info: () => undefined,
+  warn: m => process.stderr.write(`bench history warning: ${m}\n`),
+  error: m => process.stderr.write(`bench history error: ${m}\n`)
+}
+
+const WORDS = ('the a of to and in that is for it with as on be this by file function test error return ' +
+  'value should could would change update build run type import export module config path line output ' +
+  'install package version missing expected actual because then when which after before check fix').split(' ')
+
+/** Deterministic pseudo-random text of 200–500 bytes, like a chat message. */
+export function textMaker (seed = 1): () => string {
+  let s = seed >>> 0
+  const rnd = (): number => {
+    s = (s + 0x6d2b79f5) >>> 0
+    let t = s
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  return () => {
+    const target = 200 + Math.floor(rnd() * 300)
+    let out = ''
+    while (out.length < target) out += (out === '' ? '' : ' ') + WORDS[Math.floor(rnd() * WORDS.length)]
+    return out.slice(0, target)
+  }
+}
+
+/**
+ * n drafts continuing a chain from `parent`, alternating user and assistant, each the
+ * parent of the next. Ids depend on the timestamp, so the store must be built with
+ * `now: () => ts`; the ids are computed here, outside any timing, by the same makeEntry.
+ */
+export function chain (ctx: { conversation: string; device: string; ts: number }, parent: string, n: number, text: () => string): { drafts: EntryDraft[]; last: string } {
+  const drafts: EntryDraft[] = []
+  let last = parent
+  for (let i = 0; i < n; i++) {
+    const draft: EntryDraft = i % 2 === 0
+      ? { kind: 'user', body: { text: text() }, parents: [last] }
+      : { kind: 'assistant', body: { text: text() }, parents: [last] }
+    drafts.push(draft)
+    last = makeEntry(draft, ctx).id
+  }
+  return { drafts, last }
+}
