@@ -1,5 +1,6 @@
 // Helpers shared by the benchmarks (bench/lib is not run as a benchmark itself).
-import { makeEntry, type EntryDraft } from '../../src/shared/entry'
+import { type EntryDraft } from '../../src/shared/entry'
+import { makeEntry } from '../../src/main/history/entry-codec'
 import type { Logger } from '../../src/shared/logger'
 
 export interface Measurement {

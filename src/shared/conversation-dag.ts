@@ -62,6 +62,11 @@ export class ConversationDag {
     if (this.all.has(entry.id)) return []
     this.all.set(entry.id, entry)
     if (entry.ts > this.lastTs) this.lastTs = entry.ts
+    // The common case, parents already here and nobody waiting on this entry: no work list.
+    if (!this.waitingOn.has(entry.id) && entry.parents.length > 0 && entry.parents.every(p => this.joinedIds.has(p))) {
+      this.join(entry)
+      return [entry]
+    }
     const joined: Entry[] = []
     const stack: Entry[] = [entry]
     while (stack.length > 0) {
@@ -202,6 +207,8 @@ export class ConversationDag {
 }
 
 function insertSorted (list: Entry[], e: Entry): void {
+  const last = list[list.length - 1]
+  if (last === undefined || compareEntries(last, e) < 0) { list.push(e); return } // arrivals are mostly in order
   let lo = 0
   let hi = list.length
   while (lo < hi) {

@@ -1,6 +1,4 @@
 import { z } from 'zod'
-import { sha256 } from '@noble/hashes/sha2.js'
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { canonicalJson } from './canonical-json'
 
 /** Lower-case hex of 32 bytes: entry ids and device public keys. */
@@ -114,10 +112,6 @@ export function hashInput (e: Omit<Entry, 'id'> | Entry): string {
   })
 }
 
-export function entryId (e: Omit<Entry, 'id'> | Entry): string {
-  return hashHex(hashInput(e))
-}
-
 /** The stored form of an entry: canonical JSON, so stored bytes are deterministic. */
 export function encodeEntry (e: Entry): string {
   let text = encoded.get(e)
@@ -142,22 +136,11 @@ function describe (issues: z.core.$ZodIssue[], prefix: string): string {
 }
 
 /**
- * Checks schema, per-kind body, structure and that the id is the hash of the entry.
+ * Checks schema, per-kind body and structure: everything but the id's hash (which
+ * src/main/history/entry-codec.ts checks with the platform's SHA-256).
  * `device`, when given, is the device that wrote the feed the entry came from.
  */
-export function validateEntry (raw: unknown, device?: string): Validation {
-  const checked = checkShape(raw, device)
-  if (!checked.ok) return checked
-  const entry = checked.entry
-  const input = hashInput(entry)
-  const id = hashHex(input)
-  if (id !== entry.id) return { ok: false, error: `entry ${entry.id.slice(0, 12)}: id is not the hash of its content (expected ${id.slice(0, 12)}): tampered or corrupt` }
-  if (input.length > MAX_ENTRY_BYTES) return { ok: false, error: `entry ${entry.id.slice(0, 12)}: larger than ${MAX_ENTRY_BYTES} bytes` }
-  return { ok: true, entry }
-}
-
-/** Everything validateEntry checks except the hash. */
-function checkShape (raw: unknown, device?: string): Validation {
+export function checkEntryShape (raw: unknown, device?: string): Validation {
   const env = Envelope.safeParse(raw)
   const idHint = typeof (raw as { id?: unknown })?.id === 'string' ? `entry ${String((raw as { id: string }).id).slice(0, 12)}: ` : 'entry: '
   if (!env.success) return { ok: false, error: idHint + describe(env.error.issues, '') }
@@ -176,29 +159,4 @@ function checkShape (raw: unknown, device?: string): Validation {
     return { ok: false, error: `${idHint}author ${e.author.device.slice(0, 12)} is not the device ${device.slice(0, 12)} that wrote this feed` }
   }
   return { ok: true, entry: raw as Entry }
-}
-
-function hashHex (input: string): string {
-  return bytesToHex(sha256(utf8ToBytes(input)))
-}
-
-/**
- * Builds a complete entry from a draft; throws InvalidEntryError if the result is invalid.
- * Hashes once: the id is computed here, so it is not checked again.
- */
-export function makeEntry (draft: EntryDraft, ctx: { conversation: string | null; device: string; ts: number }): Entry {
-  const author: Author = draft.agent === undefined ? { device: ctx.device } : { device: ctx.device, agent: draft.agent }
-  const partial = { v: 1 as const, conversation: ctx.conversation ?? '', parents: draft.parents, author, ts: ctx.ts, kind: draft.kind, body: draft.body }
-  let input: string
-  try {
-    input = hashInput(partial as Omit<Entry, 'id'>)
-  } catch (err) {
-    throw new InvalidEntryError(`${draft.kind} entry: ${(err as Error).message}`)
-  }
-  if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${draft.kind} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
-  const id = hashHex(input)
-  const entry = { ...partial, id, conversation: draft.parents.length === 0 ? id : partial.conversation } as Entry
-  const v = checkShape(entry, ctx.device)
-  if (!v.ok) throw new InvalidEntryError(v.error)
-  return entry
 }

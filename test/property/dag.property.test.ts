@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ConversationDag, compareEntries } from '../../src/shared/conversation-dag'
-import { makeEntry, type Entry } from '../../src/shared/entry'
+import { type Entry } from '../../src/shared/entry'
+import { makeEntry } from '../../src/main/history/entry-codec'
 import { compareHlc, tickHlc, type Hlc } from '../../src/shared/hlc'
 
 const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const

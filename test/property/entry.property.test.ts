@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { canonicalJson } from '../../src/shared/canonical-json'
-import { EFFECT_CLASSES, ENTRY_KINDS, encodeEntry, hashInput, makeEntry, validateEntry, type Entry, type EntryDraft } from '../../src/shared/entry'
+import { EFFECT_CLASSES, ENTRY_KINDS, encodeEntry, hashInput, type Entry, type EntryDraft } from '../../src/shared/entry'
+import { makeEntry, validateEntry } from '../../src/main/history/entry-codec'
 
 const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const
 const HEX64 = /^[0-9a-f]{64}$/

@@ -3,10 +3,8 @@ import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { canonicalJson } from '../../src/shared/canonical-json'
-import {
-  InvalidEntryError, MAX_ENTRY_BYTES, encodeEntry, entryId, hashInput, makeEntry, validateEntry,
-  type Entry, type EntryDraft
-} from '../../src/shared/entry'
+import { InvalidEntryError, MAX_ENTRY_BYTES, encodeEntry, hashInput, type Entry, type EntryDraft } from '../../src/shared/entry'
+import { entryId, makeEntry, validateEntry } from '../../src/main/history/entry-codec'
 
 const A = 'a'.repeat(64)
 const B = 'b'.repeat(64)

@@ -1,0 +1,34 @@
+import type { Backoff, ExitReason, Restart } from './types'
+import { isAbnormal } from './types'
+
+/** Whether a child with this restart type is restarted after this exit (OTP). */
+export function shouldRestart (restart: Restart, reason: ExitReason): boolean {
+  if (restart === 'permanent') return true
+  if (restart === 'transient') return isAbnormal(reason)
+  return false
+}
+
+/**
+ * OTP's restart intensity: more than `intensity` restarts within `periodMs` (a sliding
+ * window) and the supervisor gives up. Pure, so it can be property-tested.
+ */
+export class RestartWindow {
+  private stamps: number[] = []
+
+  constructor (readonly intensity: number, readonly periodMs: number) {}
+
+  /** Records a restart at `now`; false if it exceeds the intensity. */
+  add (now: number): boolean {
+    this.stamps = this.stamps.filter(t => now - t < this.periodMs)
+    this.stamps.push(now)
+    return this.stamps.length <= this.intensity
+  }
+
+  get recent (): number { return this.stamps.length }
+}
+
+/** delay = min(max, min·2^n)·(1 + random·randomFactor), as Pekko's BackoffSupervisor. */
+export function backoffDelay (b: Backoff, attempt: number, random: number): number {
+  const base = Math.min(b.maxMs, b.minMs * Math.pow(2, Math.max(0, attempt)))
+  return Math.round(base * (1 + random * Math.min(1, Math.max(0, b.randomFactor))))
+}
