@@ -26,7 +26,7 @@ export class ConversationDag {
   private readonly all = new Map<string, Entry>()
   private readonly joinedIds = new Set<string>()
   private readonly kids = new Map<string, Entry[]>()
-  private readonly headIds = new Set<string>()
+  private readonly headSet = new Set<string>()
   private readonly waitingOn = new Map<string, Set<string>>()
   /** The winning joined `meta` entry per key, kept as entries join. */
   private readonly metaBest = new Map<string, Entry>()
@@ -98,23 +98,28 @@ export class ConversationDag {
 
   private join (e: Entry): void {
     this.joinedIds.add(e.id)
-    this.headIds.add(e.id)
+    this.headSet.add(e.id)
     if (e.kind === 'meta') {
       const best = this.metaBest.get(e.body.key)
       const c = best?.kind === 'meta' ? compareHlc(e.body.hlc, best.body.hlc) : 1
       if (best === undefined || c > 0 || (c === 0 && e.id > best.id)) this.metaBest.set(e.body.key, e)
     }
     for (const p of e.parents) {
-      this.headIds.delete(p)
+      this.headSet.delete(p)
       let list = this.kids.get(p)
       if (list === undefined) this.kids.set(p, list = [])
       insertSorted(list, e)
     }
   }
 
-  /** Joined entries without joined children: the tips of the branches. */
+  /** Ids of the heads, in no particular order (cheap: for counts and summaries). */
+  headIds (): string[] {
+    return [...this.headSet]
+  }
+
+  /** Joined entries without joined children: the tips of the branches, oldest first. */
   heads (): Entry[] {
-    return [...this.headIds].map(id => this.all.get(id) as Entry).sort(compareEntries)
+    return [...this.headSet].map(id => this.all.get(id) as Entry).sort(compareEntries)
   }
 
   children (id: string): readonly Entry[] {
@@ -192,7 +197,7 @@ export class ConversationDag {
     return {
       entries: [...this.all.keys()].sort(),
       joined: [...this.joinedIds].sort(),
-      heads: [...this.headIds].sort(),
+      heads: [...this.headSet].sort(),
       children
     }
   }

@@ -97,6 +97,7 @@ export class HistoryStore extends EventEmitter {
   private manifest: Hypercore.Core | null = null
   private state: IndexState = emptyIndex('')
   private readonly cores = new Map<string, Hypercore.Core>()
+  private readonly ownFeedKeys = new Map<string, string>()
   private readonly dags = new Map<string, ConversationDag>()
   private readonly loading = new Map<string, Promise<ConversationDag>>()
   private readonly queues = new Map<string, Pending[]>()
@@ -234,7 +235,8 @@ export class HistoryStore extends EventEmitter {
     const dag = await this.load(conversation)
     if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
     const queue = this.queues.get(conversation) ?? []
-    const known = (id: string): boolean => dag.isJoined(id) || queue.some(p => p.entries.some(e => e.id === id))
+    const queued = new Set(queue.flatMap(p => p.entries.map(e => e.id)))
+    const known = (id: string): boolean => dag.isJoined(id) || queued.has(id)
     const ts = this.now()
     const entries: Entry[] = []
     for (const draft of drafts) {
@@ -248,7 +250,7 @@ export class HistoryStore extends EventEmitter {
         return earlier.id
       })
       for (const p of parents) {
-        if (!known(p) && !entries.some(e => e.id === p)) {
+        if (!known(p) && !entries.some(e => e.id === p)) { // entries: this call's, a handful
           throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${dag.has(p) ? ' yet (it waits for its own parent)' : ''}`)
         }
       }
@@ -300,8 +302,11 @@ export class HistoryStore extends EventEmitter {
 
   /** This device's feed for a conversation, created (with its signed header) on first use. */
   private async ownFeed (conversation: string): Promise<Hypercore.Core> {
-    const existing = Object.values(this.state.feeds).find(f => f.own && f.conversation === conversation)
-    if (existing !== undefined) return this.core(existing.key)
+    const existing = this.ownFeedKeys.get(conversation) ?? Object.values(this.state.feeds).find(f => f.own && f.conversation === conversation)?.key
+    if (existing !== undefined) {
+      this.ownFeedKeys.set(conversation, existing)
+      return this.core(existing)
+    }
     const core = this.corestore.get({ name: FEED_PREFIX + conversation })
     await core.ready()
     const key = hex(core)
@@ -475,7 +480,7 @@ export class HistoryStore extends EventEmitter {
       title: dag.title(),
       createdAt: root.ts,
       updatedAt: dag.updatedAt,
-      heads: dag.heads().map(e => e.id),
+      heads: dag.headIds(),
       size: dag.size,
       waiting: dag.size - dag.joinedSize
     }

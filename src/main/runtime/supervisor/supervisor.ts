@@ -294,7 +294,7 @@ export class Supervisor extends EventEmitter implements RunningChild {
       await Promise.all(recs.map(r => this.stopRecord(r)))
       return
     }
-    for (const rec of [...recs]) await this.stopRecord(rec)
+    for (const rec of [...recs].reverse()) await this.stopRecord(rec)
   }
 
   /** A child exited by itself (not stopped by us): apply the restart strategy. */
