@@ -145,7 +145,8 @@ export function checkEntryShape (raw: unknown, device?: string): Validation {
   const idHint = typeof (raw as { id?: unknown })?.id === 'string' ? `entry ${String((raw as { id: string }).id).slice(0, 12)}: ` : 'entry: '
   if (!env.success) return { ok: false, error: idHint + describe(env.error.issues, '') }
   const e = env.data
-  const schema = (BODY_SCHEMAS as Record<string, z.ZodType>)[e.kind]
+  // Own keys only: a kind like "toString" must not find Object.prototype's.
+  const schema = Object.hasOwn(BODY_SCHEMAS, e.kind) ? (BODY_SCHEMAS as Record<string, z.ZodType>)[e.kind] : undefined
   if (schema === undefined) return { ok: false, error: `${idHint}unknown kind "${e.kind}"` }
   const body = schema.safeParse(e.body)
   if (!body.success) return { ok: false, error: `${idHint}${e.kind} ` + describe(body.error.issues, 'body') }

@@ -248,3 +248,12 @@ describe('what canonical encoding and validation refuse', () => {
     expect(v.ok ? '' : v.error).toMatch(/injected|unrecognized/i)
   })
 })
+
+describe('kinds are looked up as own keys', () => {
+  it('refuses kinds named after Object.prototype members', () => {
+    for (const kind of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+      const raw = { ...wire(rootEntry()), kind, parents: ['b'.repeat(64)] }
+      expect(refusal(raw)).toMatch(/unknown kind/)
+    }
+  })
+})

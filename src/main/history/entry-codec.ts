@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import {
-  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, hashInput,
+  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, encodeEntry, hashInput,
   type Author, type Entry, type EntryDraft, type Validation
 } from '../../shared/entry'
 
@@ -43,7 +43,9 @@ export function makeEntry (draft: EntryDraft, ctx: { conversation: string | null
   }
   if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${draft.kind} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
   const id = sha256Hex(input)
-  const entry = { ...partial, id, conversation: draft.parents.length === 0 ? id : partial.conversation } as Entry
+  const built = { ...partial, id, conversation: draft.parents.length === 0 ? id : partial.conversation } as Entry
+  // What is returned is what is stored: parsed back from the stored encoding (-0, holes, undefined).
+  const entry = JSON.parse(encodeEntry(built)) as Entry
   const v = checkEntryShape(entry, ctx.device)
   if (!v.ok) throw new InvalidEntryError(v.error)
   return entry
