@@ -457,16 +457,23 @@ export class HistoryStore extends EventEmitter {
       fresh.push(e)
       joined.push(...dag.add(e))
     }
-    await this.cache.append(rec.conversation, fresh)
-    rec.indexed = Math.max(rec.indexed, upTo)
-    this.manifestDirty.add(rec.key)
-    this.scheduleManifest()
+    // The summary and listeners see the DAG as soon as it changes; the watermark moves
+    // only once the cache holds the entries below it.
     this.summarise(dag)
     if (fresh.length > 0) {
       const joinedIds = new Set(joined.map(e => e.id))
       const ev: EntriesEvent = { conversation: rec.conversation, joined, waiting: fresh.filter(e => !joinedIds.has(e.id) && !dag.isJoined(e.id)), feed: rec.key, local }
-      this.emit('entries', ev)
+      try {
+        this.emit('entries', ev)
+      } catch (err) {
+        // A listener's bug must not stop indexing: report it and go on.
+        this.log.error(`a listener of new entries failed: ${(err as Error).stack ?? String(err)}`)
+      }
     }
+    await this.cache.append(rec.conversation, fresh)
+    rec.indexed = Math.max(rec.indexed, upTo)
+    this.manifestDirty.add(rec.key)
+    this.scheduleManifest()
   }
 
   private summarise (dag: ConversationDag): void {
