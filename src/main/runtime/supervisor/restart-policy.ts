@@ -19,7 +19,8 @@ export class RestartWindow {
 
   /** Records a restart at `now`; false if it exceeds the intensity. */
   add (now: number): boolean {
-    this.stamps = this.stamps.filter(t => now - t < this.periodMs)
+    // OTP keeps a restart exactly one period old (R >= Now - Period).
+    this.stamps = this.stamps.filter(t => now - t <= this.periodMs)
     this.stamps.push(now)
     return this.stamps.length <= this.intensity
   }
