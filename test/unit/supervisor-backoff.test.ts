@@ -108,3 +108,22 @@ describe('the live tree', () => {
     expect(lab.log.filter(e => e.ev === 'stop').map(e => e.id)).toEqual(['agent-1', 'agent-2', 'agent-1', 'history'])
   })
 })
+
+describe('auto_shutdown (OTP significant children)', () => {
+  it('ends the supervisor when a significant child ends by itself, not when it is restarted', async () => {
+    const clock = new ManualClock()
+    const lab = new ChildLab(clock)
+    const spec = { ...lab.spec('job', { restart: 'transient' }), significant: true }
+    const sup = new Supervisor('s', { autoShutdown: 'any_significant', intensity: 5 }, [lab.spec('helper'), spec], { clock })
+    await sup.ready()
+    lab.current('job')?.crash()
+    await clock.advance(0)
+    expect(lab.starts('job')).toBe(2) // abnormal exit: restarted, the supervisor stays
+    expect(sup.tree().state).toBe('running')
+    lab.current('job')?.exitNormally()
+    await clock.advance(0)
+    expect(await sup.exit).toEqual({ kind: 'shutdown', detail: 'auto_shutdown' })
+    expect(lab.runningIds()).toEqual([])
+    expect(() => new Supervisor('bad', { autoShutdown: 'any_significant' }, [{ ...lab.spec('p'), significant: true }])).toThrow(/significant and permanent/)
+  })
+})

@@ -185,6 +185,8 @@ export class Supervisor extends EventEmitter implements RunningChild {
   // ------------------------------------------------------------------ internals
 
   private record (s: ChildSpec): ChildRecord {
+    // OTP: a permanent child is always restarted, so it can never end the supervisor.
+    if (s.significant === true && (s.restart ?? 'permanent') === 'permanent') throw new Error(`supervisor ${this.id}: child ${s.id} cannot be both significant and permanent`)
     const type = s.type ?? 'worker'
     return {
       spec: { ...s, type, restart: s.restart ?? 'permanent', shutdown: s.shutdown ?? (type === 'supervisor' ? 'infinity' : 5000) },
@@ -308,9 +310,18 @@ export class Supervisor extends EventEmitter implements RunningChild {
     if (!shouldRestart(rec.spec.restart, reason)) {
       // simple_one_for_one keeps no spec for a child that is gone (OTP del_child erases it)
       if (rec.spec.restart === 'temporary' || this.parallelShutdown) this.remove(rec)
+      if (this.autoShutdownDue(rec)) await this.terminate({ kind: 'shutdown', detail: 'auto_shutdown' })
       return
     }
     await this.restart(rec)
+  }
+
+  /** OTP auto_shutdown: a significant child ended by itself and was not restarted. */
+  private autoShutdownDue (ended: ChildRecord): boolean {
+    const mode = this.flags.autoShutdown ?? 'never'
+    if (mode === 'never' || ended.spec.significant !== true) return false
+    if (mode === 'any_significant') return true
+    return this.children.every(r => r.spec.significant !== true || r.child === null)
   }
 
   /** Counts a restart against the intensity and restarts per strategy (after backoff, if set). */

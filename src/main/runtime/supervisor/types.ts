@@ -43,6 +43,8 @@ export interface ChildSpec {
   restart?: Restart       // default permanent
   shutdown?: Shutdown     // default 5000 ms for a worker, infinity for a supervisor
   type?: 'worker' | 'supervisor'
+  /** OTP: with autoShutdown, this child ending by itself (not restarted) ends the supervisor */
+  significant?: boolean
 }
 
 export type Strategy = 'one_for_one' | 'one_for_all' | 'rest_for_one'
@@ -62,6 +64,8 @@ export interface SupervisorFlags {
   intensity?: number      // default 1 restart ...
   periodMs?: number       // ... in 5000 ms
   backoff?: Backoff
+  /** OTP auto_shutdown: end the supervisor when any / all significant children have ended by themselves */
+  autoShutdown?: 'never' | 'any_significant' | 'all_significant'
 }
 
 export type ChildState = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'ignored'

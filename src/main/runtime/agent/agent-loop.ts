@@ -1,0 +1,165 @@
+import type { HistoryStore } from '../../history/history-store'
+import type { Entry, EntryDraft, EntryOf } from '../../../shared/entry'
+import type { IrToolCall, IrToolSpec } from '../../../shared/llm-ir'
+import { LlmError, type LlmProvider } from '../../llm/provider'
+import type { Tool, ToolResult } from '../../tools/tool'
+import type { SandboxPolicy } from '../../tools/sandbox-policy'
+import { idemKey, planNext, toIrMessages } from './step-planner'
+
+/** What an agent reports while it works, for the UI and the CLI. */
+export type AgentEvent =
+  | { type: 'token'; conversation: string; delta: string }
+  | { type: 'reasoning'; conversation: string; delta: string }
+  | { type: 'tool-start'; conversation: string; callId: string; tool: string; args: unknown }
+  | { type: 'tool-output'; conversation: string; callId: string; chunk: string }
+  | { type: 'tool-end'; conversation: string; callId: string; status: string }
+  | { type: 'entry'; conversation: string; entry: Entry }
+
+/**
+ * Step boundaries where a test can make the agent crash (let it crash, then check).
+ * Crashes inside a step come from the step itself: a provider or a tool that throws.
+ */
+export type FaultPoint = 'before-model' | 'after-model' | 'after-intent' | 'after-tool' | 'after-result'
+
+export interface AgentDeps {
+  history: HistoryStore
+  provider: LlmProvider
+  model: string
+  tools: ReadonlyMap<string, Tool>
+  sandbox: SandboxPolicy
+  system: string
+  onEvent: (ev: AgentEvent) => void
+  /** test hook: may throw to simulate a crash at that point */
+  fault?: (point: FaultPoint, detail: { tool?: string }) => void
+}
+
+export interface AgentRun {
+  conversation: string
+  epoch: number
+  reason: EntryOf<'agent.started'>['body']['reason']
+  /** the entry the agent continues from; moved forward as it appends (survives restarts) */
+  cursor: { tip: string }
+}
+
+/** Why an agent loop ended without crashing. */
+export type AgentOutcome = 'done' | 'cancelled' | 'error' | 'idle'
+
+/**
+ * One agent incarnation: writes agent.started, then plans and runs steps from the
+ * entries until the model answers without tool calls. Every step is journaled before
+ * and after, so a crash anywhere is recovered by starting the loop again.
+ * Errors a restart cannot fix (a refused API key, an unknown model) end the run with an
+ * agent.stopped entry that says what to do; anything else is thrown: a crash.
+ */
+export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSignal): Promise<AgentOutcome> {
+  const { history } = deps
+  const conversation = run.conversation
+  const agent = `agent#${run.epoch}`
+  const append = async (draft: EntryDraft): Promise<Entry> => {
+    const [entry] = await history.append(conversation, [{ ...draft, agent, parents: [run.cursor.tip] } as EntryDraft])
+    run.cursor.tip = (entry as Entry).id
+    deps.onEvent({ type: 'entry', conversation, entry: entry as Entry })
+    return entry as Entry
+  }
+  const stop = async (reason: EntryOf<'agent.stopped'>['body']['reason'], message?: string): Promise<void> => {
+    await append({ kind: 'agent.stopped', body: message === undefined ? { epoch: run.epoch, reason } : { epoch: run.epoch, reason, message }, parents: [] })
+  }
+  const effectOf = (name: string): Tool['effect'] | undefined => deps.tools.get(name)?.effect
+  const specs: IrToolSpec[] = [...deps.tools.values()].map(t => ({ name: t.name, description: t.description, parameters: t.parameters }))
+
+  await append({ kind: 'agent.started', body: { epoch: run.epoch, reason: run.reason }, parents: [] })
+  for (;;) {
+    if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
+    const dag = await history.open(conversation)
+    const branch = dag.pathTo(run.cursor.tip)
+    const step = planNext(branch, effectOf)
+    switch (step.kind) {
+      case 'idle':
+        await stop('done', 'there is no message to answer')
+        return 'idle'
+      case 'done':
+        await stop('done')
+        return 'done'
+      case 'model': {
+        deps.fault?.('before-model', {})
+        let result
+        try {
+          result = await deps.provider.chat({
+            model: deps.model,
+            messages: toIrMessages(branch, deps.system),
+            tools: specs,
+            signal,
+            onEvent: ev => {
+              if (ev.type === 'text') deps.onEvent({ type: 'token', conversation, delta: ev.delta })
+              else if (ev.type === 'reasoning') deps.onEvent({ type: 'reasoning', conversation, delta: ev.delta })
+            }
+          })
+        } catch (err) {
+          if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
+          if (err instanceof LlmError && !err.transient && err.code !== 'scripted') {
+            await stop('error', err.message)
+            return 'error'
+          }
+          throw err
+        }
+        deps.fault?.('after-model', {})
+        const body: EntryOf<'assistant'>['body'] = { text: result.text, model: result.model, finish: result.finish }
+        if (result.toolCalls.length > 0) body.toolCalls = result.toolCalls.map(c => ({ id: c.id, name: c.name, args: c.args }))
+        if (result.reasoning !== undefined) body.reasoning = result.reasoning
+        if (result.usage !== undefined) body.usage = result.usage
+        await append({ kind: 'assistant', body, parents: [] })
+        break
+      }
+      case 'unknown-outcome':
+        await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'unknown', output: 'interrupted before its result was recorded' }, parents: [] })
+        break
+      case 'tool': {
+        const tool = deps.tools.get(step.call.name)
+        const key = idemKey(step.assistant, step.call.id)
+        if (step.intent === undefined) {
+          await append({ kind: 'tool.intent', body: { callId: step.call.id, tool: step.call.name, args: step.call.args ?? null, effect: step.effect, idemKey: key }, parents: [] })
+        }
+        deps.fault?.('after-intent', { tool: step.call.name })
+        const res = tool === undefined
+          ? { status: 'error' as const, output: `there is no tool named "${step.call.name}"; the tools are: ${[...deps.tools.keys()].join(', ')}` }
+          : await runTool(deps, conversation, tool, step.call, key, signal)
+        deps.fault?.('after-tool', { tool: step.call.name })
+        if (signal.aborted) {
+          await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'cancelled', output: res.output }, parents: [] })
+          await stop('cancelled')
+          return 'cancelled'
+        }
+        const resultBody: EntryOf<'tool.result'>['body'] = { callId: step.call.id, status: res.status, output: res.output }
+        if (res.truncated === true) resultBody.truncated = true
+        await append({ kind: 'tool.result', body: resultBody, parents: [] })
+        deps.fault?.('after-result', { tool: step.call.name })
+        break
+      }
+    }
+  }
+}
+
+/** Runs one tool call with its time limit; a tool that throws crashes the agent (let it crash). */
+async function runTool (deps: AgentDeps, conversation: string, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal): Promise<ToolResult> {
+  const controller = new AbortController()
+  const onAbort = (): void => controller.abort(signal.reason)
+  signal.addEventListener('abort', onAbort)
+  const timer = setTimeout(() => controller.abort('timeout'), tool.timeoutMs)
+  deps.onEvent({ type: 'tool-start', conversation, callId: call.id, tool: tool.name, args: call.args })
+  try {
+    const res = await tool.run(call.args, {
+      cwd: deps.sandbox.cwd,
+      signal: controller.signal,
+      idemKey: key,
+      sandbox: deps.sandbox,
+      onOutput: chunk => deps.onEvent({ type: 'tool-output', conversation, callId: call.id, chunk })
+    })
+    const timedOut = controller.signal.aborted && controller.signal.reason === 'timeout' && !signal.aborted
+    const out = timedOut ? { status: 'error' as const, output: `${tool.name} timed out after ${Math.round(tool.timeoutMs / 1000)} s and was stopped.\n${res.output}`.trim() } : res
+    deps.onEvent({ type: 'tool-end', conversation, callId: call.id, status: out.status })
+    return out
+  } finally {
+    clearTimeout(timer)
+    signal.removeEventListener('abort', onAbort)
+  }
+}

@@ -1,0 +1,129 @@
+import type { EffectClass, Entry, EntryOf } from '../../../shared/entry'
+import type { IrMessage, IrToolCall } from '../../../shared/llm-ir'
+
+/**
+ * What the agent does next on a branch, decided from the entries alone, so an agent
+ * restarted anywhere continues where the history says it is (DESIGN.md, "Durable steps").
+ */
+export type NextStep =
+  | { kind: 'idle' }                       // no user message to answer
+  | { kind: 'model' }                      // call the model with the branch so far
+  | { kind: 'tool'; assistant: EntryOf<'assistant'>; call: IrToolCall; effect: EffectClass; intent?: EntryOf<'tool.intent'> }
+  | { kind: 'unknown-outcome'; assistant: EntryOf<'assistant'>; call: IrToolCall; intent: EntryOf<'tool.intent'> }
+  | { kind: 'done' }                       // the model answered without tool calls
+
+/** The idempotency key of a tool call: stable across restarts, unique per call. */
+export function idemKey (assistant: Entry, callId: string): string {
+  return `${assistant.id}:${callId}`
+}
+
+/**
+ * Interrupted steps: read and idempotent ones run again (with the same idemKey);
+ * workspace and external ones may have changed something, so their outcome is unknown.
+ */
+export function rerunnable (effect: EffectClass): boolean {
+  return effect === 'read' || effect === 'idempotent'
+}
+
+/**
+ * Plans the next step of the turn that ends the branch: the entries after its last user
+ * message. `effectOf` gives a tool's effect class ('external' for unknown tools: the
+ * safe assumption).
+ */
+export function planNext (branch: readonly Entry[], effectOf: (tool: string) => EffectClass | undefined): NextStep {
+  let lastUser = -1
+  for (let i = branch.length - 1; i >= 0; i--) if (branch[i]?.kind === 'user') { lastUser = i; break }
+  if (lastUser === -1) return { kind: 'idle' }
+  let assistant: EntryOf<'assistant'> | undefined
+  const intents = new Map<string, EntryOf<'tool.intent'>>()
+  const results = new Set<string>()
+  for (let i = lastUser + 1; i < branch.length; i++) {
+    const e = branch[i] as Entry
+    if (e.kind === 'assistant') { assistant = e; intents.clear(); results.clear() }
+    else if (e.kind === 'tool.intent') intents.set(e.body.callId, e)
+    else if (e.kind === 'tool.result') results.add(e.body.callId)
+  }
+  if (assistant === undefined) return { kind: 'model' }
+  const calls = assistant.body.toolCalls ?? []
+  if (calls.length === 0) return { kind: 'done' }
+  for (const call of calls) {
+    if (results.has(call.id)) continue
+    const intent = intents.get(call.id)
+    const effect = intent?.body.effect ?? effectOf(call.name) ?? 'external'
+    if (intent !== undefined && !rerunnable(effect)) return { kind: 'unknown-outcome', assistant, call, intent }
+    return intent === undefined ? { kind: 'tool', assistant, call, effect } : { kind: 'tool', assistant, call, effect, intent }
+  }
+  return { kind: 'model' }
+}
+
+const UNKNOWN_OUTCOME = 'The outcome of this call is unknown: the agent stopped while it ran, before its result was recorded. It may or may not have taken effect; check before repeating it.'
+const NO_RESULT = 'No result was recorded for this call: the turn ended before it ran.'
+
+/** What the model is told when a step's outcome is unknown. */
+export function unknownOutcomeText (): string { return UNKNOWN_OUTCOME }
+
+/**
+ * The branch as model messages: user and assistant messages, tool results (with the
+ * tool's name), notes as system messages. Every tool call gets a tool message, so the
+ * conversation stays well-formed for the API even when a turn was cut short.
+ */
+export function toIrMessages (branch: readonly Entry[], system: string): IrMessage[] {
+  const out: IrMessage[] = [{ role: 'system', text: system }]
+  const pendingNotes: string[] = []
+  let open: Map<string, IrToolCall> = new Map() // calls of the last assistant message without a result yet
+  const closeOpen = (): void => {
+    for (const call of open.values()) out.push({ role: 'tool', callId: call.id, name: call.name, output: NO_RESULT, status: 'unknown' })
+    open = new Map()
+    for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
+  }
+  for (const e of branch) {
+    switch (e.kind) {
+      case 'user':
+        closeOpen()
+        out.push({ role: 'user', text: e.body.text })
+        break
+      case 'assistant': {
+        closeOpen()
+        const calls = e.body.toolCalls ?? []
+        const msg: IrMessage = { role: 'assistant', text: e.body.text }
+        if (calls.length > 0) msg.toolCalls = calls.map(c => ({ id: c.id, name: c.name, args: c.args }))
+        if (e.body.reasoning !== undefined) msg.reasoning = e.body.reasoning
+        out.push(msg)
+        for (const c of calls) open.set(c.id, { id: c.id, name: c.name, args: c.args })
+        break
+      }
+      case 'tool.result': {
+        const call = open.get(e.body.callId)
+        if (call === undefined) break // a result for a call of an older message: already closed
+        open.delete(e.body.callId)
+        const output = e.body.status === 'unknown' ? UNKNOWN_OUTCOME : e.body.status === 'cancelled' ? `Cancelled by the user. ${e.body.output}`.trim() : e.body.output
+        out.push({ role: 'tool', callId: call.id, name: call.name, output, status: e.body.status })
+        break
+      }
+      case 'note':
+        // A note between a tool call and its result would break the message order: after.
+        if (open.size === 0) out.push({ role: 'system', text: e.body.text })
+        else pendingNotes.push(e.body.text)
+        break
+      default:
+        break
+    }
+    if (open.size === 0 && pendingNotes.length > 0) {
+      for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
+    }
+  }
+  closeOpen()
+  return out
+}
+
+/** Tokens used by every assistant entry of the conversation (all branches). */
+export function usageTotal (entries: Iterable<Entry>): { input: number; output: number; reasoning: number } {
+  const total = { input: 0, output: 0, reasoning: 0 }
+  for (const e of entries) {
+    if (e.kind !== 'assistant' || e.body.usage === undefined) continue
+    total.input += e.body.usage.input
+    total.output += e.body.usage.output
+    total.reasoning += e.body.usage.reasoning ?? 0
+  }
+  return total
+}

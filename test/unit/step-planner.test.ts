@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { makeEntry } from '../../src/main/history/entry-codec'
+import { planNext, toIrMessages, idemKey, usageTotal } from '../../src/main/runtime/agent/step-planner'
+import type { EffectClass, Entry, EntryDraft } from '../../src/shared/entry'
+import type { IrMessage } from '../../src/shared/llm-ir'
+
+const DEV = 'd'.repeat(64)
+
+/** Builds a linear branch from drafts (each the child of the previous). */
+function branch (...drafts: Array<Omit<EntryDraft, 'parents'>>): Entry[] {
+  const root = makeEntry({ kind: 'conversation', body: { title: 't', nonce: 'n' }, parents: [] }, { conversation: null, device: DEV, ts: 1 })
+  const out: Entry[] = [root]
+  let ts = 2
+  for (const d of drafts) out.push(makeEntry({ ...d, parents: [(out.at(-1) as Entry).id] } as EntryDraft, { conversation: root.id, device: DEV, ts: ts++ }))
+  return out
+}
+const user = (text: string) => ({ kind: 'user' as const, body: { text } })
+const asst = (text: string, calls: Array<[string, string]> = []) => ({ kind: 'assistant' as const, body: calls.length === 0 ? { text } : { text, toolCalls: calls.map(([id, name]) => ({ id, name, args: { x: id } })) } })
+const intent = (callId: string, tool: string, effect: EffectClass) => ({ kind: 'tool.intent' as const, body: { callId, tool, args: {}, effect, idemKey: 'k' } })
+const result = (callId: string, status: 'ok' | 'error' | 'unknown' | 'cancelled' = 'ok') => ({ kind: 'tool.result' as const, body: { callId, status, output: `out ${callId}` } })
+const effects: Record<string, EffectClass> = { cat: 'read', fetch: 'idempotent', bash: 'workspace', pay: 'external' }
+const effectOf = (t: string): EffectClass | undefined => effects[t]
+
+describe('planNext', () => {
+  it('follows a turn from the user message to the answer', () => {
+    expect(planNext(branch(), effectOf).kind).toBe('idle')
+    expect(planNext(branch(user('hi')), effectOf).kind).toBe('model')
+    expect(planNext(branch(user('hi'), asst('hello')), effectOf).kind).toBe('done')
+    expect(planNext(branch(user('hi'), asst('hello'), user('again')), effectOf).kind).toBe('model')
+    const two = branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]))
+    expect(planNext(two, effectOf)).toMatchObject({ kind: 'tool', call: { id: 'c1' }, effect: 'read' })
+    expect(planNext(branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]), intent('c1', 'cat', 'read'), result('c1')), effectOf)).toMatchObject({ kind: 'tool', call: { id: 'c2' }, effect: 'external' })
+    expect(planNext(branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]), result('c1'), result('c2')), effectOf).kind).toBe('model')
+    // lifecycle entries in between change nothing
+    expect(planNext(branch(user('go'), { kind: 'agent.started', body: { epoch: 0, reason: 'user' } }, asst('x'), { kind: 'agent.stopped', body: { epoch: 0, reason: 'done' } }), effectOf).kind).toBe('done')
+  })
+
+  it('re-runs interrupted read and idempotent steps, and gives up on workspace and external ones', () => {
+    for (const [tool, effect, expected] of [['cat', 'read', 'tool'], ['fetch', 'idempotent', 'tool'], ['bash', 'workspace', 'unknown-outcome'], ['pay', 'external', 'unknown-outcome']] as const) {
+      const b = branch(user('go'), asst('', [['c1', tool]]), intent('c1', tool, effect))
+      const step = planNext(b, effectOf)
+      expect(step.kind, tool).toBe(expected)
+      if (step.kind === 'tool') expect(step.intent?.body.callId).toBe('c1')
+    }
+    // the recorded effect wins over the tool's current one; unknown tools count as external
+    expect(planNext(branch(user('go'), asst('', [['c1', 'cat']]), intent('c1', 'cat', 'external')), effectOf).kind).toBe('unknown-outcome')
+    expect(planNext(branch(user('go'), asst('', [['c1', 'gone']])), effectOf)).toMatchObject({ kind: 'tool', effect: 'external' })
+  })
+
+  it('derives idempotency keys from the assistant entry and the call id', () => {
+    const b = branch(user('go'), asst('', [['c1', 'cat']]))
+    expect(idemKey(b[2] as Entry, 'c1')).toBe(`${(b[2] as Entry).id}:c1`)
+  })
+})
+
+describe('toIrMessages', () => {
+  it('pairs every tool call with one tool message, even when a turn was cut short', () => {
+    const b = branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]), result('c1'), { kind: 'note', body: { text: 'moved to the laptop' } }, user('and now?'))
+    const msgs = toIrMessages(b, 'SYS')
+    expect(msgs.map(m => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'system', 'user'])
+    expect(msgs[4]).toMatchObject({ role: 'tool', callId: 'c2', status: 'unknown' })
+    expect(msgs[5]).toEqual({ role: 'system', text: 'moved to the laptop' })
+    const unknown = toIrMessages(branch(user('go'), asst('', [['c1', 'pay']]), result('c1', 'unknown')), 'S')
+    expect((unknown[3] as { output: string }).output).toMatch(/outcome of this call is unknown/)
+  })
+
+  it('is well-formed for any interleaving of entries (fast-check)', () => {
+    const step = fc.oneof(
+      fc.constant(user('u')),
+      fc.array(fc.constantFrom('cat', 'pay', 'bash'), { maxLength: 3 }).map((tools) => asst('a', tools.map((t, i) => [`c${i}`, t] as [string, string]))),
+      fc.nat(3).map(i => result(`c${i}`)),
+      fc.constant({ kind: 'note' as const, body: { text: 'n' } })
+    )
+    fc.assert(fc.property(fc.array(step, { maxLength: 25 }), drafts => {
+      const msgs = toIrMessages(branch(...drafts), 'S')
+      let open = new Set<string>()
+      for (const m of msgs as IrMessage[]) {
+        if (m.role === 'tool') {
+          expect(open.has(m.callId)).toBe(true)
+          open.delete(m.callId)
+        } else {
+          expect(open.size).toBe(0) // no other message before all results are in
+          if (m.role === 'assistant') open = new Set((m.toolCalls ?? []).map(c => c.id))
+        }
+      }
+      expect(open.size).toBe(0)
+    }))
+  })
+})
+
+describe('usageTotal', () => {
+  it('adds the usage of every assistant entry', () => {
+    const b = branch(user('a'), { kind: 'assistant', body: { text: 'x', usage: { input: 10, output: 5 } } }, user('b'), { kind: 'assistant', body: { text: 'y', usage: { input: 7, output: 3, reasoning: 2 } } })
+    expect(usageTotal(b)).toEqual({ input: 17, output: 8, reasoning: 2 })
+  })
+})
