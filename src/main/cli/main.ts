@@ -1,7 +1,15 @@
 import { runCli } from './run-cli'
 
 // The `arbor` executable (bin/arbor.js runs the built form of this file).
+// Ctrl-C asks the running command to stop cleanly (an agent records that it was cancelled);
+// a second Ctrl-C exits at once.
+const interrupt = new AbortController()
+process.on('SIGINT', () => {
+  if (interrupt.signal.aborted) process.exit(130)
+  interrupt.abort()
+})
 const code = await runCli(process.argv.slice(2), {
+  signal: interrupt.signal,
   out: text => { process.stdout.write(text) },
   err: text => { process.stderr.write(text) },
   env: process.env,

@@ -15,6 +15,8 @@ export interface CliIo {
   err: (text: string) => void
   env: NodeJS.ProcessEnv
   cwd: string
+  /** aborted on Ctrl-C */
+  signal?: AbortSignal
 }
 
 /** An error meant for the user: printed as one line, exit code 1 (2 for usage). */
@@ -34,6 +36,9 @@ const USAGE = `usage: arbor <command> [options]
   show <conv> [--leaf ID]               the transcript of one branch
   export <conv> --format md|json [--leaf ID]
                                         Markdown of one branch, or every entry as JSON
+  chat <conv> | --new  <message> [--provider openai|fake] [--model M] [--base-url URL]
+       [--script FILE] [--cwd DIR] [--no-sandbox | --sandbox]
+                                        send a message and run the agent to the end of its turn
 
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
   --data DIR (or ARBOR_DATA) picks the data directory.`
@@ -46,6 +51,13 @@ const OPTIONS = {
   leaf: { type: 'string' },
   format: { type: 'string' },
   json: { type: 'boolean' },
+  new: { type: 'boolean' },
+  provider: { type: 'string' },
+  model: { type: 'string' },
+  'base-url': { type: 'string' },
+  script: { type: 'string' },
+  'no-sandbox': { type: 'boolean' },
+  sandbox: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' }
 } satisfies ParseArgsConfig['options']
@@ -85,8 +97,7 @@ export async function runCli (argv: string[], io: CliIo): Promise<number> {
   const store = new HistoryStore({ dir, watchPeers: false, log: consoleLogger('history') })
   try {
     await store.ready()
-    await handler(store, args, values, io)
-    return 0
+    return (await handler(store, args, values, io)) ?? 0
   } catch (err) {
     const e = err as Error
     io.err(`arbor ${command}: ${e.message}\n`)
@@ -100,7 +111,7 @@ export async function runCli (argv: string[], io: CliIo): Promise<number> {
 declare const __ARBOR_VERSION__: string | undefined
 const VERSION = typeof __ARBOR_VERSION__ === 'string' ? __ARBOR_VERSION__ : 'dev'
 
-type Handler = (store: HistoryStore, args: string[], values: Values, io: CliIo) => Promise<void>
+type Handler = (store: HistoryStore, args: string[], values: Values, io: CliIo) => Promise<number | void>
 
 function need (args: string[], n: number, what: string): void {
   if (args.length < n) throw new CliError(`missing ${what}; see \`arbor --help\``, 2)
@@ -129,6 +140,36 @@ function branchOf (store: HistoryStore, dag: ConversationDag, leaf: string | und
 }
 
 const COMMANDS: Record<string, Handler> = {
+  async chat (store, args, values, io) {
+    const isNew = values.new === true
+    need(args, isNew ? 1 : 2, isNew ? 'message: arbor chat --new <message>' : 'conversation and message: arbor chat <conv> <message> (or --new <message>)')
+    if (values['no-sandbox'] === true && values.sandbox === true) throw new CliError('--sandbox and --no-sandbox contradict each other', 2)
+    const message = (isNew ? args : args.slice(1)).join(' ')
+    if (message.trim() === '') throw new CliError('the message is empty')
+    const { chat, ChatError } = await import('./chat-command')
+    try {
+      return await chat(store, {
+        ...(isNew ? {} : { conversation: args[0] as string }),
+        newConversation: isNew,
+        message,
+        ...(values.provider !== undefined ? { provider: values.provider } : {}),
+        ...(values.model !== undefined ? { model: values.model } : {}),
+        ...(values['base-url'] !== undefined ? { baseURL: values['base-url'] } : {}),
+        ...(values.script !== undefined ? { script: path.resolve(io.cwd, values.script) } : {}),
+        ...(values.cwd !== undefined ? { cwd: path.resolve(io.cwd, values.cwd) } : {}),
+        ...(values['no-sandbox'] === true ? { sandboxOff: true } : values.sandbox === true ? { sandboxOff: false } : {}),
+        dataDir: store.dir,
+        env: io.env,
+        out: io.out,
+        err: io.err,
+        ...(io.signal !== undefined ? { signal: io.signal } : {})
+      })
+    } catch (err) {
+      if (err instanceof ChatError) throw new CliError(err.message)
+      throw err
+    }
+  },
+
   async new (store, _args, values, io) {
     let cwd: string | undefined
     if (values.cwd !== undefined) {

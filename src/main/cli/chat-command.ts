@@ -1,0 +1,189 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import type { ConversationDag } from '../../shared/conversation-dag'
+import type { Entry, EntryOf } from '../../shared/entry'
+import { maxHlc, tickHlc, type Hlc } from '../../shared/hlc'
+import type { HistoryStore } from '../history/history-store'
+import { createProvider } from '../llm/provider-factory'
+import { AgentHost } from '../runtime/agent/agent-host'
+import type { AgentEvent } from '../runtime/agent/agent-loop'
+import { usageTotal } from '../runtime/agent/step-planner'
+import { systemPrompt } from '../runtime/agent/system-prompt'
+import { defaultTools } from '../tools/tool-registry'
+import { defaultHiddenPaths } from '../tools/sandbox/hidden-paths'
+
+export interface ChatOptions {
+  conversation?: string      // id or prefix; undefined with newConversation
+  newConversation: boolean
+  message: string
+  provider?: string
+  model?: string
+  baseURL?: string
+  script?: string
+  cwd?: string
+  /** true: turn the sandbox off for this conversation; false: on again; undefined: as it is */
+  sandboxOff?: boolean
+  dataDir: string
+  env: NodeJS.ProcessEnv
+  out: (text: string) => void
+  err: (text: string) => void
+  /** aborted on Ctrl-C: the agent is cancelled and records it */
+  signal?: AbortSignal
+}
+
+export class ChatError extends Error {}
+
+/** Which model a conversation uses, kept in its history as the `llm` setting. */
+interface LlmSetting { provider?: string; model?: string; baseURL?: string; script?: string }
+
+/** Where a conversation's agent works when it was not given a directory. */
+export function defaultWorkspace (conversation: string, env: NodeJS.ProcessEnv): string {
+  const base = env.ARBOR_WORKSPACES ?? path.join(env.HOME ?? os.homedir(), 'Arbor', 'workspaces')
+  return path.join(base, conversation.slice(0, 12))
+}
+
+/**
+ * `arbor chat`: posts a user message and runs the conversation's agent on this device to
+ * the end of its turn, printing the reply as it streams and the tool activity.
+ * Returns the process exit code.
+ */
+export async function chat (store: HistoryStore, o: ChatOptions): Promise<number> {
+  let conversation: string
+  if (o.newConversation) {
+    const cwd = o.cwd !== undefined ? path.resolve(o.cwd) : undefined
+    const root = await store.createConversation({ title: o.message.replace(/\s+/g, ' ').slice(0, 80), ...(cwd !== undefined ? { cwd } : {}) })
+    conversation = root.id
+    o.out(`conversation ${conversation}\n`)
+  } else {
+    if (o.conversation === undefined) throw new ChatError('name a conversation, or pass --new')
+    conversation = store.resolve(o.conversation)
+  }
+  const dag = await store.open(conversation)
+  const root = dag.root
+  if (root === undefined || root.kind !== 'conversation') throw new ChatError(`the start of conversation ${conversation.slice(0, 12)} has not arrived on this device yet`)
+
+  // The model settings given here are kept with the conversation (never the API key).
+  const given: LlmSetting = {}
+  if (o.provider !== undefined) given.provider = o.provider
+  if (o.model !== undefined) given.model = o.model
+  if (o.baseURL !== undefined) given.baseURL = o.baseURL
+  if (o.script !== undefined) given.script = o.script
+  const saved = (dag.meta('llm')?.value ?? {}) as LlmSetting
+  const llm: LlmSetting = { ...saved, ...given }
+  if (Object.keys(given).length > 0 && JSON.stringify(llm) !== JSON.stringify(saved)) await setMeta(store, dag, 'llm', llm)
+  const providerName = llm.provider ?? (o.env.OPENAI_API_KEY !== undefined || o.env.OPENAI_BASE_URL !== undefined ? 'openai' : undefined)
+  if (providerName === undefined) {
+    throw new ChatError('no model is set up: set OPENAI_API_KEY (and OPENAI_BASE_URL for a local server such as Ollama, e.g. http://127.0.0.1:11434/v1), or pass --provider openai --base-url URL, or try the offline scripted model with --provider fake')
+  }
+  const { provider, model } = createProvider({
+    provider: providerName,
+    ...(llm.model !== undefined ? { model: llm.model } : {}),
+    ...(llm.baseURL !== undefined ? { baseURL: llm.baseURL } : {}),
+    ...(llm.script !== undefined ? { script: llm.script } : {})
+  }, o.env)
+  if (o.sandboxOff !== undefined) await setMeta(store, dag, 'sandbox', !o.sandboxOff)
+  const cwd = o.cwd !== undefined && !o.newConversation ? path.resolve(o.cwd) : root.body.cwd ?? defaultWorkspace(conversation, o.env)
+  fs.mkdirSync(cwd, { recursive: true })
+  const sandboxed = dag.meta('sandbox')?.value !== false
+
+  const tip = dag.branch(store.selected(conversation)).at(-1) as Entry
+  const [userEntry] = await store.append(conversation, [{ kind: 'user', body: { text: o.message }, parents: [tip.id] }])
+  store.select(conversation, (userEntry as Entry).id)
+
+  const printer = new ChatPrinter(o.out, o.err)
+  const host = new AgentHost({
+    history: store,
+    configFor: async () => ({
+      provider,
+      model,
+      tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),
+      sandbox: { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(o.env.HOME ?? os.homedir(), o.dataDir) },
+      system: systemPrompt({ cwd, device: store.device, sandboxed })
+    }),
+    onEvent: ev => printer.event(ev)
+  })
+  await host.ready()
+  const onAbort = (): void => { void host.cancel(conversation) }
+  o.signal?.addEventListener('abort', onAbort)
+  try {
+    await host.start(conversation, { leaf: (userEntry as Entry).id })
+    const end = await host.wait(conversation)
+    printer.finish()
+    const after = await store.open(conversation)
+    const last = after.branch((userEntry as Entry).id).findLast(e => e.kind === 'agent.stopped') as EntryOf<'agent.stopped'> | undefined
+    const finalTip = after.branch((userEntry as Entry).id).at(-1)
+    if (finalTip !== undefined) store.select(conversation, finalTip.id)
+    const turn = usageTotal(after.branch((userEntry as Entry).id).slice(after.pathTo((userEntry as Entry).id).length))
+    const total = usageTotal(after.entries())
+    o.err(`tokens: ${turn.input} in, ${turn.output} out (conversation: ${total.input} in, ${total.output} out)\n`)
+    if (end === 'done' || end === 'idle') return 0
+    if (end === 'cancelled') { o.err('stopped: the agent was cancelled\n'); return 130 }
+    o.err(`the agent stopped: ${last?.body.message ?? end}\n`)
+    return 1
+  } finally {
+    o.signal?.removeEventListener('abort', onAbort)
+    await host.close()
+  }
+}
+
+/** Writes a `meta` setting entry (last writer wins by hybrid logical clock). */
+async function setMeta (store: HistoryStore, dag: ConversationDag, key: string, value: unknown): Promise<void> {
+  let last: Hlc | null = null
+  for (const e of dag.entries()) if (e.kind === 'meta') last = maxHlc(last, e.body.hlc)
+  const tip = dag.branch(store.selected(dag.conversation)).at(-1) as Entry
+  const [e] = await store.append(dag.conversation, [{ kind: 'meta', body: { key, value, hlc: tickHlc(last, Date.now(), store.device) }, parents: [tip.id] }])
+  store.select(dag.conversation, (e as Entry).id)
+}
+
+/** Prints agent events as a terminal transcript: the reply as it streams, tool activity between. */
+class ChatPrinter {
+  private midLine = false
+  constructor (private readonly out: (t: string) => void, private readonly err: (t: string) => void) {}
+
+  event (ev: AgentEvent): void {
+    switch (ev.type) {
+      case 'token':
+        this.write(ev.delta)
+        break
+      case 'tool-start':
+        this.newline()
+        this.out(`⏵ ${ev.tool} ${summarizeArgs(ev.args)}\n`)
+        break
+      case 'tool-output':
+        // Indent tool output; chunks may start and end anywhere in a line.
+        this.write(ev.chunk.replace(/\n(?=.)/g, '\n  ').replace(/^/, this.midLine ? '' : '  '))
+        break
+      case 'tool-end':
+        this.newline()
+        this.out(`${ev.status === 'ok' ? '✓' : '✗'} ${ev.status}\n`)
+        break
+      case 'entry':
+        if (ev.entry.kind === 'tool.result' && ev.entry.body.status === 'unknown') { this.newline(); this.out('? outcome unknown (interrupted)\n') }
+        if (ev.entry.kind === 'agent.stopped' && ev.entry.body.reason === 'error') { this.newline(); this.err(`! ${ev.entry.body.message ?? 'the agent crashed'}\n`) }
+        if (ev.entry.kind === 'assistant') this.newline()
+        break
+      default:
+        break
+    }
+  }
+
+  finish (): void { this.newline() }
+
+  private write (text: string): void {
+    if (text === '') return
+    this.out(text)
+    this.midLine = !text.endsWith('\n')
+  }
+
+  private newline (): void {
+    if (this.midLine) this.out('\n')
+    this.midLine = false
+  }
+}
+
+function summarizeArgs (args: unknown): string {
+  if (args !== null && typeof args === 'object' && 'command' in args) return String((args as { command: unknown }).command)
+  const s = JSON.stringify(args)
+  return s.length > 200 ? s.slice(0, 199) + '…' : s
+}
