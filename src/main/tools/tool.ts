@@ -21,6 +21,8 @@ export interface ToolResult {
   output: string
   /** the output was longer than the limit and its middle was cut */
   truncated?: boolean
+  /** the bash tool: the command's exit code (absent when it was killed or did not run) */
+  exitCode?: number
 }
 
 /**
@@ -35,5 +37,7 @@ export interface Tool {
   effect: EffectClass
   /** default time limit for one run */
   timeoutMs: number
+  /** when set, a numeric `timeoutMs` argument may ask for a limit up to this (the bash tool) */
+  maxTimeoutMs?: number
   run (args: unknown, ctx: ToolContext): Promise<ToolResult>
 }

@@ -3,6 +3,7 @@ import type { Entry, EntryDraft, EntryOf } from '../../../shared/entry'
 import type { IrToolCall, IrToolSpec } from '../../../shared/llm-ir'
 import { LlmError, type LlmProvider } from '../../llm/provider'
 import type { Tool, ToolResult } from '../../tools/tool'
+import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
 import { idemKey, planNext, toIrMessages } from './step-planner'
 
@@ -122,7 +123,7 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
         deps.fault?.('after-intent', { tool: step.call.name })
         const res = tool === undefined
           ? { status: 'error' as const, output: `there is no tool named "${step.call.name}"; the tools are: ${[...deps.tools.keys()].join(', ')}` }
-          : await runTool(deps, conversation, tool, step.call, key, signal)
+          : await runOne(deps, conversation, tool, step.call, key, signal)
         deps.fault?.('after-tool', { tool: step.call.name })
         if (signal.aborted) {
           await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'cancelled', output: res.output }, parents: [] })
@@ -139,27 +140,16 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
   }
 }
 
-/** Runs one tool call with its time limit; a tool that throws crashes the agent (let it crash). */
-async function runTool (deps: AgentDeps, conversation: string, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal): Promise<ToolResult> {
-  const controller = new AbortController()
-  const onAbort = (): void => controller.abort(signal.reason)
-  signal.addEventListener('abort', onAbort)
-  const timer = setTimeout(() => controller.abort('timeout'), tool.timeoutMs)
+/** Runs one tool call (arguments checked, time limit kept); a tool that throws crashes the agent. */
+async function runOne (deps: AgentDeps, conversation: string, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal): Promise<ToolResult> {
   deps.onEvent({ type: 'tool-start', conversation, callId: call.id, tool: tool.name, args: call.args })
-  try {
-    const res = await tool.run(call.args, {
-      cwd: deps.sandbox.cwd,
-      signal: controller.signal,
-      idemKey: key,
-      sandbox: deps.sandbox,
-      onOutput: chunk => deps.onEvent({ type: 'tool-output', conversation, callId: call.id, chunk })
-    })
-    const timedOut = controller.signal.aborted && controller.signal.reason === 'timeout' && !signal.aborted
-    const out = timedOut ? { status: 'error' as const, output: `${tool.name} timed out after ${Math.round(tool.timeoutMs / 1000)} s and was stopped.\n${res.output}`.trim() } : res
-    deps.onEvent({ type: 'tool-end', conversation, callId: call.id, status: out.status })
-    return out
-  } finally {
-    clearTimeout(timer)
-    signal.removeEventListener('abort', onAbort)
-  }
+  const res = await runTool(tool, call.args, {
+    cwd: deps.sandbox.cwd,
+    signal,
+    idemKey: key,
+    sandbox: deps.sandbox,
+    onOutput: chunk => deps.onEvent({ type: 'tool-output', conversation, callId: call.id, chunk })
+  })
+  deps.onEvent({ type: 'tool-end', conversation, callId: call.id, status: res.status })
+  return res
 }

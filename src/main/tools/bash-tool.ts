@@ -1,0 +1,179 @@
+/**
+ * The `bash` tool: `bash -c COMMAND` inside a bubblewrap sandbox (sandbox/bwrap-args.ts):
+ * writes confined to the working directory, no network, hidden credentials, own PID
+ * namespace. Output streams to ctx.onOutput and comes back through the output limit.
+ * Cancel or timeout kills the whole sandbox: SIGKILL to bwrap's process group, and
+ * --die-with-parent plus the PID namespace take everything started inside with it.
+ */
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { StringDecoder } from 'node:string_decoder'
+import { OutputAccumulator, type OutputLimits } from './output-limit'
+import { buildBwrapArgs, isSecretEnvName, SandboxPolicyError, sandboxEnv } from './sandbox/bwrap-args'
+import { sandboxProbe, type ProbeOptions, type SandboxProbe } from './sandbox/sandbox-probe'
+import { abortWords, argsObject, effectiveTimeout, timeoutReason, validateArgs } from './tool-args'
+import type { Tool, ToolContext, ToolResult } from './tool'
+
+export interface BashToolOptions {
+  /** the bwrap executable (default 'bwrap' on PATH) */
+  bwrapPath?: string
+  /** home for the default hidden set and HOME inside (default os.homedir()) */
+  home?: string
+  /** Arbor's data directory, hidden */
+  dataDir?: string
+  /** environment to take PATH, LANG, ... from (default process.env) */
+  env?: Record<string, string | undefined>
+  limits?: OutputLimits
+  /** default 120 s; a call may ask for up to maxTimeoutMs (default 10 min) */
+  timeoutMs?: number
+  maxTimeoutMs?: number
+  /** the sandbox check (default: sandboxProbe, once per process) */
+  probe?: (opts: ProbeOptions) => Promise<SandboxProbe>
+}
+
+export const UNSANDBOXED_WARNING = '[warning: the sandbox is off for this conversation; this command ran without it, with all of your user\'s access]'
+
+/** After the command exits, how long to wait for stragglers holding its output open (no sandbox). */
+const CLOSE_GRACE_MS = 200
+
+function killGroup (pid: number | undefined): void {
+  if (pid === undefined) return
+  try { process.kill(-pid, 'SIGKILL') } catch { /* already gone */ }
+}
+
+/**
+ * A git repository in the working directory gets a hooks directory (as `git init` makes),
+ * so the sandbox can mount it read-only: otherwise a command could create it and plant a
+ * hook that runs on the host at the next commit.
+ */
+function ensureGitHooksDir (cwd: string): void {
+  try {
+    if (fs.lstatSync(path.join(cwd, '.git')).isDirectory()) fs.mkdirSync(path.join(cwd, '.git', 'hooks'), { recursive: true })
+  } catch { /* no repository, or not ours to fix: nothing to protect then */ }
+}
+
+interface Spawned { file: string; args: string[]; env: Record<string, string>; cwd: string; sandboxed: boolean }
+
+export function createBashTool (opts: BashToolOptions = {}): Tool {
+  const env = opts.env ?? process.env
+  const home = opts.home ?? os.homedir()
+  const probe = opts.probe ?? sandboxProbe
+  const tool: Tool = {
+    name: 'bash',
+    description: 'Run a bash command in the working directory, in a sandbox: it can write only inside the working directory ' +
+      '(and a private /tmp), has no network access, and cannot see credentials. Returns the combined stdout and stderr and the exit code. ' +
+      'Background processes are killed when the command ends.',
+    parameters: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', description: 'the bash command line' },
+        timeoutMs: { type: 'integer', minimum: 1, description: `time limit in milliseconds (default ${opts.timeoutMs ?? 120_000}, at most ${opts.maxTimeoutMs ?? 600_000})` }
+      },
+      required: ['command'],
+      additionalProperties: false
+    },
+    effect: 'workspace',
+    timeoutMs: opts.timeoutMs ?? 120_000,
+    maxTimeoutMs: opts.maxTimeoutMs ?? 600_000,
+    async run (args, ctx) {
+      const bad = validateArgs(tool.parameters, args)
+      if (bad !== undefined) return { status: 'error', output: bad }
+      const command = argsObject(args).command as string
+      if (ctx.signal.aborted) return { status: 'error', output: `[${abortWords(ctx.signal)}; the command did not run]` }
+
+      let spec: Spawned
+      let warning: string | undefined
+      if (!ctx.sandbox.enabled) {
+        warning = UNSANDBOXED_WARNING
+        const plainEnv: Record<string, string> = {}
+        for (const [k, v] of Object.entries(env)) if (v !== undefined && !isSecretEnvName(k)) plainEnv[k] = v
+        spec = { file: 'bash', args: ['-c', command], env: plainEnv, cwd: ctx.cwd, sandboxed: false }
+      } else {
+        const p = await probe({ bwrapPath: opts.bwrapPath, env })
+        if (!p.ok) return { status: 'error', output: `The command did not run: ${p.message}` }
+        ensureGitHooksDir(ctx.sandbox.cwd)
+        try {
+          const bargs = buildBwrapArgs({ policy: ctx.sandbox, command, env, home, dataDir: opts.dataDir, chdir: ctx.cwd, disableUserns: p.disableUserns })
+          spec = { file: p.bwrapPath, args: bargs, env: sandboxEnv(env, home), cwd: '/', sandboxed: true }
+        } catch (e) {
+          if (e instanceof SandboxPolicyError) return { status: 'error', output: `The command did not run: ${e.message}` }
+          throw e
+        }
+      }
+      return runSpawned(spec, effectiveTimeout(tool, args), ctx, opts.limits, warning)
+    }
+  }
+  return tool
+}
+
+function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits: OutputLimits | undefined, warning: string | undefined): Promise<ToolResult> {
+  return new Promise(resolve => {
+    const out = new OutputAccumulator(limits)
+    const emit = (s: string): void => {
+      if (s === '') return
+      out.push(s)
+      ctx.onOutput?.(s)
+    }
+    if (warning !== undefined) ctx.onOutput?.(warning + '\n')
+
+    const child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const
+    child.stdout.on('data', (b: Buffer) => emit(decoders[0].write(b)))
+    child.stderr.on('data', (b: Buffer) => emit(decoders[1].write(b)))
+
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
+    let stopped: string | undefined // why we killed it
+    const stop = (why: string): void => {
+      if (stopped !== undefined || exit !== undefined) return
+      stopped = why
+      killGroup(child.pid)
+    }
+    const onAbort = (): void => stop(abortWords(ctx.signal))
+    ctx.signal.addEventListener('abort', onAbort, { once: true })
+    const timer = setTimeout(() => stop(timeoutReason(timeoutMs).message), timeoutMs)
+
+    let spawnError: Error | undefined
+    let grace: ReturnType<typeof setTimeout> | undefined
+    let settled = false
+    const finish = (): void => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (grace !== undefined) clearTimeout(grace)
+      ctx.signal.removeEventListener('abort', onAbort)
+      child.stdout.destroy()
+      child.stderr.destroy()
+      emit(decoders[0].end())
+      emit(decoders[1].end())
+      const limited = out.finish()
+      let trailer: string
+      let exitCode: number | undefined
+      if (spawnError !== undefined) trailer = `[could not start ${spec.sandboxed ? 'the sandbox' : 'bash'}: ${spawnError.message}]`
+      else if (stopped !== undefined) trailer = `[${stopped}; the command and everything it started were killed]`
+      else if (exit?.code !== null && exit?.code !== undefined) {
+        exitCode = exit.code
+        trailer = `[exit code ${exit.code}]`
+      } else trailer = `[killed by ${exit?.signal ?? 'a signal'}]`
+      const parts = [warning, limited.text === '' ? undefined : limited.text.replace(/\n$/, ''), trailer]
+      const result: ToolResult = { status: exitCode === 0 ? 'ok' : 'error', output: parts.filter(p => p !== undefined).join('\n') }
+      if (limited.truncated) result.truncated = true
+      if (exitCode !== undefined) result.exitCode = exitCode
+      resolve(result)
+    }
+
+    child.on('error', e => {
+      spawnError = e
+      finish()
+    })
+    child.on('exit', (code, signal) => {
+      exit = { code, signal }
+      // In the sandbox, everything dies with bwrap's PID namespace. Without it, background
+      // jobs are in bwrap's (bash's) group: kill them too, so nothing outlives the command.
+      if (!spec.sandboxed) killGroup(child.pid)
+      grace = setTimeout(finish, spec.sandboxed ? 2000 : CLOSE_GRACE_MS)
+    })
+    child.on('close', finish)
+  })
+}

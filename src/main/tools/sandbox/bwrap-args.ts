@@ -1,0 +1,176 @@
+/**
+ * The bubblewrap command line for one bash run (/work/shared/notes/sandbox.md): the whole
+ * file system read-only, the working directory writable, private /tmp, no network (a
+ * private loopback), no capabilities, own PID/IPC/UTS/cgroup namespaces, hidden paths
+ * masked, environment reduced to an allowlist. No side effects: the file system is only
+ * looked at (through an injectable probe) to resolve symlinks and skip missing paths.
+ */
+import path from 'node:path'
+import type { SandboxPolicy } from '../sandbox-policy'
+import { canonicalPath, defaultHiddenPaths, hiddenContaining, hiddenForms, isInside, nodeFsProbe, type FsProbe } from './hidden-paths'
+
+export { defaultHiddenPaths } from './hidden-paths'
+
+export interface BwrapArgsInput {
+  policy: SandboxPolicy
+  command: string
+  /** the environment to filter (usually process.env) */
+  env: Record<string, string | undefined>
+  home: string
+  /** Arbor's data directory; hidden along with the defaults */
+  dataDir?: string
+  /** where the command starts; policy.cwd by default, must be inside it */
+  chdir?: string
+  /** the shell run with -c (default 'bash', looked up on the sandbox's PATH) */
+  shell?: string
+  /** add --disable-userns (bwrap ≥ 0.8.0): no nested user namespaces (default true) */
+  disableUserns?: boolean
+  fs?: FsProbe
+}
+
+/** The policy cannot be enforced as asked (the working directory is hidden, missing, or /). */
+export class SandboxPolicyError extends Error {
+  override name = 'SandboxPolicyError'
+}
+
+/** Namespaces and privileges: everything unshared, the network included; no capabilities. */
+export function isolationArgs (disableUserns = true): string[] {
+  return [
+    '--die-with-parent', '--new-session',
+    '--unshare-user', ...(disableUserns ? ['--disable-userns'] : []),
+    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net',
+    '--cap-drop', 'ALL'
+  ]
+}
+
+/** The base file system: host read-only, fresh /tmp, /dev, /proc, /dev/shm, /run. */
+export const BASE_MOUNT_ARGS: readonly string[] = [
+  '--ro-bind', '/', '/',
+  '--tmpfs', '/tmp',
+  '--dev', '/dev',
+  '--proc', '/proc',
+  '--tmpfs', '/dev/shm',
+  '--tmpfs', '/run'
+]
+
+/** Covered by a fresh mount above: a hidden path below these is already invisible. */
+const FRESH_ROOTS = ['/tmp', '/dev', '/proc', '/run']
+
+/**
+ * Files in the working directory that the host runs later (git hooks and config with
+ * core.hooksPath, shell start-up files when the working directory is a home): read-only
+ * inside, so a command cannot plant code that runs outside the sandbox.
+ */
+export const PROTECTED_IN_CWD = [
+  '.git/hooks', '.git/config',
+  '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.profile',
+  '.zshrc', '.zprofile', '.zshenv', '.zlogin', '.gitconfig'
+] as const
+
+export const ENV_ALLOWLIST = ['PATH', 'HOME', 'LANG', 'TERM', 'USER'] as const
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+/** Always unset, set or not (the allowlist already drops them; this is a second lock). */
+export const SECRET_ENV_NAMES = ['SSH_AUTH_SOCK', 'DBUS_SESSION_BUS_ADDRESS', 'GOOGLE_APPLICATION_CREDENTIALS'] as const
+const SECRET_ENV_PATTERNS = [/_KEY$/, /_TOKEN$/, /_SECRET$/, /_PASSWORD$/, /^AWS_/, /^OPENAI_/, /^ANTHROPIC_/, /^AZURE_/, /^ARBOR_/]
+
+export function isSecretEnvName (name: string): boolean {
+  return (SECRET_ENV_NAMES as readonly string[]).includes(name) || SECRET_ENV_PATTERNS.some(re => re.test(name))
+}
+
+/** The environment inside the sandbox: the allowlist only, HOME set to `home`. */
+export function sandboxEnv (env: Record<string, string | undefined>, home: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const name of ENV_ALLOWLIST) {
+    const v = env[name]
+    if (v !== undefined && !isSecretEnvName(name)) out[name] = v
+  }
+  out.PATH ??= DEFAULT_PATH
+  out.HOME = home
+  return out
+}
+
+/** A hidden path as it will be masked: canonical, and whether it is a directory. */
+export interface HiddenMount { path: string; kind: 'dir' | 'file' }
+
+/**
+ * The hidden paths that get a mask. Skipped, on purpose:
+ * - paths that do not exist: there is nothing to hide, and mounting there would make bwrap
+ *   create an empty stub on the host (left behind in a writable directory) or fail outright
+ *   ("Can't mkdir … Read-only file system") when the parent is read-only;
+ * - paths under /tmp, /dev, /proc, /run outside the working directory: the fresh mounts
+ *   there already hide the host's.
+ * Symlinks are resolved first: bwrap refuses to mount onto a symlink, and the target is
+ * what must be hidden.
+ */
+export function hiddenMounts (hidden: readonly string[], cwd: string, probe: FsProbe = nodeFsProbe): HiddenMount[] {
+  const out = new Map<string, HiddenMount>()
+  for (const h of hidden) {
+    const real = probe.realpath(path.resolve(h))
+    if (real === undefined) continue
+    if (FRESH_ROOTS.some(r => isInside(real, r)) && !isInside(real, cwd)) continue
+    const kind = probe.kind(real)
+    if (kind === undefined) continue
+    out.set(real, { path: real, kind: kind === 'dir' ? 'dir' : 'file' })
+  }
+  // A mask inside a masked directory is moot (and could not be mounted in the empty,
+  // read-only tmpfs). The rest in a stable order.
+  const all = [...out.values()]
+  return all
+    .filter(m => !all.some(d => d.kind === 'dir' && d.path !== m.path && isInside(m.path, d.path)))
+    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+}
+
+/** The canonical working directory, refusing what cannot be sandboxed. */
+export function sandboxCwd (policy: SandboxPolicy, hidden: readonly string[], probe: FsProbe = nodeFsProbe): string {
+  const real = probe.realpath(path.resolve(policy.cwd))
+  if (real === undefined || probe.kind(real) !== 'dir') throw new SandboxPolicyError(`the working directory ${policy.cwd} does not exist or is not a directory`)
+  if (real === path.parse(real).root) throw new SandboxPolicyError('the working directory is the file system root; the sandbox needs a project directory to confine writes to')
+  const h = hiddenContaining(real, hiddenForms(hidden, probe))
+  if (h !== undefined) {
+    throw new SandboxPolicyError(`the working directory ${policy.cwd} is inside ${h}, which is hidden from tools (credentials or Arbor's data); choose a project directory elsewhere`)
+  }
+  return real
+}
+
+/** All hidden paths for a policy: its own list plus the defaults. */
+export function allHidden (policy: SandboxPolicy, home: string, dataDir?: string): string[] {
+  return [...new Set([...policy.hidden, ...defaultHiddenPaths(home, dataDir)])]
+}
+
+/** bwrap's argv (without the bwrap executable itself), ending in `-- bash -c COMMAND`. */
+export function buildBwrapArgs (input: BwrapArgsInput): string[] {
+  const probe = input.fs ?? nodeFsProbe
+  const hidden = allHidden(input.policy, input.home, input.dataDir)
+  const cwd = sandboxCwd(input.policy, hidden, probe)
+  let chdir = cwd
+  if (input.chdir !== undefined) {
+    chdir = canonicalPath(input.chdir, probe)
+    if (!isInside(chdir, cwd)) throw new SandboxPolicyError(`the tool's directory ${input.chdir} is outside the sandbox's working directory ${input.policy.cwd}`)
+  }
+
+  const args = [...isolationArgs(input.disableUserns ?? true), ...BASE_MOUNT_ARGS]
+  // After --tmpfs /tmp, so a working directory under /tmp is the host's, not the fresh one.
+  args.push('--bind', cwd, cwd)
+  for (const rel of PROTECTED_IN_CWD) {
+    const p = path.join(cwd, rel)
+    const real = probe.realpath(p)
+    // a protected name that is a symlink out of the cwd is read-only there anyway
+    if (real !== undefined && isInside(real, cwd)) args.push('--ro-bind', real, real)
+  }
+  // Masks last: they must cover anything bound above (a hidden dir inside the cwd).
+  for (const m of hiddenMounts(hidden, cwd, probe)) {
+    if (m.kind === 'dir') args.push('--tmpfs', m.path, '--remount-ro', m.path)
+    else args.push('--ro-bind', '/dev/null', m.path)
+  }
+  args.push('--chdir', chdir)
+
+  args.push('--clearenv')
+  for (const [k, v] of Object.entries(sandboxEnv(input.env, input.home))) args.push('--setenv', k, v)
+  const unset = new Set<string>(SECRET_ENV_NAMES)
+  for (const k of Object.keys(input.env)) if (isSecretEnvName(k)) unset.add(k)
+  for (const k of [...unset].sort()) args.push('--unsetenv', k)
+
+  args.push('--', input.shell ?? 'bash', '-c', input.command)
+  return args
+}
