@@ -270,13 +270,16 @@ describe.skipIf(!haveBwrap)('sandbox escapes (real bwrap)', () => {
     }
     expect(await fsp.readFile(path.join(outside, 'target.txt'), 'utf8')).toBe('ORIGINAL')
     expect(fs.existsSync(path.join(outside, 'new.txt'))).toBe(false)
-    // and with the working directory being the home, hidden dirs inside it stay hidden
+    // the home directory (or a parent of it) is refused as a working directory: tools could plant start-up files there
     const inHome = ctx({ cwd: home, sandbox: { enabled: true, cwd: home, hidden: [] } })
-    expect((await (files.read_file as Tool).run({ path: '.ssh/id_rsa' }, inHome)).output).toMatch(/hidden from tools/)
-    expect((await (files.list_dir as Tool).run({}, inHome)).output).not.toMatch(/\.ssh|\.aws|\.netrc/)
-    const b = await sh('cat .ssh/id_rsa; ls -A .ssh | wc -l; echo x > .bashrc', { cwd: home, sandbox: { enabled: true, cwd: home, hidden: [] } })
-    expect(b.output).toContain('cat: .ssh/id_rsa: No such file or directory')
-    noSecrets(b.output)
+    expect((await (files.read_file as Tool).run({ path: '.ssh/id_rsa' }, inHome)).output).toMatch(/is your home directory/)
+    expect((await (files.write_file as Tool).run({ path: '.bashrc', content: 'x' }, inHome)).output).toMatch(/is your home directory/)
+    const b = await sh('echo x > .bashrc', { cwd: home, sandbox: { enabled: true, cwd: home, hidden: [] } })
+    expect(b.status).toBe('error')
+    expect(b.output).toMatch(/is your home directory/)
+    const parent = await sh('echo x > home/.bashrc', { cwd: root, sandbox: { enabled: true, cwd: root, hidden: [] } })
+    expect(parent.output).toMatch(/a parent of your home directory/)
+    expect(fs.existsSync(path.join(home, '.bashrc'))).toBe(false)
   })
 })
 

@@ -43,7 +43,7 @@ export function resolveToolPath (p: string, ctx: PathContext, access: PathAccess
   const hidden = allHidden(ctx.sandbox, opts.home ?? os.homedir(), opts.dataDir)
   let root: string
   try {
-    root = sandboxCwd(ctx.sandbox, hidden, probe)
+    root = sandboxCwd(ctx.sandbox, hidden, probe, opts.home ?? os.homedir())
   } catch (e) {
     if (e instanceof SandboxPolicyError) return { ok: false, error: e.message }
     throw e

@@ -122,10 +122,15 @@ export function hiddenMounts (hidden: readonly string[], cwd: string, probe: FsP
 }
 
 /** The canonical working directory, refusing what cannot be sandboxed. */
-export function sandboxCwd (policy: SandboxPolicy, hidden: readonly string[], probe: FsProbe = nodeFsProbe): string {
+export function sandboxCwd (policy: SandboxPolicy, hidden: readonly string[], probe: FsProbe = nodeFsProbe, home?: string): string {
   const real = probe.realpath(path.resolve(policy.cwd))
   if (real === undefined || probe.kind(real) !== 'dir') throw new SandboxPolicyError(`the working directory ${policy.cwd} does not exist or is not a directory`)
   if (real === path.parse(real).root) throw new SandboxPolicyError('the working directory is the file system root; the sandbox needs a project directory to confine writes to')
+  // A writable home (or a parent of it) would let a tool plant shell start-up files the user runs later.
+  const homeReal = home === undefined ? undefined : probe.realpath(path.resolve(home))
+  if (homeReal !== undefined && isInside(homeReal, real)) {
+    throw new SandboxPolicyError(`the working directory ${policy.cwd} is ${homeReal === real ? 'your home directory' : `a parent of your home directory ${homeReal}`}; tools could change your shell start-up files there. Choose a project directory inside it instead`)
+  }
   const h = hiddenContaining(real, hiddenForms(hidden, probe))
   if (h !== undefined) {
     throw new SandboxPolicyError(`the working directory ${policy.cwd} is inside ${h}, which is hidden from tools (credentials or Arbor's data); choose a project directory elsewhere`)
@@ -142,7 +147,7 @@ export function allHidden (policy: SandboxPolicy, home: string, dataDir?: string
 export function buildBwrapArgs (input: BwrapArgsInput): string[] {
   const probe = input.fs ?? nodeFsProbe
   const hidden = allHidden(input.policy, input.home, input.dataDir)
-  const cwd = sandboxCwd(input.policy, hidden, probe)
+  const cwd = sandboxCwd(input.policy, hidden, probe, input.home)
   let chdir = cwd
   if (input.chdir !== undefined) {
     chdir = canonicalPath(input.chdir, probe)
