@@ -12,6 +12,7 @@ import { usageTotal } from '../runtime/agent/step-planner'
 import { systemPrompt } from '../runtime/agent/system-prompt'
 import { defaultTools } from '../tools/tool-registry'
 import { defaultHiddenPaths } from '../tools/sandbox/hidden-paths'
+import { sandboxProbe } from '../tools/sandbox/sandbox-probe'
 
 export interface ChatOptions {
   conversation?: string      // id or prefix; undefined with newConversation
@@ -86,6 +87,14 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
   const cwd = o.cwd !== undefined && !o.newConversation ? path.resolve(o.cwd) : root.body.cwd ?? defaultWorkspace(conversation, o.env)
   fs.mkdirSync(cwd, { recursive: true })
   const sandboxed = dag.meta('sandbox')?.value !== false
+  if (sandboxed) {
+    // Say up front what the bash tool would say on its first call.
+    const probe = await sandboxProbe()
+    if (!probe.ok) o.err(`warning: the bash tool cannot run here: ${probe.message}\n`)
+    else for (const w of probe.warnings) o.err(`warning: ${w}\n`)
+  } else {
+    o.err('warning: the sandbox is off for this conversation: bash runs with your full permissions (turn it back on with --sandbox)\n')
+  }
 
   const tip = dag.branch(store.selected(conversation)).at(-1) as Entry
   const [userEntry] = await store.append(conversation, [{ kind: 'user', body: { text: o.message }, parents: [tip.id] }])
