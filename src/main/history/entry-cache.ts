@@ -12,6 +12,9 @@ export class EntryCache {
   private readonly queues = new Map<string, Promise<void>>()
   /** Files whose last line has no newline (a torn write): the next append starts a new line. */
   private readonly unterminated = new Set<string>()
+  /** Open append handles, most recently used last (an open/close per append costs more than the write). */
+  private readonly handles = new Map<string, Promise<fs.FileHandle>>()
+  private static readonly MAX_HANDLES = 32
 
   constructor (readonly dir: string) {}
 
@@ -29,10 +32,40 @@ export class EntryCache {
     let text = entries.map(e => encodeEntry(e) + '\n').join('')
     if (this.unterminated.delete(conversation)) text = '\n' + text
     const prev = this.queues.get(conversation) ?? Promise.resolve()
-    const next = prev.then(() => fs.appendFile(this.file(conversation), text))
+    const next = prev.then(async () => { await (await this.handle(conversation)).write(text) })
     this.queues.set(conversation, next)
     void next.finally(() => { if (this.queues.get(conversation) === next) this.queues.delete(conversation) }).catch(() => undefined)
     return next
+  }
+
+  private handle (conversation: string): Promise<fs.FileHandle> {
+    let h = this.handles.get(conversation)
+    if (h !== undefined) {
+      this.handles.delete(conversation)
+      this.handles.set(conversation, h)
+      return h
+    }
+    h = fs.open(this.file(conversation), 'a')
+    this.handles.set(conversation, h)
+    h.catch(() => { if (this.handles.get(conversation) === h) this.handles.delete(conversation) })
+    if (this.handles.size > EntryCache.MAX_HANDLES) {
+      const [oldest] = this.handles.keys()
+      if (oldest !== undefined && !this.queues.has(oldest)) void this.closeHandle(oldest)
+    }
+    return h
+  }
+
+  private async closeHandle (conversation: string): Promise<void> {
+    const h = this.handles.get(conversation)
+    if (h === undefined) return
+    this.handles.delete(conversation)
+    await (await h.catch(() => null))?.close()
+  }
+
+  /** Waits for pending appends and closes every file. */
+  async close (): Promise<void> {
+    await this.drain()
+    await Promise.all([...this.handles.keys()].map(c => this.closeHandle(c)))
   }
 
   /** Every entry in the file; a line that does not parse (a torn write) is counted, not fatal. */
@@ -66,6 +99,7 @@ export class EntryCache {
   /** Replaces a conversation's file with exactly these entries (written aside, then renamed). */
   async rewrite (conversation: string, entries: Entry[]): Promise<void> {
     await (this.queues.get(conversation) ?? Promise.resolve()).catch(() => undefined)
+    await this.closeHandle(conversation) // the file is replaced: appends must reopen it
     const tmp = this.file(conversation) + '.tmp'
     await fs.writeFile(tmp, entries.map(e => encodeEntry(e) + '\n').join(''))
     await fs.rename(tmp, this.file(conversation))
@@ -74,7 +108,7 @@ export class EntryCache {
 
   /** Removes every file (before a rebuild from the feeds). */
   async clear (): Promise<void> {
-    await this.drain()
+    await this.close()
     await fs.rm(this.dir, { recursive: true, force: true })
     await fs.mkdir(this.dir, { recursive: true })
     this.unterminated.clear()

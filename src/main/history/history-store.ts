@@ -183,7 +183,7 @@ export class HistoryStore extends EventEmitter {
   private async closeStore (): Promise<void> {
     this.closing = true
     await Promise.allSettled([...this.flushing.values()])
-    await this.cache.drain()
+    await this.cache.close()
     if (this.manifestTimer !== null) clearTimeout(this.manifestTimer)
     if (this.indexTimer !== null) clearTimeout(this.indexTimer)
     let clean = true
