@@ -470,10 +470,15 @@ export class HistoryStore extends EventEmitter {
         this.log.error(`a listener of new entries failed: ${(err as Error).stack ?? String(err)}`)
       }
     }
-    await this.cache.append(rec.conversation, fresh)
-    rec.indexed = Math.max(rec.indexed, upTo)
-    this.manifestDirty.add(rec.key)
-    this.scheduleManifest()
+    const cached = this.cache.append(rec.conversation, fresh).then(() => {
+      rec.indexed = Math.max(rec.indexed, upTo)
+      this.manifestDirty.add(rec.key)
+      this.scheduleManifest()
+    })
+    // A peer feed's reader uses the watermark as its cursor: it waits. A local append is
+    // acknowledged once the feed has it; the cache (derived) catches up behind it.
+    if (!local) return cached
+    cached.catch(err => { this.log.error(`could not write the entry cache of ${rec.conversation.slice(0, 12)}: ${(err as Error).message}; it is rebuilt from the feeds`) })
   }
 
   private summarise (dag: ConversationDag): void {
