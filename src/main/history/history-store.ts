@@ -93,11 +93,12 @@ export class HistoryStore extends EventEmitter {
   private readonly indexFile: HistoryIndexFile
   private readonly cache: EntryCache
   private readonly view: ViewState
-  private keyPair: DeviceKeyPair | null = null
+  private keyPair_: DeviceKeyPair | null = null
   private manifest: Hypercore.Core | null = null
   private state: IndexState = emptyIndex('')
   private readonly cores = new Map<string, Hypercore.Core>()
   private readonly ownFeedKeys = new Map<string, string>()
+  private readonly watched = new Set<string>()
   private readonly dags = new Map<string, ConversationDag>()
   private readonly loading = new Map<string, Promise<ConversationDag>>()
   private readonly queues = new Map<string, Pending[]>()
@@ -135,8 +136,8 @@ export class HistoryStore extends EventEmitter {
 
   /** This device's public key (hex): the author of every entry it writes. */
   get device (): string {
-    if (this.keyPair === null) throw new Error('HistoryStore is not ready')
-    return this.keyPair.publicKey.toString('hex')
+    if (this.keyPair_ === null) throw new Error('HistoryStore is not ready')
+    return this.keyPair_.publicKey.toString('hex')
   }
 
   /** The key of this device's manifest feed, for peers to replicate. */
@@ -152,7 +153,7 @@ export class HistoryStore extends EventEmitter {
     } catch (err) {
       throw storageError(err, this.dir)
     }
-    this.keyPair = await this.corestore.createKeyPair('arbor/device')
+    this.keyPair_ = await this.corestore.createKeyPair('arbor/device')
     this.manifest = this.corestore.get({ name: 'arbor/manifest' })
     await this.manifest.ready()
     if (this.manifest.length === 0) {
@@ -174,10 +175,8 @@ export class HistoryStore extends EventEmitter {
         await this.reconcile()
       }
     }
-    // Peer feeds are watched for as long as the store is open.
-    if (this.watchPeers) {
-      for (const rec of Object.values(this.state.feeds)) if (!rec.own) void this.watchFeed(rec)
-    }
+    // Peer feeds are opened only when a peer has more of them (updateFeed): a reconnect
+    // with nothing new opens no feed at all.
   }
 
   private async closeStore (): Promise<void> {
@@ -312,13 +311,14 @@ export class HistoryStore extends EventEmitter {
     const key = hex(core)
     this.cores.set(key, core)
     if (core.length === 0) {
-      const header = makeFeedHeader({ type: 'arbor/conversation', feed: key, conversation }, this.keyPair as DeviceKeyPair)
+      const header = makeFeedHeader({ type: 'arbor/conversation', feed: key, conversation }, this.keyPair)
       await this.markDirty()
       await core.append(Buffer.from(JSON.stringify(header)))
     }
     const rec: FeedRecord = { key, conversation, device: this.device, own: true, indexed: 1 }
     this.state.feeds[key] = rec
     await this.recordInManifest(rec, core.length)
+    this.emit('feed', { ...rec })
     return core
   }
 
@@ -350,7 +350,33 @@ export class HistoryStore extends EventEmitter {
     await this.markDirty()
     await this.recordInManifest(rec, 0)
     this.scheduleIndexSave()
+    this.emit('feed', { ...rec })
     if (this.watchPeers) void this.watchFeed(rec)
+  }
+
+  /**
+   * A peer holds `length` blocks of a feed: add the feed if it is new, and follow it
+   * (open, download, index) if the peer has blocks this device has not indexed yet.
+   */
+  async updateFeed (conversation: string, key: string, length: number): Promise<void> {
+    const rec = this.state.feeds[key]
+    if (rec === undefined) { await this.addFeed(conversation, key); return }
+    if (rec.own || rec.conversation !== conversation || rec.indexed >= length || !this.watchPeers) return
+    void this.watchFeed(rec)
+  }
+
+  /** This device's key pair (its identity on the network). */
+  get keyPair (): DeviceKeyPair {
+    if (this.keyPair_ === null) throw new Error('HistoryStore is not ready')
+    return this.keyPair_
+  }
+
+  /** How many blocks of a feed this device can serve: its own feed's length, or what it has verified of a peer's. */
+  availableLength (key: string): number {
+    const rec = this.state.feeds[key]
+    if (rec === undefined) return 0
+    const core = rec.own ? this.cores.get(key) : undefined
+    return core !== undefined && core.opened ? Math.max(core.length, rec.indexed) : rec.indexed
   }
 
   /** Feeds held, optionally of one conversation. */
@@ -364,6 +390,12 @@ export class HistoryStore extends EventEmitter {
   }
 
   private async watchFeed (rec: FeedRecord): Promise<void> {
+    if (this.watched.has(rec.key)) {
+      const open = this.cores.get(rec.key)
+      if (open !== undefined) this.pump(rec, open)
+      return
+    }
+    this.watched.add(rec.key)
     let core: Hypercore.Core
     try {
       core = await this.core(rec.key)

@@ -1,0 +1,31 @@
+import { z } from 'zod'
+
+/**
+ * The messages of the `arbor/1` channel. Everything from a peer is checked against these
+ * before use: a malformed message is reported and dropped, never trusted.
+ */
+const Hex32 = z.string().regex(/^[0-9a-f]{64}$/)
+
+export const Hello = z.object({ v: z.literal(1), device: Hex32, name: z.string().max(200), manifest: Hex32 })
+export const FeedsMessage = z.object({
+  /** true: the complete list (on connect); false: only feeds that changed */
+  full: z.boolean(),
+  feeds: z.array(z.object({ conversation: Hex32, key: Hex32, length: z.number().int().nonnegative() })).max(100_000)
+})
+export const DevicesMessage = z.object({
+  devices: z.array(z.object({ key: Hex32, name: z.string().max(200), addedAt: z.number() })).max(1000),
+  forgotten: z.array(z.object({ key: Hex32, at: z.number() })).max(10_000)
+})
+export const RunningAgent = z.object({ conversation: Hex32, epoch: z.number().int().nonnegative(), device: Hex32 })
+export const PresenceMessage = z.object({ agents: z.array(RunningAgent).max(10_000) })
+export const HeartbeatMessage = z.object({ t: z.number() })
+/** Live events for other devices' UIs (streamed tokens, tool output): never history. */
+export const LiveMessage = z.object({ conversation: Hex32, event: z.record(z.string(), z.unknown()) })
+
+export type Hello = z.infer<typeof Hello>
+export type FeedsMessage = z.infer<typeof FeedsMessage>
+export type FeedAnnouncement = FeedsMessage['feeds'][number]
+export type DevicesMessage = z.infer<typeof DevicesMessage>
+export type RunningAgent = z.infer<typeof RunningAgent>
+export type PresenceMessage = z.infer<typeof PresenceMessage>
+export type LiveMessage = z.infer<typeof LiveMessage>

@@ -1,0 +1,45 @@
+/**
+ * Suspects a device that has been silent too long (or whose connection dropped), and
+ * clears the suspicion when it speaks again. Pure: time comes in as arguments.
+ */
+export class FailureDetector {
+  private readonly last = new Map<string, number>()
+  private readonly suspected = new Set<string>()
+  private readonly connected = new Set<string>()
+
+  constructor (readonly suspectAfterMs: number) {}
+
+  /** Any message from a device counts as a heartbeat. Returns true if it was suspected. */
+  heard (device: string, now: number): boolean {
+    this.last.set(device, now)
+    this.connected.add(device)
+    return this.suspected.delete(device)
+  }
+
+  /** The connection to a device is gone: suspect it at once. Returns true if newly suspected. */
+  lost (device: string): boolean {
+    this.connected.delete(device)
+    if (this.suspected.has(device)) return false
+    this.suspected.add(device)
+    return true
+  }
+
+  /** Devices that have just become suspected through silence. */
+  check (now: number): string[] {
+    const out: string[] = []
+    for (const [device, at] of this.last) {
+      if (this.suspected.has(device) || now - at < this.suspectAfterMs) continue
+      this.suspected.add(device)
+      out.push(device)
+    }
+    return out
+  }
+
+  isSuspected (device: string): boolean { return this.suspected.has(device) }
+  lastHeard (device: string): number | undefined { return this.last.get(device) }
+  forget (device: string): void {
+    this.last.delete(device)
+    this.suspected.delete(device)
+    this.connected.delete(device)
+  }
+}

@@ -1,0 +1,302 @@
+import { EventEmitter } from 'node:events'
+import Hyperswarm from 'hyperswarm'
+import DHT from 'hyperdht'
+import type NoiseSecretStream from '@hyperswarm/secret-stream'
+import type { HistoryStore, EntriesEvent } from '../history/history-store'
+import type { FeedRecord } from '../history/history-index'
+import { Lifecycle } from '../../shared/lifecycle'
+import { consoleLogger, type Logger } from '../../shared/logger'
+import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
+import type { DevicesMessage, FeedAnnouncement, LiveMessage, RunningAgent } from './arbor-messages'
+import { FailureDetector } from './failure-detector'
+import { SyncSession, type SessionHost } from './sync-session'
+
+/** What the sync layer needs of the cluster: its secret and who is in it. */
+export interface ClusterMembership {
+  readonly secret: Buffer | null
+  readonly name: string
+  isTrusted (device: string): boolean
+  devicesMessage (): DevicesMessage
+  merge (msg: DevicesMessage, from: string): boolean
+  seen (device: string, at: number): void
+  topic (): Buffer | null
+  proof (handshakeHash: Buffer, isInitiator: boolean): Buffer | null
+  verifyProof (handshakeHash: Buffer, isInitiator: boolean, proof: Buffer): boolean
+}
+
+export interface BootstrapNode { host: string; port: number }
+
+export interface SyncNodeOptions {
+  history: HistoryStore
+  cluster: ClusterMembership
+  /** a private DHT (`--bootstrap host:port`); default: the public one */
+  bootstrap?: BootstrapNode[]
+  /** false: no Hyperswarm, connections come only through attach() (in-process tests) */
+  swarm?: boolean
+  heartbeatMs?: number
+  suspectAfterMs?: number
+  /** batch feed-length announcements for this long (a burst of appends is one message) */
+  announceDelayMs?: number
+  clock?: Clock
+  log?: Logger
+}
+
+/** A paired device as this one sees it. */
+export interface PeerState {
+  device: string
+  name: string
+  connected: boolean
+  suspected: boolean
+  lastHeard?: number
+  /** blocks it holds that this device has not indexed yet */
+  behind: number
+  agents: RunningAgent[]
+}
+
+export type PeerEvent = { device: string; state: 'connected' | 'disconnected' | 'suspected' | 'recovered' }
+
+/**
+ * Keeps this device's history in sync with its paired devices (DESIGN.md, "Sync and
+ * trust"): a Hyperswarm on the cluster's topic whose firewall admits only paired
+ * devices, one SyncSession per connection, feed announcements as the history grows,
+ * heartbeats and a failure detector. Never blocks local work: everything here reacts
+ * to the history, it is never awaited by it.
+ */
+export class SyncNode extends EventEmitter {
+  readonly history: HistoryStore
+  readonly cluster: ClusterMembership
+  private readonly opts: SyncNodeOptions
+  private readonly log: Logger
+  private readonly clock: Clock
+  private readonly life: Lifecycle
+  private readonly detector: FailureDetector
+  private readonly sessions = new Set<SyncSession>()
+  private swarm: Hyperswarm | null = null
+  private joinedTopic: Buffer | null = null
+  private discovery: { refresh (opts: { client: boolean; server: boolean }): Promise<void> } | null = null
+  private lookupTimer: ClockTimer | null = null
+  private online = true
+  private heartbeatTimer: ClockTimer | null = null
+  private announceTimer: ClockTimer | null = null
+  private readonly changed = new Set<string>()
+  private agents: RunningAgent[] = []
+  private readonly sessionHost: SessionHost
+  private readonly onEntries = (ev: EntriesEvent): void => { if (ev.joined.length + ev.waiting.length > 0) this.feedChanged(ev.feed) }
+  private readonly onFeed = (rec: FeedRecord): void => { this.feedChanged(rec.key) }
+
+  constructor (opts: SyncNodeOptions) {
+    super()
+    this.opts = opts
+    this.history = opts.history
+    this.cluster = opts.cluster
+    this.log = opts.log ?? consoleLogger('sync')
+    this.clock = opts.clock ?? systemClock
+    this.detector = new FailureDetector(opts.suspectAfterMs ?? 5000)
+    this.life = new Lifecycle(() => this.open(), () => this.shut())
+    this.sessionHost = this.makeSessionHost()
+  }
+
+  ready (): Promise<void> { return this.life.ready() }
+  close (): Promise<void> { return this.life.close() }
+
+  private async open (): Promise<void> {
+    await this.history.ready()
+    this.history.on('entries', this.onEntries)
+    this.history.on('feed', this.onFeed)
+    if (this.opts.swarm !== false) {
+      const bootstrap = this.opts.bootstrap
+      // A private DHT on loopback must bind loopback, or connections time out (notes/holepunch.md).
+      const loopback = bootstrap !== undefined && bootstrap.length > 0 && bootstrap.every(b => b.host === '127.0.0.1' || b.host === 'localhost')
+      const dht = new DHT({ ...(bootstrap !== undefined ? { bootstrap } : {}), ...(loopback ? { host: '127.0.0.1' } : {}), keyPair: this.history.keyPair })
+      this.swarm = new Hyperswarm({
+        keyPair: this.history.keyPair,
+        dht,
+        // Only paired devices get past the firewall (true = reject).
+        firewall: (remotePublicKey: Buffer) => !this.cluster.isTrusted(remotePublicKey.toString('hex'))
+      })
+      this.swarm.on('connection', (conn: NoiseSecretStream) => { this.attach(conn) })
+      await this.refresh()
+    }
+    this.tick()
+  }
+
+  private async shut (): Promise<void> {
+    this.history.off('entries', this.onEntries)
+    this.history.off('feed', this.onFeed)
+    if (this.heartbeatTimer !== null) this.clock.clearTimeout(this.heartbeatTimer)
+    if (this.announceTimer !== null) this.clock.clearTimeout(this.announceTimer)
+    if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
+    for (const s of [...this.sessions]) s.close('this device is shutting down')
+    if (this.swarm !== null) await this.swarm.destroy()
+  }
+
+  /** Joins the cluster's topic (again), e.g. after pairing gave this device a cluster. */
+  async refresh (): Promise<void> {
+    const swarm = this.swarm
+    const topic = this.cluster.topic()
+    if (swarm === null || !this.online || topic === null) return
+    if (this.joinedTopic !== null && this.joinedTopic.equals(topic)) return
+    if (this.joinedTopic !== null) await swarm.leave(this.joinedTopic)
+    this.joinedTopic = topic
+    this.discovery = swarm.join(topic, { server: true, client: true })
+    // Announcing finishes in the background; local work never waits for the network.
+    swarm.flush().catch((err: Error) => this.log.warn(`could not announce on the network: ${err.message}`))
+    this.lookupSoon(1000)
+  }
+
+  /**
+   * While no paired device is connected, look the topic up again, backing off to 30 s:
+   * two devices that announce at the same moment miss each other's first lookup, and
+   * Hyperswarm's own refresh is minutes away.
+   */
+  private lookupSoon (delayMs: number): void {
+    if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
+    this.lookupTimer = this.clock.setTimeout(() => {
+      this.lookupTimer = null
+      const d = this.discovery
+      if (d === null || !this.online || this.life.closed) return
+      if ([...this.sessions].some(s => s.opened)) return
+      d.refresh({ client: true, server: true }).catch((err: Error) => this.log.info(`looking for paired devices failed: ${err.message}`))
+      this.lookupSoon(Math.min(30_000, delayMs * 2))
+    }, delayMs)
+  }
+
+  /**
+   * Takes this device off the network (false) and back (true) without stopping it: for
+   * metered or untrusted networks, and for tests that partition real processes.
+   */
+  async setOnline (on: boolean): Promise<void> {
+    if (on === this.online) return
+    this.online = on
+    const swarm = this.swarm
+    if (!on) {
+      if (swarm !== null && this.joinedTopic !== null) await swarm.leave(this.joinedTopic)
+      this.joinedTopic = null
+      this.discovery = null
+      for (const s of [...this.sessions]) s.close('the network was turned off on this device')
+      if (swarm !== null) await swarm.suspend()
+    } else {
+      if (swarm !== null) await swarm.resume()
+      await this.refresh()
+    }
+  }
+
+  get isOnline (): boolean { return this.online }
+
+  /** Runs the protocol on a connection (from the swarm, or from a test's in-process network). */
+  attach (stream: NoiseSecretStream): SyncSession | null {
+    const remote = stream.remotePublicKey?.toString('hex')
+    if (!this.online || remote === undefined || !this.cluster.isTrusted(remote)) {
+      stream.destroy()
+      return null
+    }
+    const session = new SyncSession(stream, this.sessionHost)
+    this.sessions.add(session)
+    session.start()
+    return session
+  }
+
+  /** Agents running on this device, announced to peers (presence). */
+  setAgents (agents: RunningAgent[]): void {
+    this.agents = agents
+    for (const s of this.sessions) if (s.opened) s.sendPresence(agents)
+  }
+
+  /** Streams a live event (tokens, tool output) to the other devices' UIs. */
+  broadcastLive (msg: LiveMessage): void {
+    for (const s of this.sessions) if (s.opened) s.sendLive(msg)
+  }
+
+  /** Tells connected peers about a change in the device list (paired or forgotten). */
+  devicesChanged (): void {
+    for (const s of [...this.sessions]) {
+      if (!this.cluster.isTrusted(s.remoteDevice)) s.close('the device was forgotten')
+      else if (s.opened) s.sendDevices()
+    }
+    void this.refresh()
+  }
+
+  peers (): PeerState[] {
+    const byDevice = new Map<string, SyncSession>()
+    for (const s of this.sessions) if (s.opened) byDevice.set(s.remoteDevice, s)
+    return this.cluster.devicesMessage().devices.filter(d => d.key !== this.history.device).map(d => {
+      const s = byDevice.get(d.key)
+      const last = this.detector.lastHeard(d.key)
+      const p: PeerState = {
+        device: d.key,
+        name: s?.hello?.name ?? d.name,
+        connected: s !== undefined,
+        suspected: this.detector.isSuspected(d.key),
+        behind: s?.behind() ?? 0,
+        agents: s?.remoteAgents ?? []
+      }
+      if (last !== undefined) p.lastHeard = last
+      return p
+    })
+  }
+
+  /** Every feed known to have grown is announced together after a short delay. */
+  private feedChanged (key: string): void {
+    this.changed.add(key)
+    if (this.announceTimer !== null) return
+    this.announceTimer = this.clock.setTimeout(() => {
+      this.announceTimer = null
+      const feeds: FeedAnnouncement[] = []
+      const records = new Map(this.history.feeds().map(f => [f.key, f]))
+      for (const key of this.changed) {
+        const rec = records.get(key)
+        if (rec !== undefined) feeds.push({ conversation: rec.conversation, key, length: this.history.availableLength(key) })
+      }
+      this.changed.clear()
+      for (const s of this.sessions) if (s.opened) s.sendFeeds(feeds)
+    }, this.opts.announceDelayMs ?? 10)
+  }
+
+  private tick (): void {
+    const every = this.opts.heartbeatMs ?? 1000
+    this.heartbeatTimer = this.clock.setTimeout(() => {
+      const now = this.clock.now()
+      for (const s of this.sessions) if (s.opened) s.heartbeat(now)
+      for (const device of this.detector.check(now)) this.peerEvent({ device, state: 'suspected' })
+      this.tick()
+    }, every)
+  }
+
+  private peerEvent (ev: PeerEvent): void {
+    this.emit('peer', ev)
+  }
+
+  private makeSessionHost (): SessionHost {
+    const cluster = this.cluster
+    return {
+      history: this.history,
+      get name () { return cluster.name },
+      log: this.log,
+      proof: (hh, init) => this.cluster.proof(hh, init),
+      verify: (hh, remoteInit, proof) => this.cluster.verifyProof(hh, remoteInit, proof),
+      devices: () => this.cluster.devicesMessage(),
+      mergeDevices: (msg, from) => { if (this.cluster.merge(msg, from)) this.devicesChanged() },
+      presence: () => this.agents,
+      onOpen: s => {
+        this.detector.heard(s.remoteDevice, this.clock.now())
+        this.cluster.seen(s.remoteDevice, Date.now())
+        this.peerEvent({ device: s.remoteDevice, state: 'connected' })
+      },
+      onHeard: s => {
+        if (this.detector.heard(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'recovered' })
+      },
+      onPresence: (s, agents) => { this.emit('presence', { device: s.remoteDevice, agents }) },
+      onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
+      onClose: s => {
+        this.sessions.delete(s)
+        if (s.hello === null) return
+        this.cluster.seen(s.remoteDevice, Date.now())
+        const stillConnected = [...this.sessions].some(o => o.remoteDevice === s.remoteDevice && o.opened)
+        if (stillConnected) return
+        this.peerEvent({ device: s.remoteDevice, state: 'disconnected' })
+        this.lookupSoon(1000)
+        if (this.detector.lost(s.remoteDevice)) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })
+      }
+    }
+  }
+}

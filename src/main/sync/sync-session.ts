@@ -1,0 +1,161 @@
+import c from 'compact-encoding'
+import Protomux from 'protomux'
+import type NoiseSecretStream from '@hyperswarm/secret-stream'
+import type { z } from 'zod'
+import type { HistoryStore } from '../history/history-store'
+import type { Logger } from '../../shared/logger'
+import {
+  DevicesMessage, FeedsMessage, HeartbeatMessage, Hello, LiveMessage, PresenceMessage,
+  type FeedAnnouncement, type RunningAgent
+} from './arbor-messages'
+
+/** What a session needs from its node. */
+export interface SessionHost {
+  history: HistoryStore
+  name: string
+  log: Logger
+  /** our capability proof for this connection, or null when this device is in no cluster */
+  proof (handshakeHash: Buffer, isInitiator: boolean): Buffer | null
+  /** whether the remote's proof shows it holds the cluster secret */
+  verify (handshakeHash: Buffer, remoteIsInitiator: boolean, proof: Buffer): boolean
+  devices (): DevicesMessage
+  mergeDevices (msg: DevicesMessage, from: string): void
+  presence (): RunningAgent[]
+  onOpen (s: SyncSession): void
+  onHeard (s: SyncSession): void
+  onPresence (s: SyncSession, agents: RunningAgent[]): void
+  onLive (s: SyncSession, msg: LiveMessage): void
+  onClose (s: SyncSession): void
+}
+
+export const PROTOCOL = 'arbor/1'
+
+/**
+ * One connection to a paired device: Corestore replication plus the `arbor/1` Protomux
+ * channel (hello, feeds, devices, presence, heartbeats, live events). The channel's
+ * handshake proves cluster membership; a peer that cannot prove it is disconnected
+ * before it learns anything.
+ */
+export class SyncSession {
+  readonly remoteDevice: string
+  hello: Hello | null = null
+  /** what the peer holds: feed key → length */
+  readonly remoteFeeds = new Map<string, { conversation: string; length: number }>()
+  remoteAgents: RunningAgent[] = []
+  private channel: Protomux.Channel | null = null
+  private msgs: Protomux.Message[] = []
+  private closed = false
+
+  constructor (readonly stream: NoiseSecretStream, private readonly host: SessionHost) {
+    this.remoteDevice = (stream.remotePublicKey as Buffer).toString('hex')
+  }
+
+  get opened (): boolean { return this.hello !== null && !this.closed }
+
+  start (): void {
+    const { stream, host } = this
+    const proof = host.proof(stream.handshakeHash as Buffer, stream.isInitiator)
+    if (proof === null) { this.close('this device is in no cluster yet'); return }
+    stream.once('close', () => this.onClosed())
+    stream.on('error', (err: Error) => host.log.info(`connection to ${this.remoteDevice.slice(0, 12)} failed: ${err.message}`))
+    host.history.replicate(stream)
+    const mux = Protomux.from(stream)
+    const on = <S extends z.ZodType>(schema: S, what: string, fn: (m: z.infer<S>) => void) => (raw: unknown): void => {
+      // Synchronous on purpose: a returned promise would cork the whole connection.
+      const m = schema.safeParse(raw)
+      if (!m.success) { host.log.warn(`ignored a malformed ${what} message from ${this.remoteDevice.slice(0, 12)}`); return }
+      host.onHeard(this)
+      fn(m.data)
+    }
+    const channel = mux.createChannel({
+      protocol: PROTOCOL,
+      handshake: c.fixed32,
+      messages: [
+        { encoding: c.json, onmessage: on(Hello, 'hello', m => this.onHello(m)) },
+        { encoding: c.json, onmessage: on(FeedsMessage, 'feeds', m => this.onFeeds(m)) },
+        { encoding: c.json, onmessage: on(DevicesMessage, 'devices', m => host.mergeDevices(m, this.remoteDevice)) },
+        { encoding: c.json, onmessage: on(PresenceMessage, 'presence', m => { this.remoteAgents = m.agents; host.onPresence(this, m.agents) }) },
+        { encoding: c.json, onmessage: on(HeartbeatMessage, 'heartbeat', () => {}) },
+        { encoding: c.json, onmessage: on(LiveMessage, 'live', m => host.onLive(this, m)) }
+      ],
+      onopen: (remoteProof: unknown) => this.onOpen(remoteProof as Buffer),
+      onclose: () => this.close('the peer closed the arbor channel')
+    })
+    if (channel === null) { this.close('duplicate arbor channel'); return }
+    this.channel = channel
+    this.msgs = (channel as unknown as { messages: Protomux.Message[] }).messages
+    channel.open(proof)
+  }
+
+  private onOpen (remoteProof: Buffer): void {
+    const { stream, host } = this
+    if (!host.verify(stream.handshakeHash as Buffer, !stream.isInitiator, remoteProof)) {
+      host.log.warn(`device ${this.remoteDevice.slice(0, 12)} could not prove it belongs to this cluster; disconnected`)
+      this.close('failed the cluster handshake')
+      return
+    }
+    this.channel?.cork()
+    this.send(0, { v: 1, device: host.history.device, name: host.name, manifest: host.history.manifestKey.toString('hex') } satisfies Hello)
+    this.send(2, host.devices())
+    this.send(1, { full: true, feeds: localFeeds(host.history) } satisfies FeedsMessage)
+    this.send(3, { agents: host.presence() })
+    this.channel?.uncork()
+  }
+
+  private onHello (m: Hello): void {
+    if (m.device !== this.remoteDevice) {
+      this.host.log.warn(`device ${this.remoteDevice.slice(0, 12)} said hello as ${m.device.slice(0, 12)}; disconnected`)
+      this.close('hello names another device')
+      return
+    }
+    this.hello = m
+    this.host.onOpen(this)
+  }
+
+  private onFeeds (m: FeedsMessage): void {
+    if (m.full) this.remoteFeeds.clear()
+    for (const f of m.feeds) {
+      this.remoteFeeds.set(f.key, { conversation: f.conversation, length: f.length })
+      this.host.history.updateFeed(f.conversation, f.key, f.length).catch((err: Error) => {
+        this.host.log.warn(`could not follow feed ${f.key.slice(0, 12)} from ${this.remoteDevice.slice(0, 12)}: ${err.message}`)
+      })
+    }
+  }
+
+  sendFeeds (feeds: FeedAnnouncement[]): void { if (feeds.length > 0) this.send(1, { full: false, feeds } satisfies FeedsMessage) }
+  sendDevices (): void { this.send(2, this.host.devices()) }
+  sendPresence (agents: RunningAgent[]): void { this.send(3, { agents }) }
+  heartbeat (t: number): void { this.send(4, { t }) }
+  sendLive (msg: LiveMessage): void { this.send(5, msg) }
+
+  /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
+  behind (): number {
+    let n = 0
+    const mine = new Map(this.host.history.feeds().map(f => [f.key, f.indexed]))
+    for (const [key, f] of this.remoteFeeds) n += Math.max(0, f.length - (mine.get(key) ?? 0))
+    return n
+  }
+
+  private send (i: number, data: unknown): void {
+    if (this.closed || this.channel === null || this.channel.closed) return
+    this.msgs[i]?.send(data)
+  }
+
+  close (why: string): void {
+    if (this.closed) return
+    this.host.log.info(`closing the connection to ${this.remoteDevice.slice(0, 12)}: ${why}`)
+    this.stream.destroy()
+    this.onClosed()
+  }
+
+  private onClosed (): void {
+    if (this.closed) return
+    this.closed = true
+    this.host.onClose(this)
+  }
+}
+
+/** Every feed this device holds, with what it can serve of each. */
+export function localFeeds (history: HistoryStore): FeedAnnouncement[] {
+  return history.feeds().map(f => ({ conversation: f.conversation, key: f.key, length: history.availableLength(f.key) }))
+}
