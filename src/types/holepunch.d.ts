@@ -57,6 +57,7 @@ declare module 'hypercore-crypto' {
     discoveryKey (key: Buffer): Buffer
     hash (data: Buffer | Buffer[]): Buffer
     randomBytes (n: number): Buffer
+    namespace (name: string | Buffer, count: number): Buffer[]
   }
   export = crypto
 }
@@ -64,4 +65,115 @@ declare module 'hypercore-crypto' {
 declare module 'hypercore/errors' {
   class HypercoreError extends Error { code: string }
   export = HypercoreError
+}
+
+declare module 'hyperdht' {
+  import type { EventEmitter } from 'node:events'
+  namespace DHT {
+    interface KeyPair { publicKey: Buffer; secretKey: Buffer }
+    interface Node { host: string; port: number }
+    interface Options { bootstrap?: Array<Node | string>; host?: string; port?: number; keyPair?: KeyPair }
+  }
+  class DHT extends EventEmitter {
+    constructor (opts?: DHT.Options)
+    static keyPair (seed?: Buffer): DHT.KeyPair
+    ready (): Promise<void>
+    destroy (opts?: { force?: boolean }): Promise<void>
+  }
+  export = DHT
+}
+
+declare module 'hyperdht/testnet.js' {
+  import type DHT from 'hyperdht'
+  interface Testnet {
+    readonly nodes: DHT[]
+    readonly bootstrap: DHT.Node[]
+    createNode (opts?: DHT.Options): DHT
+    destroy (): Promise<void>
+  }
+  function createTestnet (size?: number, opts?: { host?: string; port?: number; bootstrap?: DHT.Node[] }): Promise<Testnet>
+  export = createTestnet
+}
+
+declare module 'hyperswarm' {
+  import type { EventEmitter } from 'node:events'
+  import type DHT from 'hyperdht'
+  import type NoiseSecretStream from '@hyperswarm/secret-stream'
+  namespace Hyperswarm {
+    interface KeyPair { publicKey: Buffer; secretKey: Buffer }
+    interface Discovery {
+      flushed (): Promise<void>
+      refresh (opts?: { server?: boolean; client?: boolean }): Promise<void>
+      destroy (): Promise<void>
+    }
+    interface PeerInfo { publicKey: Buffer; topics: Buffer[]; banned: boolean; ban (val: boolean): void }
+    interface Options {
+      keyPair?: KeyPair
+      seed?: Buffer
+      maxPeers?: number
+      /** true = reject; a rejected peer stays banned for this swarm's lifetime */
+      firewall?: (remotePublicKey: Buffer, payload: unknown) => boolean
+      dht?: DHT
+      bootstrap?: DHT.Node[]
+    }
+  }
+  class Hyperswarm extends EventEmitter {
+    constructor (opts?: Hyperswarm.Options)
+    readonly keyPair: Hyperswarm.KeyPair
+    readonly dht: DHT
+    readonly connections: Set<NoiseSecretStream>
+    readonly peers: Map<string, Hyperswarm.PeerInfo>
+    join (topic: Buffer, opts?: { server?: boolean; client?: boolean; limit?: number }): Hyperswarm.Discovery
+    leave (topic: Buffer): Promise<void>
+    joinPeer (publicKey: Buffer): void
+    leavePeer (publicKey: Buffer): void
+    flush (): Promise<void>
+    suspend (): Promise<void>
+    resume (): Promise<void>
+    destroy (opts?: { force?: boolean }): Promise<void>
+  }
+  export = Hyperswarm
+}
+
+declare module 'blind-pairing' {
+  import type { EventEmitter } from 'node:events'
+  import type Hyperswarm from 'hyperswarm'
+  namespace BlindPairing {
+    interface CreatedInvite { id: Buffer; invite: Buffer; seed: Buffer; publicKey: Buffer; discoveryKey: Buffer; expires: number }
+    interface DecodedInvite { id: Buffer; seed: Buffer; discoveryKey: Buffer | null; expires: number }
+    /** what the member confirms with; `additional` must be signed with the invite's key pair */
+    interface Confirmation { key: Buffer; encryptionKey?: Buffer; additional?: { data: Buffer; signature: Buffer } }
+    interface MemberRequest {
+      readonly inviteId: Buffer
+      readonly userData: Buffer | null
+      /** throws if the request was not made with this invite */
+      open (invitePublicKey: Buffer): Buffer | null
+      confirm (confirmation: Confirmation): void
+      /** status: 1 rejected, 2 invite used, 3 invite expired */
+      deny (opts?: { status?: number }): void
+    }
+    /** emits 'rejected' (err with .code PAIRING_REJECTED | INVITE_USED | INVITE_EXPIRED, or a decoding error) */
+    interface CandidateRequest extends EventEmitter { readonly inviteId: Buffer }
+    interface Result { key: Buffer; encryptionKey: Buffer | null; data: Buffer | null }
+    interface Member { ready (): Promise<void>; flushed (): Promise<void>; close (): Promise<void> }
+    interface Candidate { ready (): Promise<void>; close (): Promise<void>; readonly paired: Result | null; readonly request: CandidateRequest }
+  }
+  class BlindPairing {
+    constructor (swarm: Hyperswarm, opts?: { poll?: number })
+    static createInvite (key: Buffer, opts?: { expires?: number; data?: Buffer; discoveryKey?: Buffer; seed?: Buffer }): BlindPairing.CreatedInvite
+    static decodeInvite (invite: Buffer): BlindPairing.DecodedInvite
+    addMember (opts: { discoveryKey: Buffer; onadd: (request: BlindPairing.MemberRequest) => void | Promise<void> }): BlindPairing.Member
+    addCandidate (opts: { invite: Buffer; userData: Buffer; onadd: (result: BlindPairing.Result) => void | Promise<void> }): BlindPairing.Candidate
+    close (): Promise<void>
+  }
+  export = BlindPairing
+}
+
+declare module 'z32' {
+  const z32: {
+    encode (data: Uint8Array): string
+    /** throws on a character outside the z-base-32 alphabet */
+    decode (s: string): Buffer
+  }
+  export = z32
 }

@@ -7,6 +7,7 @@ import type { Entry } from '../../shared/entry'
 import { consoleLogger } from '../../shared/logger'
 import { HistoryIndexFile, indexFilePath, sortSummaries, type ConversationSummary } from '../history/history-index'
 import type { HistoryStore } from '../history/history-store'
+import type { NodeCommandOptions } from './node-commands'
 import { asciiTree } from './ascii-tree'
 import { dataDir } from './data-dir'
 
@@ -36,12 +37,20 @@ const USAGE = `usage: arbor <command> [options]
   show <conv> [--leaf ID]               the transcript of one branch
   export <conv> --format md|json [--leaf ID]
                                         Markdown of one branch, or every entry as JSON
+  serve [--bootstrap HOST:PORT,...] [--name NAME]
+                                        run this device's node: sync with paired devices (Ctrl-C stops)
+  invite                                print a one-time code for another device to join
+  join <code>                           join the devices of the one that made the code
+  devices [--json]                      this device and the paired ones: online, last seen, behind
+  forget <device>                       stop accepting a device (key prefix or name)
+  net on|off                            take the running node off the network and back
   chat <conv> | --new  <message> [--provider openai|fake] [--model M] [--base-url URL]
        [--script FILE] [--cwd DIR] [--no-sandbox | --sandbox]
                                         send a message and run the agent to the end of its turn
 
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
-  --data DIR (or ARBOR_DATA) picks the data directory.`
+  --data DIR (or ARBOR_DATA) picks the data directory; --bootstrap (or ARBOR_BOOTSTRAP)
+  a private DHT instead of the public one. While \`arbor serve\` runs, every command goes through it.`
 
 const OPTIONS = {
   data: { type: 'string' },
@@ -51,6 +60,8 @@ const OPTIONS = {
   leaf: { type: 'string' },
   format: { type: 'string' },
   json: { type: 'boolean' },
+  bootstrap: { type: 'string' },
+  name: { type: 'string' },
   new: { type: 'boolean' },
   provider: { type: 'string' },
   model: { type: 'string' },
@@ -64,8 +75,23 @@ const OPTIONS = {
 
 type Values = { [K in keyof typeof OPTIONS]?: typeof OPTIONS[K]['type'] extends 'boolean' ? boolean : string }
 
+/** What a running node lends the CLI when a command runs inside it (through its local socket). */
+export interface CliContext {
+  store?: HistoryStore
+  node?: NodeCommands
+}
+
+/** The commands only a node can carry out (pairing, devices, the network). */
+export interface NodeCommands {
+  invite (opts: { expiresMs?: number }): Promise<{ code: string; expiresAt: number }>
+  join (code: string, signal: AbortSignal): Promise<{ inviter: string }>
+  devices (): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; lastSeen?: number; behind: number }>>
+  forget (device: string): Promise<string>
+  setOnline (on: boolean): Promise<void>
+}
+
 /** Runs one CLI invocation; returns the exit code. Never throws. */
-export async function runCli (argv: string[], io: CliIo): Promise<number> {
+export async function runCli (argv: string[], io: CliIo, ctx: CliContext = {}): Promise<number> {
   let values: Values
   let positionals: string[]
   try {
@@ -79,39 +105,88 @@ export async function runCli (argv: string[], io: CliIo): Promise<number> {
   const [command, ...args] = positionals
   if (values.version === true) { io.out(`${VERSION}\n`); return 0 }
   if (values.help === true || command === undefined || command === 'help') { io.out(USAGE + '\n'); return command === undefined && values.help !== true ? 2 : 0 }
-  if (command === 'serve') {
-    io.err('arbor serve: the headless node with its web UI is not in this version yet; the history works through `arbor --help` meanwhile\n')
-    return 1
-  }
   const handler = COMMANDS[command]
-  if (handler === undefined) { io.err(`arbor: unknown command "${command}"; see \`arbor --help\`\n`); return 2 }
+  if (handler === undefined && !NODE_COMMANDS.has(command)) { io.err(`arbor: unknown command "${command}"; see \`arbor --help\`\n`); return 2 }
 
   const dir = dataDir(values.data, io.env)
+  if (ctx.store === undefined) {
+    // A node owns this data directory: the command runs there, its output comes back here.
+    const remote = await forwardToNode(dir, argv, io).catch((err: Error) => { io.err(`arbor: the running node failed: ${err.message}\n`); return 1 })
+    if (remote !== null) return remote
+  }
+  if (NODE_COMMANDS.has(command)) return runNodeCommand(command, args, values, io, ctx, dir)
+  if (handler === undefined) return 2
   // Listing a cleanly closed store needs only its index: no Corestore to load or lock.
-  if (command === 'ls') {
+  if (command === 'ls' && ctx.store === undefined) {
     const { state } = await new HistoryIndexFile(indexFilePath(dir)).load(null).catch(() => ({ state: null }))
     if (state?.clean === true) { printList(sortSummaries(Object.values(state.conversations)), values, io); return 0 }
   }
-  // Loaded on demand: the storage stack is most of the CLI's start-up time.
-  const { HistoryStore } = await import('../history/history-store')
-  const store = new HistoryStore({ dir, watchPeers: false, log: consoleLogger('history') })
+  let store = ctx.store
   try {
-    await store.ready()
-    return (await handler(store, args, values, io)) ?? 0
+    if (store === undefined) {
+      // Loaded on demand: the storage stack is most of the CLI's start-up time.
+      const { HistoryStore } = await import('../history/history-store')
+      store = new HistoryStore({ dir, watchPeers: false, log: consoleLogger('history') })
+      await store.ready()
+    }
+    return (await handler(store, args, values, io, ctx)) ?? 0
   } catch (err) {
     const e = err as Error
     io.err(`arbor ${command}: ${e.message}\n`)
     if (io.env.ARBOR_DEBUG === '1' && e.stack !== undefined) io.err(e.stack + '\n')
     return err instanceof CliError ? err.exitCode : 1
   } finally {
-    await store.close().catch((err: Error) => { io.err(`arbor: could not close the store cleanly: ${err.message}\n`) })
+    if (store !== undefined && store !== ctx.store) await store.close().catch((err: Error) => { io.err(`arbor: could not close the store cleanly: ${err.message}\n`) })
   }
+}
+
+const NODE_COMMANDS = new Set(['serve', 'invite', 'join', 'devices', 'forget', 'net'])
+
+/** Pairing, devices and the network: carried out by the running node, or by one started for the command. */
+async function runNodeCommand (command: string, args: string[], values: Values, io: CliIo, ctx: CliContext, dir: string): Promise<number> {
+  const nc = await import('./node-commands')
+  const o: NodeCommandOptions = { dir, ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}), ...(values.name !== undefined ? { name: values.name } : {}) }
+  try {
+    switch (command) {
+      case 'serve':
+        if (ctx.node !== undefined) throw new CliError(`a node is already serving ${dir}`)
+        return await nc.serve(o, io)
+      case 'invite': return await nc.invite(ctx.node, o, io)
+      case 'join':
+        need(args, 1, 'invite code: arbor join <code>')
+        return await nc.join(ctx.node, args[0] as string, o, io)
+      case 'devices': return await nc.devices(ctx.node, o, io, values.json === true)
+      case 'forget':
+        need(args, 1, 'device: arbor forget <device key prefix or name>')
+        return await nc.forget(ctx.node, args[0] as string, o, io)
+      default: return await nc.netSwitch(ctx.node, args[0], io)
+    }
+  } catch (err) {
+    const e = err as Error & { exitCode?: number }
+    io.err(`arbor ${command}: ${e.message}\n`)
+    if (io.env.ARBOR_DEBUG === '1' && e.stack !== undefined) io.err(e.stack + '\n')
+    return e.exitCode ?? 1
+  }
+}
+
+/** Runs the command in the node serving this data directory; null if none runs. */
+async function forwardToNode (dir: string, argv: string[], io: CliIo): Promise<number | null> {
+  const { callNode, socketPath } = await import('../api/local-socket')
+  const reply = await callNode(socketPath(dir), 'cli', { argv, cwd: io.cwd, env: io.env }, {
+    onEvent: e => {
+      const ev = e as { out?: string; err?: string }
+      if (typeof ev.out === 'string') io.out(ev.out)
+      if (typeof ev.err === 'string') io.err(ev.err)
+    },
+    ...(io.signal !== undefined ? { signal: io.signal } : {})
+  })
+  return reply === null ? null : Number(reply.result)
 }
 
 declare const __ARBOR_VERSION__: string | undefined
 const VERSION = typeof __ARBOR_VERSION__ === 'string' ? __ARBOR_VERSION__ : 'dev'
 
-type Handler = (store: HistoryStore, args: string[], values: Values, io: CliIo) => Promise<number | void>
+type Handler = (store: HistoryStore, args: string[], values: Values, io: CliIo, ctx: CliContext) => Promise<number | void>
 
 function need (args: string[], n: number, what: string): void {
   if (args.length < n) throw new CliError(`missing ${what}; see \`arbor --help\``, 2)

@@ -35,6 +35,8 @@ export interface SyncNodeOptions {
   swarm?: boolean
   heartbeatMs?: number
   suspectAfterMs?: number
+  /** while true, devices that are not paired may connect, for pairing only (no sync) */
+  pairingOpen?: () => boolean
   /** batch feed-length announcements for this long (a burst of appends is one message) */
   announceDelayMs?: number
   clock?: Clock
@@ -71,6 +73,7 @@ export class SyncNode extends EventEmitter {
   private readonly life: Lifecycle
   private readonly detector: FailureDetector
   private readonly sessions = new Set<SyncSession>()
+  private readonly attached = new WeakSet<NoiseSecretStream>()
   private swarm: Hyperswarm | null = null
   private joinedTopic: Buffer | null = null
   private discovery: { refresh (opts: { client: boolean; server: boolean }): Promise<void> } | null = null
@@ -112,7 +115,7 @@ export class SyncNode extends EventEmitter {
         keyPair: this.history.keyPair,
         dht,
         // Only paired devices get past the firewall (true = reject).
-        firewall: (remotePublicKey: Buffer) => !this.cluster.isTrusted(remotePublicKey.toString('hex'))
+        firewall: (remotePublicKey: Buffer) => !this.cluster.isTrusted(remotePublicKey.toString('hex')) && this.opts.pairingOpen?.() !== true
       })
       this.swarm.on('connection', (conn: NoiseSecretStream) => { this.attach(conn) })
       await this.refresh()
@@ -145,7 +148,7 @@ export class SyncNode extends EventEmitter {
   }
 
   /**
-   * While no paired device is connected, look the topic up again, backing off to 30 s:
+   * While some paired device is not connected, look the topic up again, backing off to 30 s:
    * two devices that announce at the same moment miss each other's first lookup, and
    * Hyperswarm's own refresh is minutes away.
    */
@@ -155,7 +158,9 @@ export class SyncNode extends EventEmitter {
       this.lookupTimer = null
       const d = this.discovery
       if (d === null || !this.online || this.life.closed) return
-      if ([...this.sessions].some(s => s.opened)) return
+      const connected = new Set([...this.sessions].filter(s => s.opened).map(s => s.remoteDevice))
+      const missing = this.cluster.devicesMessage().devices.some(dev => dev.key !== this.history.device && !connected.has(dev.key))
+      if (!missing) return
       d.refresh({ client: true, server: true }).catch((err: Error) => this.log.info(`looking for paired devices failed: ${err.message}`))
       this.lookupSoon(Math.min(30_000, delayMs * 2))
     }, delayMs)
@@ -183,13 +188,22 @@ export class SyncNode extends EventEmitter {
 
   get isOnline (): boolean { return this.online }
 
+  /** The swarm (for pairing, which meets on its own topics), or null without a network. */
+  get hyperswarm (): Hyperswarm | null { return this.swarm }
+
   /** Runs the protocol on a connection (from the swarm, or from a test's in-process network). */
   attach (stream: NoiseSecretStream): SyncSession | null {
     const remote = stream.remotePublicKey?.toString('hex')
+    if (remote !== undefined && !this.cluster.isTrusted(remote) && this.opts.pairingOpen?.() === true) {
+      // A device that may be pairing: the connection is left to the pairing protocol;
+      // no replication and no arbor channel, so it learns nothing.
+      return null
+    }
     if (!this.online || remote === undefined || !this.cluster.isTrusted(remote)) {
       stream.destroy()
       return null
     }
+    this.attached.add(stream)
     const session = new SyncSession(stream, this.sessionHost)
     this.sessions.add(session)
     session.start()
@@ -212,6 +226,16 @@ export class SyncNode extends EventEmitter {
     for (const s of [...this.sessions]) {
       if (!this.cluster.isTrusted(s.remoteDevice)) s.close('the device was forgotten')
       else if (s.opened) s.sendDevices()
+    }
+    // The firewall bans a device it refused; one that is trusted now may connect again.
+    for (const d of this.cluster.devicesMessage().devices) {
+      const peer = (this.swarm as unknown as { peers?: Map<string, { ban (b: boolean): void }> } | null)?.peers?.get(d.key)
+      peer?.ban(false)
+    }
+    // A device that just paired over a pairing-only connection: start syncing on it.
+    for (const conn of this.swarm?.connections ?? []) {
+      const stream = conn as NoiseSecretStream
+      if (!this.attached.has(stream) && stream.remotePublicKey !== null && this.cluster.isTrusted(stream.remotePublicKey.toString('hex'))) this.attach(stream)
     }
     void this.refresh()
   }

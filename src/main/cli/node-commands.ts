@@ -1,0 +1,159 @@
+import path from 'node:path'
+import type { CliIo, NodeCommands } from './run-cli'
+import type { ArborNode } from '../node'
+
+/** Options the node commands take (a subset of the CLI's). */
+export interface NodeCommandOptions {
+  dir: string
+  bootstrap?: string
+  name?: string
+}
+
+export class NodeCommandError extends Error {
+  constructor (message: string, readonly exitCode = 1) {
+    super(message)
+    this.name = 'NodeCommandError'
+  }
+}
+
+function bootstrapOf (o: NodeCommandOptions, io: CliIo): string | undefined {
+  return o.bootstrap ?? io.env.ARBOR_BOOTSTRAP
+}
+
+/** Starts a node for the length of one command (when none is running). */
+async function withNode<T> (o: NodeCommandOptions, io: CliIo, fn: (node: ArborNode) => Promise<T>, api = false): Promise<T> {
+  const { ArborNode, parseBootstrap } = await import('../node')
+  const b = bootstrapOf(o, io)
+  const node = new ArborNode({ dataDir: o.dir, api, ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.name !== undefined ? { name: o.name } : {}) })
+  await node.ready()
+  try {
+    return await fn(node)
+  } finally {
+    await node.close()
+  }
+}
+
+function waitForAbort (signal: AbortSignal | undefined): Promise<void> {
+  return new Promise(resolve => {
+    if (signal === undefined) return
+    if (signal.aborted) resolve()
+    else signal.addEventListener('abort', () => resolve(), { once: true })
+  })
+}
+
+/** `arbor serve`: runs this device's node until Ctrl-C. */
+export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> {
+  return withNode(o, io, async node => {
+    const peers = node.cluster.devices().filter(d => d.key !== node.device)
+    io.out(`Arbor node ${node.device.slice(0, 12)} (${node.cluster.name}) is serving ${o.dir}\n`)
+    io.out(peers.length === 0
+      ? 'not paired with any device yet: `arbor invite` here and `arbor join <code>` on another device\n'
+      : `paired with ${peers.map(p => p.name).join(', ')}\n`)
+    io.out('the `arbor` command now works through this node; Ctrl-C stops it\n')
+    node.sync.on('peer', (ev: { device: string; state: string }) => {
+      const name = node.cluster.devices().find(d => d.key === ev.device)?.name ?? ev.device.slice(0, 12)
+      io.err(`${new Date().toISOString().slice(11, 19)} ${name} ${ev.state}\n`)
+    })
+    await waitForAbort(io.signal)
+    io.out('stopping\n')
+    return 0
+  }, true)
+}
+
+/** `arbor invite`: prints a one-time invite code (and, without a running node, waits for the join). */
+export async function invite (node: NodeCommands | undefined, o: NodeCommandOptions, io: CliIo): Promise<number> {
+  const print = (inv: { code: string; expiresAt: number }): void => {
+    io.out(`${inv.code}\n`)
+    io.err(`on the other device: arbor join ${inv.code}\n(one use; expires at ${new Date(inv.expiresAt).toLocaleTimeString()})\n`)
+  }
+  if (node !== undefined) { print(await node.invite({})); return 0 }
+  return withNode(o, io, async n => {
+    const inv = await n.invite({})
+    print(inv)
+    io.err('waiting for the other device to join (Ctrl-C to stop)…\n')
+    const before = n.cluster.devices().length
+    const joined = await new Promise<boolean>(resolve => {
+      const finish = (ok: boolean): void => { clearInterval(poll); clearTimeout(timer); resolve(ok) }
+      const poll = setInterval(() => { if (n.cluster.devices().length > before) finish(true) }, 200)
+      const timer = setTimeout(() => finish(false), Math.max(0, inv.expiresAt - Date.now()))
+      io.signal?.addEventListener('abort', () => finish(false), { once: true })
+    })
+    if (!joined) { io.err('no device joined\n'); return 1 }
+    const d = n.cluster.devices().at(-1)
+    io.out(`paired with ${d?.name ?? 'a device'} (${d?.key.slice(0, 12) ?? ''})\n`)
+    await new Promise(resolve => setTimeout(resolve, 2000)) // let the first sync start while both are here
+    return 0
+  })
+}
+
+/** `arbor join <code>`. */
+export async function join (node: NodeCommands | undefined, code: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
+  const signal = io.signal ?? new AbortController().signal
+  const run = async (n: NodeCommands): Promise<number> => {
+    io.err('looking for the inviting device…\n')
+    const { inviter } = await n.join(code, signal)
+    io.out(`joined the cluster of ${inviter.slice(0, 12)}\n`)
+    return 0
+  }
+  if (node !== undefined) return run(node)
+  return withNode(o, io, async n => {
+    const code0 = await run(n)
+    io.err('syncing for a moment; run `arbor serve` to keep this device in sync\n')
+    await new Promise(resolve => setTimeout(resolve, 3000))
+    return code0
+  })
+}
+
+/** `arbor devices`: this device and the paired ones. */
+export async function devices (node: NodeCommands | undefined, o: NodeCommandOptions, io: CliIo, json: boolean): Promise<number> {
+  let rows: Awaited<ReturnType<NodeCommands['devices']>>
+  let live = true
+  if (node !== undefined) {
+    rows = await node.devices()
+  } else {
+    live = false
+    // No node runs: what the cluster file remembers.
+    const { ClusterStore } = await import('../sync/cluster-store')
+    const cluster = new ClusterStore({ file: path.join(o.dir, 'sync', 'cluster.json') })
+    await cluster.load()
+    rows = [{ device: cluster.device ?? '(this device)', name: `${cluster.name} (this device)`, self: true, connected: false, suspected: false, behind: 0 },
+      ...cluster.devices().map(d => ({ device: d.key, name: d.name, self: false, connected: false, suspected: false, behind: 0, ...(d.lastSeen !== undefined ? { lastSeen: d.lastSeen } : {}) }))]
+  }
+  if (json) { io.out(JSON.stringify({ live, devices: rows }, null, 2) + '\n'); return 0 }
+  const table = [['DEVICE', 'NAME', 'STATE', 'LAST SEEN', 'BEHIND']]
+  for (const r of rows) {
+    const state = r.self ? 'this device' : !live ? '-' : r.connected ? (r.suspected ? 'suspected' : 'online') : 'offline'
+    table.push([r.device.slice(0, 12), r.name, state, r.self ? '-' : r.lastSeen !== undefined ? new Date(r.lastSeen).toLocaleString() : 'never', r.self || !live ? '-' : `${r.behind} entries`])
+  }
+  const widths = table[0]?.map((_, i) => Math.max(...table.map(row => (row[i] ?? '').length))) ?? []
+  io.out(table.map(row => row.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n')
+  if (!live) io.err('no node is running here: states are unknown (`arbor serve` runs one)\n')
+  return 0
+}
+
+/** `arbor forget <device>`. */
+export async function forget (node: NodeCommands | undefined, device: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
+  if (node !== undefined) {
+    const name = await node.forget(device)
+    io.out(`forgot ${name}: it is no longer accepted\n`)
+    return 0
+  }
+  const { ClusterStore } = await import('../sync/cluster-store')
+  const cluster = new ClusterStore({ file: path.join(o.dir, 'sync', 'cluster.json') })
+  await cluster.load()
+  const match = cluster.devices().filter(d => d.key.startsWith(device.toLowerCase()) || d.name === device)
+  if (match.length !== 1) throw new NodeCommandError(match.length === 0 ? `no paired device matches "${device}"; \`arbor devices\` lists them` : `"${device}" matches ${match.length} devices; give more of the key`)
+  cluster.forget((match[0] as { key: string }).key)
+  await cluster.close()
+  io.out(`forgot ${(match[0] as { name: string }).name}: it is no longer accepted\n`)
+  return 0
+}
+
+/** `arbor net on|off`. */
+export async function netSwitch (node: NodeCommands | undefined, arg: string | undefined, io: CliIo): Promise<number> {
+  if (arg !== 'on' && arg !== 'off') throw new NodeCommandError('say `arbor net on` or `arbor net off`', 2)
+  if (node === undefined) throw new NodeCommandError('no node is running here; `arbor serve` starts one (net on|off switches a running node)')
+  await node.setOnline(arg === 'on')
+  io.out(arg === 'on' ? 'network on: syncing with paired devices\n' : 'network off: this device works alone until `arbor net on`\n')
+  return 0
+}

@@ -1,0 +1,176 @@
+import path from 'node:path'
+import { HistoryStore } from './history/history-store'
+import { Lifecycle } from '../shared/lifecycle'
+import { consoleLogger, type Logger } from '../shared/logger'
+import { ClusterStore } from './sync/cluster-store'
+import { PairingHost, createInvite, joinCluster } from './sync/pairing'
+import { SyncNode, type BootstrapNode } from './sync/sync-node'
+import { LocalApiServer, socketPath } from './api/local-socket'
+import type { CliContext, CliIo, NodeCommands } from './cli/run-cli'
+
+/** When a direct connection is not made, pairing falls back to polling DHT records this often. */
+const PAIRING_POLL_MS = 1000
+
+export interface ArborNodeOptions {
+  dataDir: string
+  /** a private DHT; default: the public HyperDHT bootstrap nodes */
+  bootstrap?: BootstrapNode[]
+  /** this device's name for the others (default: the host name) */
+  name?: string
+  /** serve the local socket the CLI talks to (default true) */
+  api?: boolean
+  log?: Logger
+  heartbeatMs?: number
+  suspectAfterMs?: number
+}
+
+/**
+ * The composition root (DESIGN.md, "Layout"): one device's node = its history, its
+ * cluster membership, sync with the paired devices, pairing, and the local socket the
+ * CLI drives it through. The process that owns the data directory runs exactly one.
+ */
+export class ArborNode implements NodeCommands {
+  readonly dataDir: string
+  readonly history: HistoryStore
+  readonly cluster: ClusterStore
+  readonly sync: SyncNode
+  private readonly opts: ArborNodeOptions
+  private readonly log: Logger
+  private readonly life: Lifecycle
+  private pairing: PairingHost | null = null
+  private api: LocalApiServer | null = null
+  /** joining a cluster: the inviting device (not trusted yet) must get through the firewall */
+  private joining = false
+
+  constructor (opts: ArborNodeOptions) {
+    this.opts = opts
+    this.dataDir = path.resolve(opts.dataDir)
+    this.log = opts.log ?? consoleLogger('node')
+    this.history = new HistoryStore({ dir: this.dataDir, log: consoleLogger('history') })
+    this.cluster = new ClusterStore({ file: path.join(this.dataDir, 'sync', 'cluster.json'), ...(opts.name !== undefined ? { name: opts.name } : {}), log: consoleLogger('cluster') })
+    this.sync = new SyncNode({
+      history: this.history,
+      cluster: this.cluster,
+      ...(opts.bootstrap !== undefined ? { bootstrap: opts.bootstrap } : {}),
+      ...(opts.heartbeatMs !== undefined ? { heartbeatMs: opts.heartbeatMs } : {}),
+      ...(opts.suspectAfterMs !== undefined ? { suspectAfterMs: opts.suspectAfterMs } : {}),
+      // While an invite is open, unknown devices may connect, for pairing only.
+      pairingOpen: () => this.joining || this.cluster.invites().some(i => i.usedBy === undefined && i.expiresAt > Date.now()),
+      log: consoleLogger('sync')
+    })
+    this.life = new Lifecycle(() => this.open(), () => this.shut())
+  }
+
+  ready (): Promise<void> { return this.life.ready() }
+  close (): Promise<void> { return this.life.close() }
+
+  get device (): string { return this.history.device }
+
+  private async open (): Promise<void> {
+    await this.history.ready()
+    this.cluster.device = this.history.device
+    await this.cluster.load()
+    if (this.opts.name !== undefined) this.cluster.setName(this.opts.name)
+    await this.sync.ready()
+    await this.startPairingHost()
+    if (this.opts.api !== false) {
+      this.api = new LocalApiServer(socketPath(this.dataDir), {
+        cli: async (params, ctx) => {
+          const p = params as { argv: string[]; cwd: string; env: NodeJS.ProcessEnv }
+          const { runCli } = await import('./cli/run-cli')
+          const io: CliIo = { out: t => ctx.notify({ out: t }), err: t => ctx.notify({ err: t }), env: p.env, cwd: p.cwd, signal: ctx.signal }
+          const cliCtx: CliContext = { store: this.history, node: this }
+          return runCli(p.argv, io, cliCtx)
+        }
+      })
+      await this.api.listen()
+    }
+  }
+
+  /** Answers devices joining with this device's invites. */
+  private async startPairingHost (): Promise<void> {
+    const swarm = this.sync.hyperswarm
+    if (swarm === null || this.life.closed) return
+    this.pairing = new PairingHost({
+      swarm,
+      cluster: this.cluster,
+      device: this.history.keyPair,
+      onPaired: d => {
+        this.log.info(`paired with ${d.name} (${d.key.slice(0, 12)})`)
+        this.sync.devicesChanged()
+      },
+      log: consoleLogger('pairing'),
+      pollMs: PAIRING_POLL_MS
+    })
+    await this.pairing.ready()
+  }
+
+  private async shut (): Promise<void> {
+    await this.api?.close()
+    await this.pairing?.close()
+    await this.sync.close()
+    await this.cluster.close()
+    await this.history.close()
+  }
+
+  // ------------------------------------------------------------ NodeCommands
+
+  async invite (opts: { expiresMs?: number } = {}): Promise<{ code: string; expiresAt: number }> {
+    const inv = await createInvite(this.cluster, opts.expiresMs !== undefined ? { expiresMs: opts.expiresMs } : {})
+    await this.sync.refresh() // the first invite creates the cluster: start meeting on its topic
+    return { code: inv.code, expiresAt: inv.expiresAt }
+  }
+
+  async join (code: string, signal: AbortSignal): Promise<{ inviter: string }> {
+    const swarm = this.sync.hyperswarm
+    if (swarm === null) throw new Error('this node has no network')
+    this.joining = true
+    // One blind-pairing instance per swarm: the host steps aside while this device joins.
+    await this.pairing?.close()
+    this.pairing = null
+    let inviter: Buffer
+    try {
+      inviter = await joinCluster({ swarm, code, device: this.history.keyPair, cluster: this.cluster, signal, pollMs: PAIRING_POLL_MS })
+    } finally {
+      this.joining = false
+      await this.startPairingHost()
+    }
+    this.sync.devicesChanged()
+    return { inviter: inviter.toString('hex') }
+  }
+
+  async devices (): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; lastSeen?: number; behind: number }>> {
+    const peers = new Map(this.sync.peers().map(p => [p.device, p]))
+    const self = { device: this.device, name: this.cluster.name, self: true, connected: true, suspected: false, behind: 0 }
+    return [self, ...this.cluster.devices().filter(d => d.key !== this.device).map(d => {
+      const p = peers.get(d.key)
+      const row = { device: d.key, name: p?.name ?? d.name, self: false, connected: p?.connected ?? false, suspected: p?.suspected ?? false, behind: p?.behind ?? 0 }
+      return d.lastSeen !== undefined ? { ...row, lastSeen: d.lastSeen } : row
+    })]
+  }
+
+  async forget (device: string): Promise<string> {
+    const match = this.cluster.devices().filter(d => d.key.startsWith(device.toLowerCase()) || d.name === device)
+    if (match.length === 0) throw new Error(`no paired device matches "${device}"; \`arbor devices\` lists them`)
+    if (match.length > 1) throw new Error(`"${device}" matches ${match.length} devices; give more of the key`)
+    const d = match[0] as { key: string; name: string }
+    this.cluster.forget(d.key)
+    await this.cluster.flush()
+    this.sync.devicesChanged()
+    return d.name
+  }
+
+  async setOnline (on: boolean): Promise<void> {
+    await this.sync.setOnline(on)
+  }
+}
+
+/** Parses `host:port[,host:port]` (from --bootstrap or ARBOR_BOOTSTRAP). */
+export function parseBootstrap (text: string): BootstrapNode[] {
+  return text.split(',').map(s => s.trim()).filter(Boolean).map(s => {
+    const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(s)
+    const port = m === null ? NaN : Number(m[2])
+    if (m === null || !(port > 0 && port < 65536)) throw new Error(`"${s}" is not host:port (for --bootstrap or ARBOR_BOOTSTRAP)`)
+    return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port }
+  })
+}

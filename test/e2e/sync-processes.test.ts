@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import path from 'node:path'
+import createTestnet from 'hyperdht/testnet.js'
+import { tempDirs, until } from '../helpers/temp-dir'
+
+const BIN = path.resolve('bin/arbor.js')
+const dirs = tempDirs()
+let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
+let bootstrap = ''
+const nodes = new Map<string, { dir: string; proc: ChildProcess | null; log: string }>()
+
+/**
+ * Runs `arbor ...` against a device's data directory (through its node when it serves).
+ * Asynchronous on purpose: the testnet runs in this process and must keep answering.
+ */
+function arbor (name: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const dev = nodes.get(name)
+  if (dev === undefined) throw new Error(`no device ${name}`)
+  return new Promise(resolve => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ARBOR_DATA: dev.dir, ARBOR_BOOTSTRAP: bootstrap }, encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, out: stdout, err: stderr })
+    })
+  })
+}
+
+async function serve (name: string): Promise<void> {
+  const dev = nodes.get(name) ?? { dir: await dirs.make(), proc: null, log: '' }
+  nodes.set(name, dev)
+  const proc = spawn(process.execPath, [BIN, 'serve', '--name', name], { env: { ...process.env, ARBOR_DATA: dev.dir, ARBOR_BOOTSTRAP: bootstrap } })
+  dev.proc = proc
+  proc.stdout?.on('data', d => { dev.log += String(d) })
+  proc.stderr?.on('data', d => { dev.log += String(d) })
+  await until(() => dev.log.includes('is serving'), `${name}'s node to start`, 20_000)
+}
+
+async function stop (name: string): Promise<void> {
+  const proc = nodes.get(name)?.proc
+  if (proc === undefined || proc === null || proc.exitCode !== null) return
+  const exited = new Promise(resolve => proc.once('exit', resolve))
+  proc.kill('SIGTERM')
+  await exited
+}
+
+const list = async (name: string): Promise<Array<{ id: string; size: number; title: string }>> => JSON.parse((await arbor(name, 'ls', '--json')).out) as Array<{ id: string; size: number; title: string }>
+const sizeOf = async (name: string, conv: string): Promise<number> => (await list(name)).find(c => c.id === conv)?.size ?? 0
+
+beforeAll(async () => {
+  testnet = await createTestnet(3)
+  bootstrap = testnet.bootstrap.map(b => `${b.host}:${b.port}`).join(',')
+}, 30_000)
+
+afterAll(async () => {
+  for (const name of nodes.keys()) await stop(name)
+  await testnet.destroy()
+  await dirs.cleanup()
+})
+
+describe('three devices in separate processes on a HyperDHT testnet', () => {
+  it('pair, sync, partition, write on both sides, heal, converge; an unpaired device is refused', async () => {
+    for (const n of ['laptop', 'server', 'cloud', 'stranger']) await serve(n)
+
+    // pairing: two one-time codes from the laptop
+    for (const joiner of ['server', 'cloud']) {
+      const code = (await arbor('laptop', 'invite')).out.trim()
+      expect(code).toMatch(/^[a-z0-9]{40,}$/)
+      const t0 = Date.now()
+      const joined = (await arbor(joiner, 'join', code))
+      expect(joined.code, joined.err + joined.out).toBe(0)
+      console.log(`${joiner} paired in ${Date.now() - t0} ms`)
+    }
+    expect((await arbor('stranger', 'join', 'not-a-code')).err).toMatch(/not an Arbor invite code/)
+
+    // sync: a conversation written on the laptop reaches both
+    const conv = (await arbor('laptop', 'new', '--title', 'trip')).out.trim()
+    await arbor('laptop', 'post', conv, 'where to?')
+    await until(async () => (await sizeOf('server', conv)) === 2 && (await sizeOf('cloud', conv)) === 2, 'server and cloud to hold the conversation', 30_000)
+    await until(async () => { const d = (await arbor('laptop', 'devices')).out; return /server\s+online/.test(d) && /cloud\s+online/.test(d) }, 'the laptop to see both online', 30_000)
+
+    // partition: the cloud goes offline; both sides keep writing
+    expect((await arbor('cloud', 'net', 'off')).code).toBe(0)
+    await until(async () => /cloud\s+(offline|suspected)/.test((await arbor('laptop', 'devices')).out), 'the laptop to notice the cloud left', 20_000)
+    await arbor('laptop', 'post', conv, 'the mountains')
+    await arbor('cloud', 'post', conv, 'the sea', '--parent', conv.slice(0, 8))
+    await until(async () => (await sizeOf('server', conv)) === 3, 'the server to get the laptop\'s message')
+    expect((await sizeOf('cloud', conv))).toBe(3) // its own, not the laptop's
+    expect((await sizeOf('laptop', conv))).toBe(3)
+
+    // heal: every device holds the union (4 entries), the same tree
+    expect((await arbor('cloud', 'net', 'on')).code).toBe(0)
+    await until(async () => (await Promise.all(['laptop', 'server', 'cloud'].map(n => sizeOf(n, conv)))).every(n => n === 4), 'the union everywhere', 30_000)
+    const trees = await Promise.all(['laptop', 'server', 'cloud'].map(async n => JSON.parse((await arbor(n, 'export', conv, '--format', 'json')).out) as { entries: Array<{ id: string }>; heads: string[] }))
+    for (const t of trees.slice(1)) {
+      expect(t.entries.map(e => e.id).sort()).toEqual(trees[0]?.entries.map(e => e.id).sort())
+      expect([...t.heads].sort()).toEqual([...(trees[0]?.heads ?? [])].sort())
+    }
+
+    // the stranger was never paired: it holds nothing and nobody lists it
+    expect(await list('stranger')).toEqual([])
+    expect((await arbor('laptop', 'devices')).out).not.toContain('stranger')
+  }, 180_000)
+})
