@@ -95,6 +95,13 @@ describe('three devices in separate processes on a HyperDHT testnet', () => {
       expect([...t.heads].sort()).toEqual([...(trees[0]?.heads ?? [])].sort())
     }
 
+    // any device holding the conversation can use it: the server's agent continues it, the laptop sees it
+    const chat = await arbor('server', 'chat', conv, 'summarize please', '--provider', 'fake')
+    expect(chat.code, chat.err).toBe(0)
+    expect(chat.out).toContain('You said: summarize please')
+    await until(async () => (await sizeOf('laptop', conv)) === 9, 'the laptop to see the server\'s turn (meta, user, started, assistant, stopped)', 30_000)
+    expect((await arbor('laptop', 'tree', conv)).out).toMatch(/assistant +You said: summarize please @/) // tagged as another device's
+
     // the stranger was never paired: it holds nothing and nobody lists it
     expect(await list('stranger')).toEqual([])
     expect((await arbor('laptop', 'devices')).out).not.toContain('stranger')
