@@ -182,6 +182,10 @@ export class HistoryStore extends EventEmitter {
   private async closeStore (): Promise<void> {
     this.closing = true
     await Promise.allSettled([...this.flushing.values()])
+    // A reader waiting for blocks no connected peer has would wait forever: closing the
+    // peer feeds cancels those waits; then every reader has finished before the index is saved.
+    await Promise.allSettled([...this.watched].map(key => this.cores.get(key)?.close()))
+    await Promise.allSettled([...this.pumping.values()])
     await this.cache.close()
     if (this.manifestTimer !== null) clearTimeout(this.manifestTimer)
     if (this.indexTimer !== null) clearTimeout(this.indexTimer)
@@ -197,7 +201,6 @@ export class HistoryStore extends EventEmitter {
       await this.saveIndex()
     }
     await this.view.save()
-    await Promise.allSettled([...this.pumping.values()])
     await this.corestore.close()
   }
 

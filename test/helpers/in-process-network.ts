@@ -1,0 +1,255 @@
+import { Duplex } from 'node:stream'
+import NoiseSecretStream from '@hyperswarm/secret-stream'
+import type { SyncNode } from '../../src/main/sync/sync-node'
+
+/**
+ * An in-process network of SyncNodes whose links a test can cut, delay and heal
+ * (DESIGN.md, "Sync and trust": "an in-process network whose links a test can cut and heal").
+ *
+ * Every pair of nodes may have one link: two raw duplex streams joined in memory, each
+ * wrapped in a real NoiseSecretStream (a real Noise handshake with the nodes' device key
+ * pairs, so remotePublicKey and handshakeHash are the real thing), handed to the nodes
+ * with attach() once the handshake is done, as Hyperswarm would.
+ *
+ * Chunks are delivered asynchronously and in order, after the link's delay if it has one.
+ * Cutting a link destroys both raw ends with an error, dropping whatever is in flight, as a
+ * network failure would; either end being destroyed (a node closing a session) tears the
+ * whole link down too, as a closed TCP connection would.
+ */
+export class InProcessNetwork {
+  private readonly nodes = new Map<string, SyncNode>()
+  private readonly links = new Map<string, Link>()
+  private readonly delays = new Map<string, number>()
+  private closed = false
+  /** links made so far (a heal counts as a new one) */
+  connections = 0
+
+  /** Adds a node (ready, or at least with a ready history store). */
+  add (name: string, node: SyncNode): this {
+    if (this.nodes.has(name)) throw new Error(`node ${name} is already on the network`)
+    this.nodes.set(name, node)
+    return this
+  }
+
+  /** Takes a node off the network (its links are cut): before closing it, e.g. to restart it. */
+  remove (name: string): void {
+    this.isolate(name)
+    this.nodes.delete(name)
+  }
+
+  node (name: string): SyncNode {
+    const n = this.nodes.get(name)
+    if (n === undefined) throw new Error(`no node ${name} on the network`)
+    return n
+  }
+
+  get names (): string[] { return [...this.nodes.keys()] }
+
+  /** Whether a and b have a live link (it may still be handshaking). */
+  isConnected (a: string, b: string): boolean {
+    const l = this.links.get(pairKey(a, b))
+    return l !== undefined && !l.down
+  }
+
+  /**
+   * Links a and b (a is the Noise initiator) unless they are linked already. Resolves once
+   * both nodes have been handed their end (or the link failed or was cut meanwhile).
+   */
+  async connect (a: string, b: string): Promise<void> {
+    if (this.closed) throw new Error('the network is closed')
+    if (a === b) throw new Error(`cannot link ${a} to itself`)
+    const key = pairKey(a, b)
+    const existing = this.links.get(key)
+    if (existing !== undefined && !existing.down) return existing.attached
+    const nodeA = this.node(a)
+    const nodeB = this.node(b)
+    const link = new Link(this.delays.get(key) ?? 0, () => { if (this.links.get(key) === link) this.links.delete(key) })
+    this.links.set(key, link)
+    this.connections++
+    const streamA = new NoiseSecretStream(true, link.endA, { keyPair: nodeA.history.keyPair })
+    const streamB = new NoiseSecretStream(false, link.endB, { keyPair: nodeB.history.keyPair })
+    link.streams.push(streamA, streamB)
+    // The network owns these streams until a node takes them: a cut must not be an unhandled error.
+    for (const s of link.streams) s.on('error', () => {})
+    link.attached = (async () => {
+      const [okA, okB] = await Promise.all([streamA.opened, streamB.opened])
+      if (!okA || !okB || link.down) return
+      nodeA.attach(streamA)
+      nodeB.attach(streamB)
+    })()
+    return link.attached
+  }
+
+  /** Destroys the link between a and b, as a network failure would. */
+  cut (a: string, b: string): void {
+    this.links.get(pairKey(a, b))?.destroy(new Error(`link ${a}–${b} was cut`))
+  }
+
+  /** Reconnects a and b (a no-op if they are linked). */
+  heal (a: string, b: string): Promise<void> {
+    return this.connect(a, b)
+  }
+
+  /** Cuts every link of a node. */
+  isolate (a: string): void {
+    this.node(a)
+    for (const other of this.nodes.keys()) if (other !== a) this.cut(a, other)
+  }
+
+  /** Cuts every link. */
+  cutAll (): void {
+    for (const l of [...this.links.values()]) l.destroy(new Error('every link was cut'))
+  }
+
+  /** Links every pair of nodes that is not linked (the earlier-added node initiates). */
+  async healAll (): Promise<void> {
+    const names = this.names
+    const pending: Array<Promise<void>> = []
+    for (let i = 0; i < names.length; i++) {
+      for (let j = i + 1; j < names.length; j++) pending.push(this.connect(names[i] as string, names[j] as string))
+    }
+    await Promise.all(pending)
+  }
+
+  /**
+   * Delays every chunk between a and b by ms, in both directions, keeping order (0: no
+   * delay). Applies to the current link and to later ones.
+   */
+  delay (a: string, b: string, ms: number): void {
+    const key = pairKey(a, b)
+    this.delays.set(key, ms)
+    const l = this.links.get(key)
+    if (l !== undefined) l.delayMs = ms
+  }
+
+  /** Bytes delivered so far over the current link between a and b (both directions). */
+  bytes (a: string, b: string): number {
+    return this.links.get(pairKey(a, b))?.bytes ?? 0
+  }
+
+  /** Tears every link down and leaves no timer behind. The nodes are the caller's to close. */
+  async close (): Promise<void> {
+    this.closed = true
+    const links = [...this.links.values()]
+    for (const l of links) l.destroy(new Error('the network was closed'))
+    await Promise.allSettled(links.map(l => l.attached))
+    await Promise.all(links.flatMap(l => l.streams).map(waitClosed))
+  }
+}
+
+function pairKey (a: string, b: string): string {
+  return a < b ? `${a}\u0000${b}` : `${b}\u0000${a}`
+}
+
+function waitClosed (s: Duplex): Promise<void> {
+  if (s.destroyed && (s as { closed?: boolean }).closed !== false) return Promise.resolve()
+  return new Promise(resolve => {
+    s.once('close', () => resolve())
+    // Streams that never opened still close; this is only a guard against waiting forever.
+    const t = setTimeout(resolve, 1000)
+    s.once('close', () => clearTimeout(t))
+  })
+}
+
+/** One link: two raw ends joined in memory through two ordered, optionally delayed queues. */
+class Link {
+  readonly endA: RawEnd
+  readonly endB: RawEnd
+  readonly streams: NoiseSecretStream[] = []
+  attached: Promise<void> = Promise.resolve()
+  down = false
+  bytes = 0
+
+  constructor (public delayMs: number, private readonly onDown: () => void) {
+    this.endA = new RawEnd(this)
+    this.endB = new RawEnd(this)
+    this.endA.peer = this.endB
+    this.endB.peer = this.endA
+  }
+
+  destroy (err: Error): void {
+    if (this.down) return
+    this.down = true
+    this.onDown()
+    this.endA.discard()
+    this.endB.discard()
+    this.endA.destroy(err)
+    this.endB.destroy(err)
+  }
+}
+
+type Queued = { at: number; chunk: Buffer | null }
+
+/** A raw end: what one side writes is pushed, in order, into the readable side of its peer. */
+class RawEnd extends Duplex {
+  peer!: RawEnd
+  private readonly queue: Queued[] = []
+  private lastAt = 0
+  private timer: NodeJS.Timeout | null = null
+  private immediate: NodeJS.Immediate | null = null
+
+  constructor (private readonly link: Link) {
+    super({ allowHalfOpen: true })
+  }
+
+  override _read (): void {}
+
+  override _write (chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.send(chunk)
+    cb()
+  }
+
+  override _writev (chunks: Array<{ chunk: Buffer }>, cb: (err?: Error | null) => void): void {
+    for (const c of chunks) this.send(c.chunk)
+    cb()
+  }
+
+  override _final (cb: (err?: Error | null) => void): void {
+    this.send(null)
+    cb()
+  }
+
+  override _destroy (err: Error | null, cb: (err?: Error | null) => void): void {
+    this.discard()
+    // Either end going away takes the connection down, as a reset would.
+    this.link.destroy(err ?? new Error('the other end closed the connection'))
+    cb(err)
+  }
+
+  /** Forgets whatever is in flight from this end and its timers. */
+  discard (): void {
+    this.queue.length = 0
+    if (this.timer !== null) clearTimeout(this.timer)
+    if (this.immediate !== null) clearImmediate(this.immediate)
+    this.timer = null
+    this.immediate = null
+  }
+
+  private send (chunk: Buffer | null): void {
+    if (this.link.down) return
+    // Never before an earlier chunk: a delay added later must not reorder the stream.
+    const at = Math.max(Date.now() + this.link.delayMs, this.lastAt)
+    this.lastAt = at
+    this.queue.push({ at, chunk: chunk === null ? null : Buffer.from(chunk) })
+    this.schedule()
+  }
+
+  private schedule (): void {
+    if (this.timer !== null || this.immediate !== null) return
+    const head = this.queue[0]
+    if (head === undefined) return
+    const wait = head.at - Date.now()
+    if (wait <= 0) this.immediate = setImmediate(() => { this.immediate = null; this.deliver() })
+    else this.timer = setTimeout(() => { this.timer = null; this.deliver() }, wait)
+  }
+
+  private deliver (): void {
+    const now = Date.now()
+    while (this.queue.length > 0 && (this.queue[0] as Queued).at <= now && !this.link.down) {
+      const { chunk } = this.queue.shift() as Queued
+      if (chunk !== null) this.link.bytes += chunk.byteLength
+      this.peer.push(chunk)
+    }
+    if (!this.link.down) this.schedule()
+  }
+}
