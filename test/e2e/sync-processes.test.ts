@@ -102,6 +102,14 @@ describe('three devices in separate processes on a HyperDHT testnet', () => {
     await until(async () => (await sizeOf('laptop', conv)) === 9, 'the laptop to see the server\'s turn (meta, user, started, assistant, stopped)', 30_000)
     expect((await arbor('laptop', 'tree', conv)).out).toMatch(/assistant +You said: summarize please @/) // tagged as another device's
 
+    // forgetting a device: it is no longer accepted, and the others learn it too
+    expect((await arbor('laptop', 'forget', 'cloud')).out).toMatch(/forgot cloud/)
+    await until(async () => !(await arbor('server', 'devices')).out.includes('cloud'), 'the server to learn that cloud was forgotten', 20_000)
+    await arbor('cloud', 'post', conv, 'am I still here?', '--parent', conv.slice(0, 8))
+    await new Promise(resolve => setTimeout(resolve, 1500))
+    expect(await sizeOf('laptop', conv)).toBe(9)
+    expect(await sizeOf('server', conv)).toBe(9)
+
     // the stranger was never paired: it holds nothing and nobody lists it
     expect(await list('stranger')).toEqual([])
     expect((await arbor('laptop', 'devices')).out).not.toContain('stranger')
