@@ -38,6 +38,8 @@ interface Device {
 interface Cluster {
   devices: Device[]
   net: InProcessNetwork
+  /** closes device i cleanly and starts it again on the same data directory */
+  restart (i: number): Promise<void>
   close (): Promise<void>
 }
 
@@ -60,26 +62,43 @@ async function startCluster (opts: { heartbeatMs?: number; suspectAfterMs?: numb
     await Promise.all(stores.map(h => h.ready()))
     const secret = crypto.randomBytes(32)
     const devices: Device[] = []
-    for (let i = 0; i < N; i++) {
-      const history = stores[i] as HistoryStore
-      const log = memoryLogger()
+    const keys = stores.map(s => s.device)
+    const startNode = async (i: number, history: HistoryStore, log: ReturnType<typeof memoryLogger>): Promise<SyncNode> => {
       const node = new SyncNode({
         history,
         // each device its own view of the cluster, as on real devices
-        cluster: new TestCluster(secret, stores.map(s => s.device)),
+        cluster: new TestCluster(secret, keys),
         swarm: false,
         heartbeatMs: opts.heartbeatMs ?? 100,
         suspectAfterMs: opts.suspectAfterMs ?? 500,
         log
       })
-      nodes.push(node)
+      nodes[i] = node
       await node.ready()
+      return node
+    }
+    for (let i = 0; i < N; i++) {
+      const history = stores[i] as HistoryStore
+      const log = memoryLogger()
+      const node = await startNode(i, history, log)
       const d: Device = { name: NAMES[i] as string, history, node, log, events: [] }
       node.on('peer', (ev: PeerEvent) => d.events.push(ev))
       net.add(d.name, node)
       devices.push(d)
     }
-    return { devices, net, close }
+    const restart = async (i: number): Promise<void> => {
+      const d = devices[i] as Device
+      net.remove(d.name)
+      await d.node.close()
+      await d.history.close()
+      d.history = new HistoryStore({ dir: d.history.dir, log: d.log })
+      stores[i] = d.history
+      await d.history.ready()
+      d.node = await startNode(i, d.history, d.log)
+      d.node.on('peer', (ev: PeerEvent) => d.events.push(ev))
+      net.add(d.name, d.node)
+    }
+    return { devices, net, restart, close }
   } catch (err) {
     await close()
     throw err
@@ -97,6 +116,7 @@ type Cmd =
   | { t: 'healAll' }
   | { t: 'delay'; a: number; b: number; ms: number }
   | { t: 'wait'; ms: number }
+  | { t: 'restart'; node: number }
 
 const nodeArb = fc.nat({ max: N - 1 })
 const pairArb = fc.tuple(nodeArb, fc.nat({ max: N - 2 })).map(([a, o]) => ({ a, b: (a + 1 + o) % N }))
@@ -119,6 +139,7 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 1, arbitrary: nodeArb.map(node => ({ t: 'isolate' as const, node })) },
   { weight: 1, arbitrary: fc.constant({ t: 'healAll' as const }) },
   { weight: 1, arbitrary: fc.tuple(pairArb, fc.constantFrom(0, 5, 25, 60)).map(([p, ms]) => ({ t: 'delay' as const, ...p, ms })) },
+  { weight: 1, arbitrary: nodeArb.map(node => ({ t: 'restart' as const, node })) },
   { weight: 2, arbitrary: fc.constantFrom(0, 10, 50, 150).map(ms => ({ t: 'wait' as const, ms })) }
 )
 
@@ -168,7 +189,8 @@ async function run (c: Cluster, cmd: Cmd, acked: Acked, step: number, background
     case 'isolate': net.isolate(NAMES[cmd.node] as string); return
     case 'healAll': await net.healAll(); return
     case 'delay': net.delay(NAMES[cmd.a] as string, NAMES[cmd.b] as string, cmd.ms); return
-    case 'wait': await sleep(cmd.ms)
+    case 'wait': await sleep(cmd.ms); return
+    case 'restart': await Promise.allSettled(background.splice(0)); await c.restart(cmd.node)
   }
 }
 
