@@ -1,5 +1,9 @@
+import { EventEmitter } from 'node:events'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
+import { readApiKey, readNodeSettings, resolveAgentConfig } from './agent-config'
+import { AgentHost, type StartOptions } from './runtime/agent/agent-host'
+import type { AgentEvent } from './runtime/agent/agent-loop'
 import { Lifecycle } from '../shared/lifecycle'
 import { consoleLogger, type Logger } from '../shared/logger'
 import { ClusterStore } from './sync/cluster-store'
@@ -22,6 +26,14 @@ export interface ArborNodeOptions {
   log?: Logger
   heartbeatMs?: number
   suspectAfterMs?: number
+  /** the environment agents see (OPENAI_*, HOME, ARBOR_WORKSPACES; default process.env) */
+  env?: NodeJS.ProcessEnv
+}
+
+/** What the node's agent host reports: every agent event, and agents starting and ending. */
+export interface NodeAgentEvents {
+  event: [AgentEvent]
+  running: [{ conversation: string; running: boolean }]
 }
 
 /**
@@ -34,6 +46,9 @@ export class ArborNode implements NodeCommands {
   readonly history: HistoryStore
   readonly cluster: ClusterStore
   readonly sync: SyncNode
+  /** the long-lived host of the agents started on this node (from the UI, through the API) */
+  readonly agents: AgentHost
+  readonly agentEvents = new EventEmitter<NodeAgentEvents>()
   private readonly opts: ArborNodeOptions
   private readonly log: Logger
   private readonly life: Lifecycle
@@ -58,6 +73,11 @@ export class ArborNode implements NodeCommands {
       pairingOpen: () => this.joining || this.cluster.invites().some(i => i.usedBy === undefined && i.expiresAt > Date.now()),
       log: consoleLogger('sync')
     })
+    this.agents = new AgentHost({
+      history: this.history,
+      configFor: async conversation => (await this.agentConfig(conversation)).config,
+      onEvent: ev => { this.agentEvents.emit('event', ev) }
+    })
     this.life = new Lifecycle(() => this.open(), () => this.shut())
   }
 
@@ -68,6 +88,7 @@ export class ArborNode implements NodeCommands {
 
   private async open (): Promise<void> {
     await this.history.ready()
+    await this.agents.ready()
     this.cluster.device = this.history.device
     await this.cluster.load()
     if (this.opts.name !== undefined) this.cluster.setName(this.opts.name)
@@ -107,10 +128,31 @@ export class ArborNode implements NodeCommands {
 
   private async shut (): Promise<void> {
     await this.api?.close()
+    await this.agents.close() // each agent records its stop while the history is still open
     await this.pairing?.close()
     await this.sync.close()
     await this.cluster.close()
     await this.history.close()
+  }
+
+  // ------------------------------------------------------------ agents
+
+  /** How a conversation's agent runs here: this node's settings + the conversation's + the environment. */
+  async agentConfig (conversation: string): ReturnType<typeof resolveAgentConfig> {
+    const [settings, apiKey, dag] = await Promise.all([readNodeSettings(this.dataDir), readApiKey(this.dataDir), this.history.open(conversation)])
+    return resolveAgentConfig({ store: this.history, dag, dataDir: this.dataDir, env: this.opts.env ?? process.env, settings, ...(apiKey !== undefined ? { apiKey } : {}) })
+  }
+
+  /** Starts a conversation's agent in the node's host; `running` events tell when it runs and when it ended. */
+  async startAgent (conversation: string, opts: StartOptions = {}): Promise<void> {
+    this.agentEvents.emit('running', { conversation, running: true })
+    try {
+      await this.agents.start(conversation, opts)
+    } catch (err) {
+      if (!this.agents.isRunning(conversation)) this.agentEvents.emit('running', { conversation, running: false })
+      throw err
+    }
+    void this.agents.wait(conversation).then(() => { this.agentEvents.emit('running', { conversation, running: false }) })
   }
 
   // ------------------------------------------------------------ NodeCommands

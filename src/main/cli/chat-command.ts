@@ -1,18 +1,12 @@
-import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import type { ConversationDag } from '../../shared/conversation-dag'
 import type { Entry, EntryOf } from '../../shared/entry'
 import { maxHlc, tickHlc, type Hlc } from '../../shared/hlc'
 import type { HistoryStore } from '../history/history-store'
-import { createProvider } from '../llm/provider-factory'
+import { AgentConfigError, conversationLlm, createLlm, readApiKey, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../agent-config'
 import { AgentHost } from '../runtime/agent/agent-host'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 import { usageTotal } from '../runtime/agent/step-planner'
-import { systemPrompt } from '../runtime/agent/system-prompt'
-import { defaultTools } from '../tools/tool-registry'
-import { defaultHiddenPaths } from '../tools/sandbox/hidden-paths'
-import { sandboxProbe } from '../tools/sandbox/sandbox-probe'
 
 export interface ChatOptions {
   conversation?: string      // id or prefix; undefined with newConversation
@@ -35,14 +29,7 @@ export interface ChatOptions {
 
 export class ChatError extends Error {}
 
-/** Which model a conversation uses, kept in its history as the `llm` setting. */
-interface LlmSetting { provider?: string; model?: string; baseURL?: string; script?: string }
-
-/** Where a conversation's agent works when it was not given a directory. */
-export function defaultWorkspace (conversation: string, env: NodeJS.ProcessEnv): string {
-  const base = env.ARBOR_WORKSPACES ?? path.join(env.HOME ?? os.homedir(), 'Arbor', 'workspaces')
-  return path.join(base, conversation.slice(0, 12))
-}
+export { defaultWorkspace } from '../agent-config'
 
 /**
  * `arbor chat`: posts a user message and runs the conversation's agent on this device to
@@ -70,31 +57,24 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
   if (o.model !== undefined) given.model = o.model
   if (o.baseURL !== undefined) given.baseURL = o.baseURL
   if (o.script !== undefined) given.script = o.script
-  const saved = (dag.meta('llm')?.value ?? {}) as LlmSetting
+  const saved = conversationLlm(dag)
   const llm: LlmSetting = { ...saved, ...given }
   if (Object.keys(given).length > 0 && JSON.stringify(llm) !== JSON.stringify(saved)) await setMeta(store, dag, 'llm', llm)
-  const providerName = llm.provider ?? (o.env.OPENAI_API_KEY !== undefined || o.env.OPENAI_BASE_URL !== undefined ? 'openai' : undefined)
-  if (providerName === undefined) {
-    throw new ChatError('no model is set up: set OPENAI_API_KEY (and OPENAI_BASE_URL for a local server such as Ollama, e.g. http://127.0.0.1:11434/v1), or pass --provider openai --base-url URL, or try the offline scripted model with --provider fake')
+  let resolved: Awaited<ReturnType<typeof resolveAgentConfig>>
+  try {
+    // This device's settings (as the app saves them) fill in what the conversation leaves open.
+    const [settings, apiKey] = await Promise.all([readNodeSettings(o.dataDir), readApiKey(o.dataDir)])
+    const made = createLlm({ llm, settings, ...(apiKey !== undefined ? { apiKey } : {}), ...(root.body.model !== undefined ? { rootModel: root.body.model } : {}), env: o.env })
+    if (o.sandboxOff !== undefined) await setMeta(store, dag, 'sandbox', !o.sandboxOff)
+    const cwd = o.cwd !== undefined && !o.newConversation ? path.resolve(o.cwd) : undefined
+    resolved = await resolveAgentConfig({ store, dag, dataDir: o.dataDir, env: o.env, llm: made, ...(cwd !== undefined ? { cwd } : {}) })
+  } catch (err) {
+    if (err instanceof AgentConfigError) throw new ChatError(err.message)
+    throw err
   }
-  const { provider, model } = createProvider({
-    provider: providerName,
-    ...(llm.model !== undefined ? { model: llm.model } : {}),
-    ...(llm.baseURL !== undefined ? { baseURL: llm.baseURL } : {}),
-    ...(llm.script !== undefined ? { script: llm.script } : {})
-  }, o.env)
-  if (o.sandboxOff !== undefined) await setMeta(store, dag, 'sandbox', !o.sandboxOff)
-  const cwd = o.cwd !== undefined && !o.newConversation ? path.resolve(o.cwd) : root.body.cwd ?? defaultWorkspace(conversation, o.env)
-  fs.mkdirSync(cwd, { recursive: true })
-  const sandboxed = dag.meta('sandbox')?.value !== false
-  if (sandboxed) {
-    // Say up front what the bash tool would say on its first call.
-    const probe = await sandboxProbe()
-    if (!probe.ok) o.err(`warning: the bash tool cannot run here: ${probe.message}\n`)
-    else for (const w of probe.warnings) o.err(`warning: ${w}\n`)
-  } else {
-    o.err('warning: the sandbox is off for this conversation: bash runs with your full permissions (turn it back on with --sandbox)\n')
-  }
+  // Say up front what the bash tool would say on its first call.
+  for (const w of resolved.warnings) o.err(`warning: ${w}\n`)
+  if (!resolved.sandboxed) o.err('warning: the sandbox is off for this conversation: bash runs with your full permissions (turn it back on with --sandbox)\n')
 
   const tip = dag.branch(store.selected(conversation)).at(-1) as Entry
   const [userEntry] = await store.append(conversation, [{ kind: 'user', body: { text: o.message }, parents: [tip.id] }])
@@ -103,13 +83,7 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
   const printer = new ChatPrinter(o.out, o.err)
   const host = new AgentHost({
     history: store,
-    configFor: async () => ({
-      provider,
-      model,
-      tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),
-      sandbox: { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(o.env.HOME ?? os.homedir(), o.dataDir) },
-      system: systemPrompt({ cwd, device: store.device, sandboxed })
-    }),
+    configFor: async () => resolved.config,
     onEvent: ev => printer.event(ev)
   })
   await host.ready()

@@ -7,6 +7,9 @@ export interface NodeCommandOptions {
   dir: string
   bootstrap?: string
   name?: string
+  /** `serve`: the web UI's port (default 7777, 0: any free one) and address (default 127.0.0.1) */
+  port?: string
+  host?: string
 }
 
 export class NodeCommandError extends Error {
@@ -41,22 +44,42 @@ function waitForAbort (signal: AbortSignal | undefined): Promise<void> {
   })
 }
 
-/** `arbor serve`: runs this device's node until Ctrl-C. */
+/** `arbor serve`: runs this device's node, with the web UI, until Ctrl-C. */
 export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> {
+  const port = o.port === undefined ? undefined : Number(o.port)
+  if (o.port !== undefined && !(/^\d{1,5}$/.test(o.port) && (port as number) < 65536)) throw new NodeCommandError(`--port ${o.port}: not a port number (0-65535; 0 picks a free one)`, 2)
+  if (o.host !== undefined && o.host.trim() === '') throw new NodeCommandError('--host is empty', 2)
   return withNode(o, io, async node => {
-    const peers = node.cluster.devices().filter(d => d.key !== node.device)
-    io.out(`Arbor node ${node.device.slice(0, 12)} (${node.cluster.name}) is serving ${o.dir}\n`)
-    io.out(peers.length === 0
-      ? 'not paired with any device yet: `arbor invite` here and `arbor join <code>` on another device\n'
-      : `paired with ${peers.map(p => p.name).join(', ')}\n`)
-    io.out('the `arbor` command now works through this node; Ctrl-C stops it\n')
-    node.sync.on('peer', (ev: { device: string; state: string }) => {
-      const name = node.cluster.devices().find(d => d.key === ev.device)?.name ?? ev.device.slice(0, 12)
-      io.err(`${new Date().toISOString().slice(11, 19)} ${name} ${ev.state}\n`)
-    })
-    await waitForAbort(io.signal)
-    io.out('stopping\n')
-    return 0
+    const { ApiService } = await import('../api/api-service')
+    const { WebServer } = await import('../api/web-server')
+    const api = new ApiService(node)
+    // The default port may be taken (another node on this machine): then any free one.
+    const web = new WebServer({ api, ...(o.host !== undefined ? { host: o.host } : {}), ...(port !== undefined ? { port } : { fallbackPort: true }) })
+    try {
+      await web.listen()
+    } catch (err) {
+      api.close()
+      throw new NodeCommandError(`the web UI cannot listen on ${o.host ?? '127.0.0.1'} port ${port ?? 7777}: ${(err as Error).message}`)
+    }
+    try {
+      const peers = node.cluster.devices().filter(d => d.key !== node.device)
+      io.out(`Arbor node ${node.device.slice(0, 12)} (${node.cluster.name}) is serving ${o.dir}\n`)
+      io.out(peers.length === 0
+        ? 'not paired with any device yet: `arbor invite` here and `arbor join <code>` on another device\n'
+        : `paired with ${peers.map(p => p.name).join(', ')}\n`)
+      io.out(`web UI (keep this address to yourself: it carries the access token): ${web.url}\n`)
+      io.out('the `arbor` command now works through this node; Ctrl-C stops it\n')
+      node.sync.on('peer', (ev: { device: string; state: string }) => {
+        const name = node.cluster.devices().find(d => d.key === ev.device)?.name ?? ev.device.slice(0, 12)
+        io.err(`${new Date().toISOString().slice(11, 19)} ${name} ${ev.state}\n`)
+      })
+      await waitForAbort(io.signal)
+      io.out('stopping\n')
+      return 0
+    } finally {
+      await web.close()
+      api.close()
+    }
   }, true)
 }
 

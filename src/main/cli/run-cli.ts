@@ -62,6 +62,8 @@ const OPTIONS = {
   json: { type: 'boolean' },
   bootstrap: { type: 'string' },
   name: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
   new: { type: 'boolean' },
   provider: { type: 'string' },
   model: { type: 'string' },
@@ -145,7 +147,7 @@ const NODE_COMMANDS = new Set(['serve', 'invite', 'join', 'devices', 'forget', '
 /** Pairing, devices and the network: carried out by the running node, or by one started for the command. */
 async function runNodeCommand (command: string, args: string[], values: Values, io: CliIo, ctx: CliContext, dir: string): Promise<number> {
   const nc = await import('./node-commands')
-  const o: NodeCommandOptions = { dir, ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}), ...(values.name !== undefined ? { name: values.name } : {}) }
+  const o: NodeCommandOptions = { dir, ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}), ...(values.name !== undefined ? { name: values.name } : {}), ...(values.port !== undefined ? { port: values.port } : {}), ...(values.host !== undefined ? { host: values.host } : {}) }
   try {
     switch (command) {
       case 'serve':

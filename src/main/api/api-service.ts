@@ -1,0 +1,312 @@
+// The one API the UI speaks to a node (src/shared/api.ts), carried out against an
+// ArborNode. Transport-neutral: the WebSocket server (`arbor serve`) and the Electron
+// MessagePort both hand requests to call() and forward subscribe()'s events.
+import path from 'node:path'
+import { z } from 'zod'
+import type { ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSummaryDto, SettingsDto } from '../../shared/api'
+import { conversationJson } from '../../shared/conversation-export'
+import type { Entry } from '../../shared/entry'
+import { consoleLogger, type Logger } from '../../shared/logger'
+import { readApiKey, readNodeSettings, writeApiKey, writeNodeSettings, type NodeSettings } from '../agent-config'
+import type { EntriesEvent } from '../history/history-store'
+import type { ArborNode } from '../node'
+import type { AgentEvent } from '../runtime/agent/agent-loop'
+import { usageTotal } from '../runtime/agent/step-planner'
+import type { PeerEvent } from '../sync/sync-node'
+
+/** An answer to a request the node cannot carry out as asked: its message is for the user. */
+export class ApiError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'ApiError'
+  }
+}
+
+export const AGENT_BUSY_MESSAGE = 'the agent is busy with this conversation; stop it or wait'
+
+/** Longest user message accepted (entries are capped at 1 MiB encoded). */
+const MAX_MESSAGE_CHARS = 200_000
+
+const none = z.strictObject({})
+const ref = z.string().trim().min(1, 'is empty').max(64).regex(/^[0-9a-fA-F]+$/, 'must be a hex id (or a prefix of one)')
+const entryId = z.string().regex(/^[0-9a-f]{64}$/, 'must be an entry id (64 lower-case hex characters)')
+const absolutePath = z.string().min(1).max(4096).refine(p => path.isAbsolute(p), 'must be an absolute path')
+/** '' clears a setting (JSON has no undefined) */
+const orClear = <T extends z.ZodType>(t: T) => z.union([t, z.literal('')])
+
+const PARAMS = {
+  hello: none,
+  'conversations.list': z.strictObject({ query: z.string().max(1000).optional() }),
+  'conversation.open': z.strictObject({ id: ref }),
+  'conversation.create': z.strictObject({
+    title: z.string().max(1000).optional(),
+    cwd: absolutePath.optional(),
+    model: z.string().min(1).max(200).optional(),
+    autoRevival: z.boolean().optional()
+  }),
+  'conversation.select': z.strictObject({ id: ref, entry: entryId }),
+  'message.send': z.strictObject({
+    conversation: ref,
+    text: z.string().max(MAX_MESSAGE_CHARS, `is longer than ${MAX_MESSAGE_CHARS} characters`).refine(t => t.trim() !== '', 'is empty'),
+    parent: entryId.optional()
+  }),
+  'agent.cancel': z.strictObject({ conversation: ref }),
+  'devices.list': none,
+  'devices.invite': none,
+  'devices.join': z.strictObject({ code: z.string().trim().min(1, 'is empty').max(1000) }),
+  'net.set': z.strictObject({ on: z.boolean() }),
+  'settings.get': none,
+  'settings.set': z.strictObject({
+    provider: z.enum(['openai', 'fake']).optional(),
+    baseURL: orClear(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000)).optional(),
+    model: orClear(z.string().max(200)).optional(),
+    apiKey: orClear(z.string().max(4096)).optional(),
+    defaultCwd: orClear(absolutePath).optional()
+  })
+} satisfies { [M in ApiMethod]: z.ZodType }
+
+type Params<M extends ApiMethod> = z.infer<typeof PARAMS[M]>
+type Handlers = { [M in ApiMethod]: (p: Params<M>, ctx: CallContext) => Promise<ApiMethods[M]['result']> }
+
+export interface CallContext {
+  /** aborted when the caller goes away (long requests such as devices.join stop) */
+  signal?: AbortSignal
+}
+
+export interface ApiServiceOptions {
+  /** reported by hello */
+  version?: string
+  log?: Logger
+}
+
+declare const __ARBOR_VERSION__: string | undefined
+
+/**
+ * Every method of ApiMethods against one ArborNode, and the event stream the UI follows:
+ * entries as they join a conversation (local or replicated), streamed tokens and tool
+ * output of this node's agents, agents starting and ending, peers coming and going.
+ * Create one per node: it guards against two sends starting one conversation's agent.
+ */
+export class ApiService {
+  private readonly node: ArborNode
+  private readonly version: string
+  private readonly log: Logger
+  private readonly listeners = new Set<(ev: ApiEvent) => void>()
+  private readonly unhook: Array<() => void> = []
+  /** conversations a message.send is starting an agent for */
+  private readonly starting = new Set<string>()
+  private readonly handlers: Handlers
+
+  constructor (node: ArborNode, opts: ApiServiceOptions = {}) {
+    this.node = node
+    this.version = opts.version ?? (typeof __ARBOR_VERSION__ === 'string' ? __ARBOR_VERSION__ : 'dev')
+    this.log = opts.log ?? consoleLogger('api')
+    this.handlers = {
+      hello: async () => ({ device: node.device, name: node.cluster.name, version: this.version }),
+      'conversations.list': async p => this.list(p.query),
+      'conversation.open': async p => this.open(p.id),
+      'conversation.create': async p => this.create(p),
+      'conversation.select': async p => {
+        const id = this.resolve(p.id)
+        const dag = await node.history.open(id)
+        if (!dag.isJoined(p.entry)) throw new ApiError(`entry ${p.entry.slice(0, 12)} is not in conversation ${id.slice(0, 12)}`)
+        node.history.select(id, p.entry)
+        return {}
+      },
+      'message.send': async p => this.send(p.conversation, p.text, p.parent),
+      'agent.cancel': async p => {
+        await node.agents.cancel(this.resolve(p.conversation))
+        return {}
+      },
+      'devices.list': async () => node.devices(),
+      'devices.invite': async () => node.invite({}),
+      'devices.join': async (p, ctx) => node.join(p.code, ctx.signal ?? new AbortController().signal),
+      'net.set': async p => { await node.setOnline(p.on); return {} },
+      'settings.get': async () => this.settings(),
+      'settings.set': async p => this.setSettings(p)
+    }
+    this.hook()
+  }
+
+  /** Stops following the node; subscribers hear nothing more. */
+  close (): void {
+    for (const u of this.unhook.splice(0)) u()
+    this.listeners.clear()
+  }
+
+  /** Calls back on every event; returns the unsubscribe function. */
+  subscribe (fn: (ev: ApiEvent) => void): () => void {
+    this.listeners.add(fn)
+    return () => { this.listeners.delete(fn) }
+  }
+
+  /**
+   * Carries out one request from a transport: the method name and params as received.
+   * Rejects with a message for the user on an unknown method, invalid params, or a
+   * request that cannot be carried out.
+   */
+  async call (method: unknown, params: unknown, ctx: CallContext = {}): Promise<unknown> {
+    if (typeof method !== 'string' || !Object.hasOwn(PARAMS, method)) throw new ApiError(`unknown method ${JSON.stringify(method)}; the methods are ${Object.keys(PARAMS).join(', ')}`)
+    const m = method as ApiMethod
+    const parsed = PARAMS[m].safeParse(params ?? {})
+    if (!parsed.success) throw new ApiError(`invalid params for ${m}: ${describeIssues(parsed.error)}`)
+    const handler = this.handlers[m] as (p: unknown, ctx: CallContext) => Promise<unknown>
+    return handler(parsed.data, ctx)
+  }
+
+  /** call(), typed for callers in this process. */
+  request<M extends ApiMethod> (method: M, params: ApiMethods[M]['params'], ctx: CallContext = {}): Promise<ApiMethods[M]['result']> {
+    return this.call(method, params, ctx) as Promise<ApiMethods[M]['result']>
+  }
+
+  // ------------------------------------------------------------ events
+
+  private hook (): void {
+    const { node } = this
+    this.unhook.push(node.history.subscribe((ev: EntriesEvent) => {
+      if (ev.joined.length > 0) this.emit({ type: 'entries', conversation: ev.conversation, entries: ev.joined })
+    }))
+    const onAgent = (ev: AgentEvent): void => {
+      if (ev.type === 'token') this.emit({ type: 'token', conversation: ev.conversation, delta: ev.delta })
+      else if (ev.type === 'tool-output') this.emit({ type: 'tool-output', conversation: ev.conversation, callId: ev.callId, chunk: ev.chunk })
+      // 'entry' events arrive through the history; tool-start/-end are its tool.intent/result entries
+    }
+    const onRunning = (ev: { conversation: string; running: boolean }): void => { this.emit({ type: 'agent', conversation: ev.conversation, running: ev.running }) }
+    const onPeer = (ev: PeerEvent): void => { this.emit({ type: 'peer', device: ev.device, state: ev.state }) }
+    node.agentEvents.on('event', onAgent)
+    node.agentEvents.on('running', onRunning)
+    node.sync.on('peer', onPeer)
+    this.unhook.push(() => {
+      node.agentEvents.off('event', onAgent)
+      node.agentEvents.off('running', onRunning)
+      node.sync.off('peer', onPeer)
+    })
+  }
+
+  private emit (ev: ApiEvent): void {
+    for (const fn of this.listeners) {
+      try {
+        fn(ev)
+      } catch (err) {
+        // One subscriber's bug must not starve the others (or the node's emitters).
+        this.log.error(`an API event subscriber failed: ${(err as Error).stack ?? String(err)}`)
+      }
+    }
+  }
+
+  // ------------------------------------------------------------ conversations
+
+  private resolve (ref: string): string {
+    try {
+      return this.node.history.resolve(ref)
+    } catch (err) {
+      throw new ApiError((err as Error).message)
+    }
+  }
+
+  private list (query: string | undefined): ConversationSummaryDto[] {
+    const q = query?.trim().toLowerCase() ?? ''
+    return this.node.history.list()
+      .filter(s => q === '' || s.title.toLowerCase().includes(q) || s.id.startsWith(q))
+      .map(s => ({ id: s.id, title: s.title, createdAt: s.createdAt, updatedAt: s.updatedAt, size: s.size, heads: s.heads.length, waiting: s.waiting, running: this.node.agents.isRunning(s.id) }))
+  }
+
+  private async open (ref: string): Promise<ConversationDto> {
+    const id = this.resolve(ref)
+    const dag = await this.node.history.open(id)
+    const { entries } = conversationJson(dag)
+    const usage = usageTotal(entries)
+    const selected = this.node.history.selected(id) ?? dag.branch().at(-1)?.id
+    return {
+      id,
+      title: dag.title(),
+      entries,
+      ...(selected !== undefined ? { selected } : {}),
+      running: this.node.agents.isRunning(id),
+      usage: { input: usage.input, output: usage.output }
+    }
+  }
+
+  private async create (p: Params<'conversation.create'>): Promise<{ id: string }> {
+    const settings = await readNodeSettings(this.node.dataDir)
+    const cwd = p.cwd ?? settings.defaultCwd
+    const root = await this.node.history.createConversation({
+      title: p.title ?? '',
+      ...(cwd !== undefined ? { cwd: path.resolve(cwd) } : {}),
+      ...(p.model !== undefined ? { model: p.model } : {}),
+      ...(p.autoRevival !== undefined ? { autoRevival: p.autoRevival } : {})
+    })
+    this.node.history.select(root.id, root.id)
+    return { id: root.id }
+  }
+
+  /**
+   * Posts a user message and starts the conversation's agent to answer it. While an agent
+   * runs for the conversation on this node the message is refused (later the running agent
+   * will take it up).
+   */
+  private async send (ref: string, text: string, parent: string | undefined): Promise<{ entry: Entry }> {
+    const { node } = this
+    const id = this.resolve(ref)
+    if (node.agents.isRunning(id) || this.starting.has(id)) throw new ApiError(AGENT_BUSY_MESSAGE)
+    this.starting.add(id)
+    try {
+      const dag = await node.history.open(id)
+      if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
+      let after: string
+      if (parent !== undefined) {
+        if (!dag.isJoined(parent)) throw new ApiError(`entry ${parent.slice(0, 12)} is not in conversation ${id.slice(0, 12)}${dag.has(parent) ? ' yet (it waits for its own parent)' : ''}`)
+        after = parent
+      } else {
+        after = (dag.branch(node.history.selected(id)).at(-1) as Entry).id
+      }
+      // Refuse before anything is written if no model is set up (the message would wait for nothing).
+      try {
+        await node.agentConfig(id)
+      } catch (err) {
+        throw new ApiError((err as Error).message)
+      }
+      const [entry] = await node.history.append(id, [{ kind: 'user', body: { text }, parents: [after] }])
+      const user = entry as Entry
+      node.history.select(id, user.id)
+      await node.startAgent(id, { leaf: user.id })
+      return { entry: user }
+    } finally {
+      this.starting.delete(id)
+    }
+  }
+
+  // ------------------------------------------------------------ settings
+
+  private async settings (): Promise<SettingsDto> {
+    const [s, key] = await Promise.all([readNodeSettings(this.node.dataDir), readApiKey(this.node.dataDir)])
+    return {
+      provider: s.provider ?? 'openai',
+      ...(s.baseURL !== undefined ? { baseURL: s.baseURL } : {}),
+      ...(s.model !== undefined ? { model: s.model } : {}),
+      apiKeySet: key !== undefined,
+      ...(s.defaultCwd !== undefined ? { defaultCwd: s.defaultCwd } : {})
+    }
+  }
+
+  private async setSettings (p: Params<'settings.set'>): Promise<SettingsDto> {
+    const dir = this.node.dataDir
+    const next: NodeSettings = { ...await readNodeSettings(dir) }
+    if (p.provider !== undefined) next.provider = p.provider
+    for (const k of ['baseURL', 'model', 'defaultCwd'] as const) {
+      const v = p[k]
+      if (v === '') delete next[k]
+      else if (v !== undefined) next[k] = k === 'defaultCwd' ? path.resolve(v) : v
+    }
+    await writeNodeSettings(dir, next)
+    if (p.apiKey !== undefined) await writeApiKey(dir, p.apiKey)
+    return this.settings()
+  }
+}
+
+function describeIssues (err: z.ZodError): string {
+  return err.issues.map(i => {
+    const where = i.path.length > 0 ? i.path.join('.') : 'params'
+    return i.code === 'unrecognized_keys' ? `${where}: unknown field(s) ${i.keys.map(k => JSON.stringify(k)).join(', ')}` : `${where} ${i.message}`
+  }).join('; ')
+}

@@ -1,0 +1,187 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import fs from 'node:fs'
+import path from 'node:path'
+import createTestnet from 'hyperdht/testnet.js'
+import type { ApiEvent } from '../../src/shared/api'
+import type { Entry } from '../../src/shared/entry'
+import { tickHlc } from '../../src/shared/hlc'
+import { memoryLogger } from '../../src/shared/logger'
+import { AGENT_BUSY_MESSAGE, ApiService } from '../../src/main/api/api-service'
+import { ArborNode } from '../../src/main/node'
+import { tempDirs, until } from '../helpers/temp-dir'
+
+// The API against a real node in a temp dir, on a loopback testnet (no other device), with
+// the scripted (fake) model.
+
+const dirs = tempDirs('arbor-api-')
+let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
+const open: Array<{ node: ArborNode; api: ApiService }> = []
+
+beforeAll(async () => { testnet = await createTestnet(3) })
+afterAll(async () => { await testnet.destroy() })
+afterEach(async () => {
+  for (const { node, api } of open.splice(0)) { api.close(); await node.close() }
+  await dirs.cleanup()
+})
+
+async function start (): Promise<{ node: ArborNode; api: ApiService; events: ApiEvent[]; dir: string; work: string }> {
+  const dir = await dirs.make()
+  const work = await dirs.make()
+  const node = new ArborNode({ dataDir: dir, api: false, bootstrap: testnet.bootstrap, name: 'laptop', env: { HOME: dir }, log: memoryLogger() })
+  await node.ready()
+  const api = new ApiService(node, { version: 'test' })
+  open.push({ node, api })
+  const events: ApiEvent[] = []
+  api.subscribe(ev => { events.push(ev) })
+  return { node, api, events, dir, work }
+}
+
+async function rejection (p: Promise<unknown>): Promise<string> {
+  const err = await p.then(() => null, (e: unknown) => e)
+  expect(err).toBeInstanceOf(Error)
+  return (err as Error).message
+}
+
+/** Makes the conversation's model a slow scripted one (its `llm` setting, as `arbor chat --script` keeps it). */
+async function slowModel (node: ArborNode, conversation: string, dir: string): Promise<void> {
+  const script = path.join(dir, 'slow.json')
+  fs.writeFileSync(script, JSON.stringify({ default: { text: 'x'.repeat(400), chunkSize: 4, delayMsPerChunk: 50 } }))
+  const dag = await node.history.open(conversation)
+  const tip = dag.branch(node.history.selected(conversation)).at(-1) as Entry
+  const [meta] = await node.history.append(conversation, [{ kind: 'meta', body: { key: 'llm', value: { provider: 'fake', script }, hlc: tickHlc(null, Date.now(), node.device) }, parents: [tip.id] }])
+  node.history.select(conversation, (meta as Entry).id)
+}
+
+describe('ApiService', () => {
+  it('lists, creates, opens, sends: the agent runs and its tokens, entries and running state arrive as events', async () => {
+    const { node, api, events, work } = await start()
+    expect(await api.request('hello', {})).toEqual({ device: node.device, name: 'laptop', version: 'test' })
+    expect(await api.request('conversations.list', {})).toEqual([])
+    await api.request('settings.set', { provider: 'fake' })
+
+    const { id } = await api.request('conversation.create', { title: 'Plan the trip', cwd: work })
+    const list = await api.request('conversations.list', {})
+    expect(list).toEqual([expect.objectContaining({ id, title: 'Plan the trip', size: 1, heads: 1, waiting: 0, running: false })])
+    expect(await api.request('conversations.list', { query: 'TRIP' })).toHaveLength(1)
+    expect(await api.request('conversations.list', { query: 'nothing like it' })).toHaveLength(0)
+    const before = await api.request('conversation.open', { id: id.slice(0, 10) })
+    expect(before).toMatchObject({ id, title: 'Plan the trip', selected: id, running: false, usage: { input: 0, output: 0 } })
+    expect(before.entries.map(e => e.kind)).toEqual(['conversation'])
+
+    const { entry } = await api.request('message.send', { conversation: id, text: 'where to go?' })
+    expect(entry).toMatchObject({ kind: 'user', body: { text: 'where to go?' }, parents: [id] })
+    await until(() => events.some(e => e.type === 'agent' && !e.running), 'the agent to end')
+
+    const mine = events.filter(e => 'conversation' in e && e.conversation === id)
+    const tokens = mine.flatMap(e => e.type === 'token' ? [e.delta] : []).join('')
+    expect(tokens).toBe('You said: where to go?')
+    const kinds = mine.flatMap(e => e.type === 'entries' ? e.entries.map(x => x.kind) : [])
+    expect(kinds).toEqual(['conversation', 'user', 'agent.started', 'assistant', 'agent.stopped'])
+    const running = mine.flatMap(e => e.type === 'agent' ? [e.running] : [])
+    expect(running).toEqual([true, false])
+    // the first token comes after the agent was announced running, the last entry before it ended
+    expect(mine.findIndex(e => e.type === 'agent')).toBeLessThan(mine.findIndex(e => e.type === 'token'))
+
+    const after = await api.request('conversation.open', { id })
+    expect(after.entries.map(e => e.kind)).toEqual(['conversation', 'user', 'agent.started', 'assistant', 'agent.stopped'])
+    expect(after.running).toBe(false)
+    expect(after.usage.output).toBeGreaterThan(0)
+    // parents before children
+    const seen = new Set<string>()
+    for (const e of after.entries) { for (const p of e.parents) expect(seen.has(p)).toBe(true); seen.add(e.id) }
+
+    // a second message goes on from the tip; a third branches from the first user message
+    await api.request('message.send', { conversation: id, text: 'and then?' })
+    await until(() => events.filter(e => e.type === 'agent' && !e.running).length === 2, 'the second turn to end')
+    const { entry: branch } = await api.request('message.send', { conversation: id, text: 'somewhere else', parent: entry.id })
+    expect(branch.parents).toEqual([entry.id])
+    await until(() => events.filter(e => e.type === 'agent' && !e.running).length === 3, 'the third turn to end')
+    const tree = await api.request('conversation.open', { id })
+    expect((await api.request('conversations.list', {}))[0]?.heads).toBe(2)
+    expect(tree.selected).toBe(branch.id) // the branch shown: the new message, and on down to its answer
+
+    await api.request('conversation.select', { id, entry: entry.id })
+    expect((await api.request('conversation.open', { id })).selected).toBe(entry.id)
+  })
+
+  it('refuses a message while the agent runs, and cancel stops it cleanly', async () => {
+    const { node, api, events, dir, work } = await start()
+    await api.request('settings.set', { provider: 'fake' })
+    const { id } = await api.request('conversation.create', { title: 'slow', cwd: work })
+    await slowModel(node, id, dir)
+    await api.request('message.send', { conversation: id, text: 'go slowly' })
+    await until(() => events.some(e => e.type === 'token'), 'the first token')
+    expect((await api.request('conversation.open', { id })).running).toBe(true)
+    expect((await api.request('conversations.list', {}))[0]?.running).toBe(true)
+    const size = (await api.request('conversation.open', { id })).entries.length
+    expect(await rejection(api.request('message.send', { conversation: id, text: 'hurry up' }))).toBe(AGENT_BUSY_MESSAGE)
+    expect((await api.request('conversation.open', { id })).entries).toHaveLength(size) // nothing written
+
+    await api.request('agent.cancel', { conversation: id })
+    await until(() => events.some(e => e.type === 'agent' && !e.running), 'the agent to end')
+    const after = await api.request('conversation.open', { id })
+    expect(after.running).toBe(false)
+    expect(after.entries.at(-1)).toMatchObject({ kind: 'agent.stopped', body: { reason: 'cancelled' } })
+    expect(await api.request('agent.cancel', { conversation: id })).toEqual({}) // nothing runs: nothing to do
+  })
+
+  it('keeps settings; the API key is stored apart, readable by this user only, and never returned', async () => {
+    const { api, dir, work } = await start()
+    expect(await api.request('settings.get', {})).toEqual({ provider: 'openai', apiKeySet: false })
+    const set = await api.request('settings.set', { provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKey: 'sk-very-secret', defaultCwd: work })
+    expect(set).toEqual({ provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKeySet: true, defaultCwd: work })
+    expect(await api.request('settings.get', {})).toEqual(set)
+    expect(JSON.stringify(set)).not.toContain('sk-very-secret')
+    expect(fs.readFileSync(path.join(dir, 'settings.json'), 'utf8')).not.toContain('sk-very-secret')
+    expect(fs.statSync(path.join(dir, 'secrets.json')).mode & 0o777).toBe(0o600)
+
+    // partial updates keep the rest; '' clears
+    expect(await api.request('settings.set', { model: 'qwen' })).toMatchObject({ model: 'qwen', baseURL: 'http://127.0.0.1:11434/v1', apiKeySet: true })
+    expect(await api.request('settings.set', { apiKey: '', baseURL: '' })).toEqual({ provider: 'openai', model: 'qwen', apiKeySet: false, defaultCwd: work })
+
+    // a new conversation works in the default directory
+    const { id } = await api.request('conversation.create', {})
+    expect((await api.request('conversation.open', { id })).entries[0]).toMatchObject({ body: { cwd: work } })
+
+    expect(await rejection(api.call('settings.set', { baseURL: 'file:///etc/passwd' }))).toMatch(/invalid params for settings\.set: baseURL/)
+    expect(await rejection(api.call('settings.set', { provider: 'anthropic' }))).toMatch(/provider/)
+    expect(await rejection(api.call('settings.set', { apiKeySet: true }))).toMatch(/unknown field.*apiKeySet/)
+    expect(await rejection(api.call('settings.set', { defaultCwd: 'relative/dir' }))).toMatch(/defaultCwd must be an absolute path/)
+  })
+
+  it('answers bad requests with clear errors and writes nothing', async () => {
+    const { node, api, work } = await start()
+    const { id } = await api.request('conversation.create', { title: 't', cwd: work })
+    expect(await rejection(api.call('conversation.delete', { id }))).toMatch(/unknown method "conversation\.delete"/)
+    expect(await rejection(api.call(42, {}))).toMatch(/unknown method 42/)
+    expect(await rejection(api.call('message.send', { conversation: id }))).toMatch(/invalid params for message\.send: text/)
+    expect(await rejection(api.call('message.send', { conversation: id, text: '   ' }))).toMatch(/text is empty/)
+    expect(await rejection(api.call('message.send', { conversation: 'not hex', text: 'hi' }))).toMatch(/conversation must be a hex id/)
+    expect(await rejection(api.call('message.send', { conversation: id, text: 'hi', parent: 'f'.repeat(64) }))).toMatch(/entry ffffffffffff is not in conversation/)
+    expect(await rejection(api.call('conversation.open', { id: 'abcdef0123' }))).toMatch(/no conversation matches "abcdef0123"/)
+    expect(await rejection(api.call('conversation.open', null))).toMatch(/invalid params for conversation\.open: id/)
+    expect(await rejection(api.call('conversation.select', { id, entry: 'e'.repeat(64) }))).toMatch(/is not in conversation/)
+    expect(await rejection(api.call('conversation.create', { cwd: 'relative' }))).toMatch(/cwd must be an absolute path/)
+    expect(await rejection(api.call('net.set', { on: 'yes' }))).toMatch(/invalid params for net\.set: on/)
+    expect(await rejection(api.call('hello', { extra: 1 }))).toMatch(/unknown field/)
+    // no model set up (no settings, no OPENAI_* in the node's environment): refused before anything is written
+    expect(await rejection(api.call('message.send', { conversation: id, text: 'hi' }))).toMatch(/no model is set up/)
+    expect((await node.history.open(id)).size).toBe(1)
+  })
+
+  it('devices and the network switch', async () => {
+    const { node, api, events } = await start()
+    const devices = await api.request('devices.list', {})
+    expect(devices).toEqual([expect.objectContaining({ device: node.device, name: 'laptop', self: true })])
+    const inv = await api.request('devices.invite', {})
+    expect(inv.code).toMatch(/^[a-z0-9]{40,}$/)
+    expect(inv.expiresAt).toBeGreaterThan(Date.now())
+    await api.request('net.set', { on: false })
+    expect(node.sync.isOnline).toBe(false)
+    await api.request('net.set', { on: true })
+    expect(node.sync.isOnline).toBe(true)
+    // peer events are passed on as they are
+    node.sync.emit('peer', { device: 'd'.repeat(64), state: 'connected' })
+    expect(events.at(-1)).toEqual({ type: 'peer', device: 'd'.repeat(64), state: 'connected' })
+  })
+})
