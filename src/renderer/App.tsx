@@ -1,5 +1,12 @@
-import type { JSX } from 'react'
+import { useCallback, useEffect, useRef, useState, type JSX } from 'react'
 import type { ArborBridge } from '../preload/index'
+import type { ApiEvent, ApiMethods, ConversationSummaryDto } from '../shared/api'
+import { errorText, useApi, useConnectionStatus } from './api-context'
+import { ChatView } from './ChatView'
+import { ConnectionBanner } from './ConnectionBanner'
+import { applyListEvent } from './conversation-list'
+import { ConversationStore } from './conversation-store'
+import { Sidebar } from './Sidebar'
 
 declare global {
   interface Window {
@@ -8,16 +15,146 @@ declare global {
   }
 }
 
-export function App(): JSX.Element {
-  const version = window.arbor?.version
+const ACTIVE_KEY = 'arbor.active'
+
+type Opened =
+  | { state: 'none' }
+  | { state: 'loading'; id: string }
+  | { state: 'error'; id: string; error: string }
+  | { state: 'open'; store: ConversationStore }
+
+export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
+  const client = useApi()
+  const status = useConnectionStatus(client)
+  const [list, setList] = useState<readonly ConversationSummaryDto[] | null>(null)
+  const [listError, setListError] = useState<string | undefined>()
+  const [activeId, setActiveId] = useState<string | undefined>(() => sessionStorage.getItem(ACTIVE_KEY) ?? undefined)
+  const [opened, setOpened] = useState<Opened>({ state: 'none' })
+  const [node, setNode] = useState<ApiMethods['hello']['result'] | undefined>()
+  const [defaultCwd, setDefaultCwd] = useState<string | undefined>()
+
+  // Events that arrive while a conversation is being opened are kept and applied after.
+  const openRef = useRef<{ id: string; seq: number; buffer: ApiEvent[] } | undefined>(undefined)
+  const storeRef = useRef<ConversationStore | undefined>(undefined)
+  const listRefetch = useRef<ReturnType<typeof setTimeout> | undefined>(undefined)
+  const openSeq = useRef(0)
+  const listRef = useRef<readonly ConversationSummaryDto[] | null>(null)
+
+  const refreshList = useCallback(() => {
+    client.call('conversations.list', {}).then(
+      l => { listRef.current = l; setList(l); setListError(undefined) },
+      err => setListError(errorText(err))
+    )
+  }, [client])
+
+  const openConversation = useCallback((id: string) => {
+    const seq = ++openSeq.current
+    openRef.current = { id, seq, buffer: [] }
+    setOpened(prev => prev.state === 'open' && prev.store.id === id ? prev : { state: 'loading', id })
+    client.call('conversation.open', { id }).then(dto => {
+      if (openSeq.current !== seq) return
+      const store = new ConversationStore(dto)
+      const pending = openRef.current?.seq === seq ? openRef.current.buffer : []
+      openRef.current = undefined
+      for (const ev of pending) store.apply(ev)
+      storeRef.current = store
+      setOpened({ state: 'open', store })
+    }, err => {
+      if (openSeq.current !== seq) return
+      openRef.current = undefined
+      setOpened({ state: 'error', id, error: errorText(err) })
+    })
+  }, [client])
+
+  const select = useCallback((id: string | undefined) => {
+    setActiveId(id)
+    if (id === undefined) sessionStorage.removeItem(ACTIVE_KEY)
+    else sessionStorage.setItem(ACTIVE_KEY, id)
+  }, [])
+
+  // Open the active conversation when it changes, and reload everything after (re)connecting:
+  // events sent while we were away are lost, so start from the node's state again.
+  useEffect(() => {
+    if (status.state !== 'open') return
+    if (activeId === undefined) {
+      openSeq.current++
+      openRef.current = undefined
+      storeRef.current = undefined
+      setOpened({ state: 'none' })
+      return
+    }
+    openConversation(activeId)
+  }, [activeId, status.opened, status.state, openConversation])
+
+  useEffect(() => {
+    if (status.state !== 'open') return
+    refreshList()
+    client.call('hello', {}).then(setNode, () => undefined)
+    client.call('settings.get', {}).then(s => setDefaultCwd(s.defaultCwd), () => undefined)
+  }, [client, status.opened, status.state, refreshList])
+
+  useEffect(() => client.onEvent(ev => {
+    const opening = openRef.current
+    if (opening !== undefined && ev.type !== 'peer' && ev.conversation === opening.id) opening.buffer.push(ev)
+    else storeRef.current?.apply(ev)
+    const prev = listRef.current
+    if (prev === null) return
+    const { list: next, unknown } = applyListEvent(prev, ev)
+    if (next !== prev) { listRef.current = next; setList(next) }
+    if (unknown && listRefetch.current === undefined) {
+      // a conversation we have not seen (made elsewhere): fetch the list once things settle
+      listRefetch.current = setTimeout(() => { listRefetch.current = undefined; refreshList() }, 300)
+    }
+  }), [client, refreshList])
+
+  useEffect(() => () => clearTimeout(listRefetch.current), [])
+
+  const onCreated = useCallback((id: string) => {
+    refreshList()
+    select(id)
+  }, [refreshList, select])
+
+  const activeSummary = list?.find(c => c.id === activeId)
+
   return (
-    <main className="shell">
-      <h1>Arbor</h1>
-      <p>
-        The chat, conversation tree and devices views are coming. Meanwhile the <code>arbor</code>{' '}
-        command line works, and <code>npm run serve</code> runs the headless node with this web UI.
-      </p>
-      {version ? <p className="meta">Desktop app, version {version}</p> : null}
-    </main>
+    <div className="app">
+      <ConnectionBanner status={status} hasToken={hasToken} onRetry={() => client.retryNow()} />
+      <div className="layout">
+        <Sidebar
+          list={list}
+          error={listError}
+          activeId={activeId}
+          onSelect={select}
+          onCreated={onCreated}
+          onRetry={refreshList}
+          defaultCwd={defaultCwd}
+          connected={status.state === 'open'}
+          node={node}
+        />
+        <main className="main" aria-label="Conversation">
+          {opened.state === 'open' && opened.store.id === activeId
+            ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} />
+            : activeId === undefined
+              ? <EmptyState />
+              : opened.state === 'error' && opened.id === activeId
+                ? (
+                  <div className="placeholder" role="alert">
+                    <p>Could not open {activeSummary !== undefined ? `“${activeSummary.title || 'Untitled'}”` : 'this conversation'}: {opened.error}</p>
+                    <button type="button" onClick={() => openConversation(activeId)}>Try again</button>
+                  </div>
+                  )
+                : <div className="placeholder" role="status"><p>Opening{activeSummary !== undefined ? ` “${activeSummary.title || 'Untitled'}”` : ''}…</p></div>}
+        </main>
+      </div>
+    </div>
+  )
+}
+
+function EmptyState (): JSX.Element {
+  return (
+    <div className="placeholder">
+      <h2>No conversation open</h2>
+      <p>Pick one from the list, or start a new one. Every edit makes a branch; nothing is lost.</p>
+    </div>
   )
 }

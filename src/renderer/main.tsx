@@ -1,13 +1,33 @@
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './App'
+import { ApiClient } from './api-client'
+import { ApiContext } from './api-context'
+import { apiSocketUrl, hashWithoutToken, tokenFromHash, webSocketTransport } from './transport-websocket'
 import './styles.css'
 
 const container = document.getElementById('root')
 if (!container) throw new Error('Arbor: #root element missing from index.html')
 
+// `arbor serve` opens the page at /#token=HEX. Keep the token for this tab (reloads work)
+// and take it out of the address bar, where it would be seen, shared and bookmarked.
+const TOKEN_KEY = 'arbor.token'
+const fromHash = tokenFromHash(window.location.hash)
+if (fromHash !== undefined) {
+  sessionStorage.setItem(TOKEN_KEY, fromHash)
+  history.replaceState(null, '', window.location.pathname + window.location.search + hashWithoutToken(window.location.hash))
+}
+const token = fromHash ?? sessionStorage.getItem(TOKEN_KEY) ?? undefined
+
+// In the desktop app the preload will hand over a MessagePort (window.arbor.api); until
+// then every page speaks to the node over a WebSocket on its own origin.
+const client = new ApiClient({ connect: () => webSocketTransport(apiSocketUrl(window.location.href, token)) }).start()
+window.addEventListener('online', () => client.retryNow())
+
 createRoot(container).render(
   <StrictMode>
-    <App />
+    <ApiContext.Provider value={client}>
+      <App hasToken={token !== undefined} />
+    </ApiContext.Provider>
   </StrictMode>
 )

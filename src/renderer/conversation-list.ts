@@ -1,0 +1,67 @@
+// The sidebar's list: ordering, client-side search, and keeping summaries current from events.
+import type { ApiEvent, ConversationSummaryDto } from '../shared/api'
+
+/** Newest activity first; ties by title then id, so the order is stable. */
+export function sortConversations (list: readonly ConversationSummaryDto[]): ConversationSummaryDto[] {
+  return [...list].sort((a, b) =>
+    b.updatedAt - a.updatedAt || a.title.localeCompare(b.title) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+/** Conversations whose title holds every word of the query (case- and accent-insensitive). */
+export function filterConversations (list: readonly ConversationSummaryDto[], query: string): ConversationSummaryDto[] {
+  const words = fold(query).split(/\s+/).filter(Boolean)
+  if (words.length === 0) return [...list]
+  return list.filter(c => {
+    const title = fold(c.title || 'Untitled')
+    return words.every(w => title.includes(w))
+  })
+}
+
+function fold (s: string): string {
+  return s.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase()
+}
+
+/**
+ * The list after an event: running flags, sizes and activity times move; `unknown` is
+ * true when the event names a conversation the list does not have (time to refetch).
+ */
+export function applyListEvent (list: readonly ConversationSummaryDto[], ev: ApiEvent): { list: readonly ConversationSummaryDto[]; unknown: boolean } {
+  if (ev.type === 'peer' || ev.type === 'token' || ev.type === 'tool-output') return { list, unknown: false }
+  const i = list.findIndex(c => c.id === ev.conversation)
+  if (i === -1) return { list, unknown: true }
+  const c = list[i] as ConversationSummaryDto
+  let next: ConversationSummaryDto
+  if (ev.type === 'agent') {
+    if (c.running === ev.running) return { list, unknown: false }
+    next = { ...c, running: ev.running }
+  } else {
+    if (ev.entries.length === 0) return { list, unknown: false }
+    const newest = Math.max(c.updatedAt, ...ev.entries.map(e => e.ts))
+    next = { ...c, updatedAt: newest, size: c.size + ev.entries.length }
+  }
+  const out = [...list]
+  out[i] = next
+  return { list: out, unknown: false }
+}
+
+/** A short "when": "now", "5 min", "3 h", "yesterday", a weekday, or a date. */
+export function formatWhen (ts: number, now: number): string {
+  const diff = now - ts
+  if (diff < 60_000) return 'now'
+  if (diff < 3_600_000) return `${Math.floor(diff / 60_000)} min`
+  const d = new Date(ts)
+  const today = new Date(now)
+  const startOfToday = new Date(today.getFullYear(), today.getMonth(), today.getDate()).getTime()
+  if (ts >= startOfToday) return `${Math.floor(diff / 3_600_000)} h`
+  if (ts >= startOfToday - 86_400_000) return 'yesterday'
+  if (ts >= startOfToday - 6 * 86_400_000) return d.toLocaleDateString(undefined, { weekday: 'short' })
+  if (d.getFullYear() === today.getFullYear()) return d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })
+  return d.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' })
+}
+
+/** 1234 → "1.2k", 1234567 → "1.2M". */
+export function formatCount (n: number): string {
+  if (n < 1000) return String(n)
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0).replace(/\.0$/, '')}k`
+  return `${(n / 1_000_000).toFixed(1).replace(/\.0$/, '')}M`
+}

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { tempDirs, until } from '../helpers/temp-dir'
+
+// The web UI as a user sees it: `arbor serve` in a real process, Debian's Chromium driven by
+// Playwright, the scripted `fake` model. Screenshots are kept in test-results/.
+const BIN = path.resolve('bin/arbor.js')
+const SHOTS = path.resolve('test-results')
+const dirs = tempDirs()
+let node: ChildProcess
+let url = ''
+let context: BrowserContext
+let page: Page
+
+async function shot (name: string): Promise<Buffer> {
+  fs.mkdirSync(SHOTS, { recursive: true })
+  const png = await page.screenshot({ path: path.join(SHOTS, `ui-${name}.png`) })
+  // not blank: a real page compresses to far more than a flat colour does
+  expect(png.byteLength).toBeGreaterThan(8_000)
+  return png
+}
+
+beforeAll(async () => {
+  const data = await dirs.make()
+  fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake' }))
+  let log = ''
+  // A bootstrap that answers nothing: this node stays alone, offline.
+  node = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', 'ui-test'], { env: { ...process.env, ARBOR_DATA: data, ARBOR_BOOTSTRAP: '127.0.0.1:9', HOME: data } })
+  node.stdout?.on('data', d => { log += String(d) })
+  node.stderr?.on('data', d => { log += String(d) })
+  await until(() => /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/.test(log), 'the node to print its URL', 20_000)
+  url = (log.match(/http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/) as RegExpMatchArray)[0]
+  context = await chromium.launchPersistentContext(await dirs.make(), {
+    executablePath: '/usr/bin/chromium',
+    viewport: { width: 1200, height: 800 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+  })
+  page = await context.newPage()
+}, 60_000)
+
+afterAll(async () => {
+  await context?.close()
+  if (node !== undefined && node.exitCode === null) {
+    const exited = new Promise(resolve => node.once('exit', resolve))
+    node.kill('SIGTERM')
+    await exited
+  }
+  await dirs.cleanup()
+})
+
+describe('the web UI served by arbor serve, in Chromium', () => {
+  it('creates a conversation, chats, branches with edit-and-resend, and moves between branches', async () => {
+    const errors: string[] = []
+    page.on('pageerror', e => errors.push(String(e)))
+    await page.goto(url)
+    await page.getByRole('button', { name: 'New conversation' }).first().click()
+    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Trip planning')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('textbox', { name: 'Message' }).fill('Where should we go?')
+    await page.keyboard.press('Enter')
+    await page.getByText('You said: Where should we go?').waitFor({ timeout: 15_000 })
+    await shot('chat')
+
+    // edit and resend: a new branch beside the first
+    await page.getByRole('button', { name: /Edit this message/ }).click()
+    const edit = page.getByRole('textbox', { name: 'Edited message' })
+    await edit.fill('Somewhere warm?')
+    await edit.press('Enter')
+    await page.getByText('You said: Somewhere warm?').waitFor({ timeout: 15_000 })
+    await page.getByRole('group', { name: 'Branch 2 of 2' }).waitFor({ state: 'visible', timeout: 5_000 })
+    expect(await page.getByText('You said: Where should we go?').count()).toBe(0)
+    await shot('branch-2')
+
+    // back to the first branch
+    await page.getByRole('button', { name: 'Previous branch' }).click()
+    await page.getByText('You said: Where should we go?').waitFor({ timeout: 5_000 })
+    await page.getByRole('group', { name: 'Branch 1 of 2' }).waitFor({ state: 'visible', timeout: 5_000 })
+    await shot('branch-1')
+
+    // the list shows it with its two branches; the UI never threw
+    await page.getByRole('navigation', { name: 'Conversation list' }).getByText('Trip planning').waitFor({ state: 'visible', timeout: 5_000 })
+    expect(errors).toEqual([])
+  }, 60_000)
+})

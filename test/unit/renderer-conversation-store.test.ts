@@ -1,0 +1,124 @@
+// The open conversation on the client, and the sidebar list, kept current from node events.
+import { describe, expect, it } from 'vitest'
+import type { ConversationDto, ConversationSummaryDto } from '../../src/shared/api'
+import type { Entry } from '../../src/shared/entry'
+import { ConversationStore, MAX_LIVE_OUTPUT } from '../../src/renderer/conversation-store'
+import { applyListEvent, filterConversations, formatCount, formatWhen, sortConversations } from '../../src/renderer/conversation-list'
+
+const DEV = 'd'.repeat(64)
+const C = 'c'.repeat(64)
+const id = (n: number): string => n.toString(16).padStart(64, '0')
+const root: Entry = { v: 1, id: C, conversation: C, parents: [], author: { device: DEV }, ts: 1, kind: 'conversation', body: { title: 'Fix the build', nonce: 'n', cwd: '/home/me/proj' } }
+const user = (n: number, parent: string, text: string): Entry => ({ v: 1, id: id(n), conversation: C, parents: [parent], author: { device: DEV }, ts: n, kind: 'user', body: { text } })
+const assistant = (n: number, parent: string, text: string, usage?: { input: number; output: number }): Entry =>
+  ({ v: 1, id: id(n), conversation: C, parents: [parent], author: { device: DEV }, ts: n, kind: 'assistant', body: usage === undefined ? { text } : { text, usage } })
+
+function dto (entries: Entry[], extra: Partial<ConversationDto> = {}): ConversationDto {
+  return { id: C, title: 'Fix the build', entries, running: false, usage: { input: 5, output: 1 }, ...extra }
+}
+
+describe('ConversationStore', () => {
+  it('starts from conversation.open and follows live entries, tokens and the running flag', () => {
+    const u = user(2, C, 'hello')
+    const s = new ConversationStore(dto([root, u], { selected: u.id }))
+    let notified = 0
+    s.subscribe(() => notified++)
+    expect(s.snapshot()).toMatchObject({ title: 'Fix the build', cwd: '/home/me/proj', selected: u.id, running: false, streaming: '', usage: { input: 5, output: 1 } })
+
+    expect(s.apply({ type: 'agent', conversation: C, running: true })).toBe(true)
+    s.apply({ type: 'token', conversation: C, delta: 'Hel' })
+    s.apply({ type: 'token', conversation: C, delta: 'lo!' })
+    expect(s.snapshot().streaming).toBe('Hello!')
+    expect(s.apply({ type: 'token', conversation: 'e'.repeat(64), delta: 'other' })).toBe(false)
+    expect(s.apply({ type: 'peer', device: DEV, state: 'connected' })).toBe(false)
+
+    const before = s.snapshot()
+    s.apply({ type: 'entries', conversation: C, entries: [assistant(3, u.id, 'Hello!', { input: 100, output: 7 })] })
+    const after = s.snapshot()
+    expect(after).not.toBe(before) // a new snapshot for React
+    expect(after.streaming).toBe('')
+    expect(after.usage).toEqual({ input: 105, output: 8 })
+    expect(s.branch().map(e => e.kind)).toEqual(['conversation', 'user', 'assistant'])
+    // the same entries again change nothing (and count no usage twice)
+    const n = notified
+    s.apply({ type: 'entries', conversation: C, entries: [assistant(3, u.id, 'Hello!', { input: 100, output: 7 })] })
+    expect(notified).toBe(n) // nothing new: no re-render
+    expect(s.snapshot().usage).toEqual({ input: 105, output: 8 })
+
+    s.apply({ type: 'token', conversation: C, delta: 'late' })
+    s.apply({ type: 'agent', conversation: C, running: false })
+    expect(s.snapshot()).toMatchObject({ running: false, streaming: '' })
+  })
+
+  it('keeps live tool output per call, bounded, until the result is recorded', () => {
+    const s = new ConversationStore(dto([root]))
+    s.apply({ type: 'tool-output', conversation: C, callId: 'c1', chunk: 'line 1\n' })
+    s.apply({ type: 'tool-output', conversation: C, callId: 'c1', chunk: 'line 2\n' })
+    s.apply({ type: 'tool-output', conversation: C, callId: 'c2', chunk: 'x'.repeat(MAX_LIVE_OUTPUT + 10) })
+    expect(s.snapshot().toolOutput.get('c1')).toBe('line 1\nline 2\n')
+    expect(s.snapshot().toolOutput.get('c2')).toHaveLength(MAX_LIVE_OUTPUT)
+    const result: Entry = { v: 1, id: id(9), conversation: C, parents: [C], author: { device: DEV }, ts: 9, kind: 'tool.result', body: { callId: 'c1', status: 'ok', output: 'line 1\nline 2\n' } }
+    s.addEntries([result])
+    expect(s.snapshot().toolOutput.has('c1')).toBe(false)
+    expect(s.snapshot().toolOutput.has('c2')).toBe(true)
+  })
+
+  it('shows the selected branch and follows it as it grows', () => {
+    const a = user(2, C, 'a')
+    const b = user(3, C, 'b')
+    const s = new ConversationStore(dto([root, a, b]))
+    expect(s.branch().at(-1)?.id).toBe(b.id) // no selection: the newest head
+    s.select(a.id)
+    expect(s.snapshot().selected).toBe(a.id)
+    s.addEntries([assistant(4, a.id, 'answer to a')])
+    expect(s.branch().map(e => e.id)).toEqual([C, a.id, id(4)])
+  })
+
+  it('uses a title set later (meta) over the root title', () => {
+    const meta: Entry = { v: 1, id: id(5), conversation: C, parents: [C], author: { device: DEV }, ts: 5, kind: 'meta', body: { key: 'title', value: 'Renamed', hlc: { wall: 5, counter: 0, device: DEV } } }
+    const s = new ConversationStore(dto([root]))
+    s.addEntries([meta])
+    expect(s.snapshot().title).toBe('Renamed')
+  })
+})
+
+const summary = (id: string, title: string, updatedAt: number, extra: Partial<ConversationSummaryDto> = {}): ConversationSummaryDto =>
+  ({ id, title, createdAt: 0, updatedAt, size: 1, heads: 1, waiting: 0, running: false, ...extra })
+
+describe('conversation list', () => {
+  const list = [summary('1', 'Fix the build', 10), summary('2', 'Café menu', 30), summary('3', 'build a shed', 20), summary('4', '', 5)]
+
+  it('sorts newest first', () => {
+    expect(sortConversations(list).map(c => c.id)).toEqual(['2', '3', '1', '4'])
+  })
+
+  it('filters titles by every word, ignoring case and accents', () => {
+    expect(filterConversations(list, 'BUILD').map(c => c.id)).toEqual(['1', '3'])
+    expect(filterConversations(list, 'build fix').map(c => c.id)).toEqual(['1'])
+    expect(filterConversations(list, 'cafe').map(c => c.id)).toEqual(['2'])
+    expect(filterConversations(list, 'untitled').map(c => c.id)).toEqual(['4'])
+    expect(filterConversations(list, '   ')).toHaveLength(4)
+  })
+
+  it('applies events: running flags, activity, and unknown conversations', () => {
+    const a = applyListEvent(list, { type: 'agent', conversation: '3', running: true })
+    expect(a.list.find(c => c.id === '3')?.running).toBe(true)
+    expect(applyListEvent(a.list, { type: 'agent', conversation: '3', running: true }).list).toBe(a.list)
+    const e = applyListEvent(list, { type: 'entries', conversation: '1', entries: [user(99, C, 'x')] })
+    expect(e.list.find(c => c.id === '1')).toMatchObject({ updatedAt: 99, size: 2 })
+    expect(applyListEvent(list, { type: 'entries', conversation: 'new', entries: [] }).unknown).toBe(true)
+    expect(applyListEvent(list, { type: 'token', conversation: 'new', delta: 'x' })).toEqual({ list, unknown: false })
+  })
+
+  it('formats times and counts briefly', () => {
+    const now = new Date(2025, 5, 15, 12, 0, 0).getTime()
+    expect(formatWhen(now - 5_000, now)).toBe('now')
+    expect(formatWhen(now - 5 * 60_000, now)).toBe('5 min')
+    expect(formatWhen(now - 3 * 3_600_000, now)).toBe('3 h')
+    expect(formatWhen(new Date(2025, 5, 14, 23, 0).getTime(), now)).toBe('yesterday')
+    expect(formatCount(999)).toBe('999')
+    expect(formatCount(1234)).toBe('1.2k')
+    expect(formatCount(12_345)).toBe('12k')
+    expect(formatCount(2_000_000)).toBe('2M')
+  })
+})
