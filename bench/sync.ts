@@ -86,7 +86,7 @@ async function until (check: () => boolean, what: string, ms = 120_000): Promise
 interface Device { history: HistoryStore; node: SyncNode }
 
 async function device (dir = freshDir('device')): Promise<Device> {
-  const history = new HistoryStore({ dir, log })
+  const history = new HistoryStore({ dir, log, idleCloseMs: 500 })
   await history.ready()
   if (!devices.includes(history.device)) devices.push(history.device)
   const node = new SyncNode({ history, cluster: new BenchCluster(secret, devices), swarm: false, log })

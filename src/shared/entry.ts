@@ -112,7 +112,7 @@ export function hashInput (e: Omit<Entry, 'id'> | Entry): string {
   })
 }
 
-/** The stored form of an entry: canonical JSON, so stored bytes are deterministic. */
+/** The stored form of an entry: canonical JSON for entries written here, so stored bytes are deterministic. */
 export function encodeEntry (e: Entry): string {
   let text = encoded.get(e)
   if (text === undefined) encoded.set(e, text = canonicalJson(e))
@@ -121,6 +121,14 @@ export function encodeEntry (e: Entry): string {
 
 // Entries are immutable, so each one's encoding is computed once (for the feed and the cache).
 const encoded = new WeakMap<Entry, string>()
+
+/**
+ * Remembers the text an entry was read from, to be stored again as it is (the entry cache
+ * needs one JSON line, not the canonical form). Text with a line break is not kept.
+ */
+export function rememberEncoding (e: Entry, text: string): void {
+  if (!text.includes('\n') && !encoded.has(e)) encoded.set(e, text)
+}
 
 export class InvalidEntryError extends Error {
   constructor (message: string) {

@@ -6,7 +6,7 @@ import Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { ConversationDag } from '../../shared/conversation-dag'
-import { InvalidEntryError, encodeEntry, type Entry, type EntryDraft } from '../../shared/entry'
+import { InvalidEntryError, encodeEntry, rememberEncoding, type Entry, type EntryDraft } from '../../shared/entry'
 import { makeEntry, validateEntry } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
@@ -31,6 +31,11 @@ export interface HistoryStoreOptions {
   indexDelayMs?: number
   /** Open and follow peers' feeds (false for one-shot commands that do not sync). */
   watchPeers?: boolean
+  /**
+   * Feeds unused this long are closed: every open feed is replicated on every new
+   * connection, so idle ones would make a reconnect cost grow with the whole history.
+   */
+  idleCloseMs?: number
 }
 
 /** Emitted as 'entries' whenever entries enter a conversation, from this device or a peer. */
@@ -99,6 +104,11 @@ export class HistoryStore extends EventEmitter {
   private readonly cores = new Map<string, Hypercore.Core>()
   private readonly ownFeedKeys = new Map<string, string>()
   private readonly watched = new Set<string>()
+  private readonly lastUsed = new Map<string, number>()
+  /** the longest length peers announced for a feed: it is not closed before it is read that far */
+  private readonly wanted = new Map<string, number>()
+  private readonly idleCloseMs: number
+  private sweepTimer: NodeJS.Timeout | null = null
   private readonly dags = new Map<string, ConversationDag>()
   private readonly loading = new Map<string, Promise<ConversationDag>>()
   private readonly queues = new Map<string, Pending[]>()
@@ -120,8 +130,9 @@ export class HistoryStore extends EventEmitter {
     this.now = opts.now ?? Date.now
     this.maxBatch = opts.maxBatch ?? 1000
     this.manifestDelayMs = opts.manifestDelayMs ?? 1000
-    this.indexDelayMs = opts.indexDelayMs ?? 200
+    this.indexDelayMs = opts.indexDelayMs ?? 1000
     this.watchPeers = opts.watchPeers ?? true
+    this.idleCloseMs = opts.idleCloseMs ?? 10_000
     this.corestore = new Corestore(path.join(this.dir, 'corestore'))
     this.indexFile = new HistoryIndexFile(indexFilePath(this.dir))
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
@@ -175,12 +186,30 @@ export class HistoryStore extends EventEmitter {
         await this.reconcile()
       }
     }
-    // Peer feeds are opened only when a peer has more of them (updateFeed): a reconnect
-    // with nothing new opens no feed at all.
+    // Peer feeds are opened only when a peer has more of them (updateFeed), and idle
+    // feeds are closed: a reconnect with nothing new opens no feed at all.
+    this.sweepTimer = setInterval(() => { this.closeIdleFeeds() }, Math.max(50, this.idleCloseMs / 2))
+    this.sweepTimer.unref()
+  }
+
+  /** Closes feeds nobody has used for idleCloseMs (not while written, read or still downloading). */
+  private closeIdleFeeds (): void {
+    const now = Date.now()
+    for (const [key, core] of this.cores) {
+      if (now - (this.lastUsed.get(key) ?? 0) < this.idleCloseMs || this.pumping.has(key)) continue
+      const rec = this.state.feeds[key]
+      if (rec === undefined) continue
+      if (rec.own ? this.flushing.has(rec.conversation) : rec.indexed < Math.max(core.length, this.wanted.get(key) ?? 0)) continue
+      this.cores.delete(key)
+      this.watched.delete(key)
+      this.lastUsed.delete(key)
+      core.close().catch((err: Error) => { this.log.warn(`could not close idle feed ${key.slice(0, 12)}: ${err.message}`) })
+    }
   }
 
   private async closeStore (): Promise<void> {
     this.closing = true
+    if (this.sweepTimer !== null) clearInterval(this.sweepTimer)
     await Promise.allSettled([...this.flushing.values()])
     // A reader waiting for blocks no connected peer has would wait forever: closing the
     // peer feeds cancels those waits; then every reader has finished before the index is saved.
@@ -313,6 +342,7 @@ export class HistoryStore extends EventEmitter {
     await core.ready()
     const key = hex(core)
     this.cores.set(key, core)
+    this.lastUsed.set(key, Date.now())
     if (core.length === 0) {
       const header = makeFeedHeader({ type: 'arbor/conversation', feed: key, conversation }, this.keyPair)
       await this.markDirty()
@@ -326,6 +356,7 @@ export class HistoryStore extends EventEmitter {
   }
 
   private async core (key: string): Promise<Hypercore.Core> {
+    this.lastUsed.set(key, Date.now())
     let core = this.cores.get(key)
     if (core === undefined) {
       core = this.corestore.get({ key: Buffer.from(key, 'hex') })
@@ -351,7 +382,9 @@ export class HistoryStore extends EventEmitter {
     const rec: FeedRecord = { key: k, conversation, device: '', own: false, indexed: 0 }
     this.state.feeds[k] = rec
     await this.markDirty()
-    await this.recordInManifest(rec, 0)
+    // Recorded with the next batch of lengths: a peer's feed lost in a crash is announced again.
+    this.manifestDirty.add(k)
+    this.scheduleManifest()
     this.scheduleIndexSave()
     this.emit('feed', { ...rec })
     if (this.watchPeers) void this.watchFeed(rec)
@@ -362,6 +395,7 @@ export class HistoryStore extends EventEmitter {
    * (open, download, index) if the peer has blocks this device has not indexed yet.
    */
   async updateFeed (conversation: string, key: string, length: number): Promise<void> {
+    if (length > (this.wanted.get(key) ?? 0)) this.wanted.set(key, length)
     const rec = this.state.feeds[key]
     if (rec === undefined) { await this.addFeed(conversation, key); return }
     if (rec.own || rec.conversation !== conversation || rec.indexed >= length || !this.watchPeers) return
@@ -372,6 +406,12 @@ export class HistoryStore extends EventEmitter {
   get keyPair (): DeviceKeyPair {
     if (this.keyPair_ === null) throw new Error('HistoryStore is not ready')
     return this.keyPair_
+  }
+
+  /** The record of one feed, or undefined. */
+  feedRecord (key: string): FeedRecord | undefined {
+    const rec = this.state.feeds[key]
+    return rec === undefined ? undefined : { ...rec }
   }
 
   /** How many blocks of a feed this device can serve: its own feed's length, or what it has verified of a peer's. */
@@ -406,7 +446,7 @@ export class HistoryStore extends EventEmitter {
       if (!this.closing) this.log.warn(`cannot open feed ${rec.key.slice(0, 12)}: ${(err as Error).message}`)
       return
     }
-    core.on('append', () => { this.pump(rec, core) })
+    core.on('append', () => { this.lastUsed.set(rec.key, Date.now()); this.pump(rec, core) })
     // Keep the whole history locally, for offline use.
     core.download({ start: 0, end: -1 })
     this.pump(rec, core)
@@ -456,8 +496,9 @@ export class HistoryStore extends EventEmitter {
         const seq = start + i
         if (block === null) return
         let raw: unknown
+        const text = block.toString('utf8')
         try {
-          raw = JSON.parse(block.toString('utf8'))
+          raw = JSON.parse(text)
         } catch {
           this.reportInvalid({ feed: rec.key, seq, error: 'block is not JSON' })
           return
@@ -468,6 +509,7 @@ export class HistoryStore extends EventEmitter {
           this.reportInvalid({ feed: rec.key, seq, error: `entry ${v.entry.id.slice(0, 12)} belongs to another conversation` })
           return
         }
+        rememberEncoding(v.entry, text) // the cache stores the text as received: no second encoding
         good.push(v.entry)
       })
       await this.load(rec.conversation)

@@ -12,6 +12,11 @@ export const FeedsMessage = z.object({
   full: z.boolean(),
   feeds: z.array(z.object({ conversation: Hex32, key: Hex32, length: z.number().int().nonnegative() })).max(100_000)
 })
+/** On connect: a digest of every feed held and its length. A peer that has the same list cached asks for nothing. */
+export const FeedsDigest = z.object({ digest: z.string().regex(/^[0-9a-f]{64}$/), count: z.number().int().nonnegative() })
+/** Asks for the complete feeds list (the digest did not match what this device has cached). */
+export const WantFeeds = z.object({})
+
 export const DevicesMessage = z.object({
   devices: z.array(z.object({ key: Hex32, name: z.string().max(200), addedAt: z.number() })).max(1000),
   forgotten: z.array(z.object({ key: Hex32, at: z.number() })).max(10_000)
@@ -26,6 +31,7 @@ export type Hello = z.infer<typeof Hello>
 export type FeedsMessage = z.infer<typeof FeedsMessage>
 export type FeedAnnouncement = FeedsMessage['feeds'][number]
 export type DevicesMessage = z.infer<typeof DevicesMessage>
+export type FeedsDigest = z.infer<typeof FeedsDigest>
 export type RunningAgent = z.infer<typeof RunningAgent>
 export type PresenceMessage = z.infer<typeof PresenceMessage>
 export type LiveMessage = z.infer<typeof LiveMessage>

@@ -7,9 +7,9 @@ import type { FeedRecord } from '../history/history-index'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
-import type { DevicesMessage, FeedAnnouncement, LiveMessage, RunningAgent } from './arbor-messages'
+import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
-import { SyncSession, type SessionHost } from './sync-session'
+import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
 
 /** What the sync layer needs of the cluster: its secret and who is in it. */
 export interface ClusterMembership {
@@ -74,6 +74,8 @@ export class SyncNode extends EventEmitter {
   private readonly detector: FailureDetector
   private readonly sessions = new Set<SyncSession>()
   private readonly attached = new WeakSet<NoiseSecretStream>()
+  private digest: FeedsDigest | null = null
+  private readonly feedCache = new Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>()
   private swarm: Hyperswarm | null = null
   private joinedTopic: Buffer | null = null
   private discovery: { refresh (opts: { client: boolean; server: boolean }): Promise<void> } | null = null
@@ -261,17 +263,19 @@ export class SyncNode extends EventEmitter {
 
   /** Every feed known to have grown is announced together after a short delay. */
   private feedChanged (key: string): void {
+    this.digest = null
     this.changed.add(key)
     if (this.announceTimer !== null) return
     this.announceTimer = this.clock.setTimeout(() => {
       this.announceTimer = null
       const feeds: FeedAnnouncement[] = []
-      const records = new Map(this.history.feeds().map(f => [f.key, f]))
       for (const key of this.changed) {
-        const rec = records.get(key)
+        const rec = this.history.feedRecord(key)
         if (rec !== undefined) feeds.push({ conversation: rec.conversation, key, length: this.history.availableLength(key) })
       }
       this.changed.clear()
+      // Every peer hears every change, its own feeds included: its picture of this
+      // device's list stays exact, so the next reconnect needs only the digest.
       for (const s of this.sessions) if (s.opened) s.sendFeeds(feeds)
     }, this.opts.announceDelayMs ?? 10)
   }
@@ -301,6 +305,14 @@ export class SyncNode extends EventEmitter {
       devices: () => this.cluster.devicesMessage(),
       mergeDevices: (msg, from) => { if (this.cluster.merge(msg, from)) this.devicesChanged() },
       presence: () => this.agents,
+      feedCache: this.feedCache,
+      localDigest: () => {
+        if (this.digest === null) {
+          const feeds = localFeeds(this.history)
+          this.digest = { digest: feedsDigest(feeds), count: feeds.length }
+        }
+        return this.digest
+      },
       onOpen: s => {
         this.detector.heard(s.remoteDevice, this.clock.now())
         this.cluster.seen(s.remoteDevice, Date.now())

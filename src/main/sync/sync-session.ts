@@ -4,8 +4,9 @@ import type NoiseSecretStream from '@hyperswarm/secret-stream'
 import type { z } from 'zod'
 import type { HistoryStore } from '../history/history-store'
 import type { Logger } from '../../shared/logger'
+import { createHash } from 'node:crypto'
 import {
-  DevicesMessage, FeedsMessage, HeartbeatMessage, Hello, LiveMessage, PresenceMessage,
+  DevicesMessage, FeedsDigest, FeedsMessage, HeartbeatMessage, Hello, LiveMessage, PresenceMessage, WantFeeds,
   type FeedAnnouncement, type RunningAgent
 } from './arbor-messages'
 
@@ -26,6 +27,10 @@ export interface SessionHost {
   onPresence (s: SyncSession, agents: RunningAgent[]): void
   onLive (s: SyncSession, msg: LiveMessage): void
   onClose (s: SyncSession): void
+  /** this device's feeds list digest (cached until a feed changes) */
+  localDigest (): FeedsDigest
+  /** the feed lists peers sent before, by device: a reconnect with nothing changed sends only a digest */
+  feedCache: Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>
 }
 
 export const PROTOCOL = 'arbor/1'
@@ -76,7 +81,9 @@ export class SyncSession {
         { encoding: c.json, onmessage: on(DevicesMessage, 'devices', m => host.mergeDevices(m, this.remoteDevice)) },
         { encoding: c.json, onmessage: on(PresenceMessage, 'presence', m => { this.remoteAgents = m.agents; host.onPresence(this, m.agents) }) },
         { encoding: c.json, onmessage: on(HeartbeatMessage, 'heartbeat', () => {}) },
-        { encoding: c.json, onmessage: on(LiveMessage, 'live', m => host.onLive(this, m)) }
+        { encoding: c.json, onmessage: on(LiveMessage, 'live', m => host.onLive(this, m)) },
+        { encoding: c.json, onmessage: on(FeedsDigest, 'feeds digest', m => this.onDigest(m)) },
+        { encoding: c.json, onmessage: on(WantFeeds, 'want feeds', () => this.send(1, { full: true, feeds: localFeeds(host.history) } satisfies FeedsMessage)) }
       ],
       onopen: (remoteProof: unknown) => this.onOpen(remoteProof as Buffer),
       onclose: () => this.close('the peer closed the arbor channel')
@@ -97,7 +104,8 @@ export class SyncSession {
     this.channel?.cork()
     this.send(0, { v: 1, device: host.history.device, name: host.name, manifest: host.history.manifestKey.toString('hex') } satisfies Hello)
     this.send(2, host.devices())
-    this.send(1, { full: true, feeds: localFeeds(host.history) } satisfies FeedsMessage)
+    // The list itself only if the peer does not have it already: reconnects stay cheap.
+    this.send(6, host.localDigest())
     this.send(3, { agents: host.presence() })
     this.channel?.uncork()
   }
@@ -112,8 +120,19 @@ export class SyncSession {
     this.host.onOpen(this)
   }
 
+  private onDigest (m: FeedsDigest): void {
+    const cached = this.host.feedCache.get(this.remoteDevice)
+    if (cached !== undefined && cached.digest === m.digest) {
+      // Nothing changed since the list this device already processed.
+      for (const [key, f] of cached.feeds) this.remoteFeeds.set(key, f)
+      return
+    }
+    this.send(7, {})
+  }
+
   private onFeeds (m: FeedsMessage): void {
     if (m.full) this.remoteFeeds.clear()
+    this.feedsChanged()
     for (const f of m.feeds) {
       this.remoteFeeds.set(f.key, { conversation: f.conversation, length: f.length })
       this.host.history.updateFeed(f.conversation, f.key, f.length).catch((err: Error) => {
@@ -123,6 +142,14 @@ export class SyncSession {
   }
 
   sendFeeds (feeds: FeedAnnouncement[]): void { if (feeds.length > 0) this.send(1, { full: false, feeds } satisfies FeedsMessage) }
+
+  /** Remembers the peer's list (after processing) under its digest, for the next reconnect. */
+  private feedsChanged (): void {
+    queueMicrotask(() => {
+      const list = [...this.remoteFeeds].map(([key, f]) => ({ conversation: f.conversation, key, length: f.length }))
+      this.host.feedCache.set(this.remoteDevice, { digest: feedsDigest(list), feeds: new Map(this.remoteFeeds) })
+    })
+  }
   sendDevices (): void { this.send(2, this.host.devices()) }
   sendPresence (agents: RunningAgent[]): void { this.send(3, { agents }) }
   heartbeat (t: number): void { this.send(4, { t }) }
@@ -153,6 +180,13 @@ export class SyncSession {
     this.closed = true
     this.host.onClose(this)
   }
+}
+
+/** A digest of a feeds list, independent of its order. */
+export function feedsDigest (feeds: FeedAnnouncement[]): string {
+  const h = createHash('sha256')
+  for (const f of [...feeds].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) h.update(`${f.key}:${f.conversation}:${f.length}\n`)
+  return h.digest('hex')
 }
 
 /** Every feed this device holds, with what it can serve of each. */
