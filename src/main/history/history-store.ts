@@ -103,6 +103,7 @@ export class HistoryStore extends EventEmitter {
   private state: IndexState = emptyIndex('')
   private readonly cores = new Map<string, Hypercore.Core>()
   private readonly ownFeedKeys = new Map<string, string>()
+  private ownFeedsIndexed = false
   private readonly watched = new Set<string>()
   private readonly lastUsed = new Map<string, number>()
   /** the longest length peers announced for a feed: it is not closed before it is read that far */
@@ -333,11 +334,12 @@ export class HistoryStore extends EventEmitter {
 
   /** This device's feed for a conversation, created (with its signed header) on first use. */
   private async ownFeed (conversation: string): Promise<Hypercore.Core> {
-    const existing = this.ownFeedKeys.get(conversation) ?? Object.values(this.state.feeds).find(f => f.own && f.conversation === conversation)?.key
-    if (existing !== undefined) {
-      this.ownFeedKeys.set(conversation, existing)
-      return this.core(existing)
+    if (!this.ownFeedsIndexed) {
+      for (const f of Object.values(this.state.feeds)) if (f.own) this.ownFeedKeys.set(f.conversation, f.key)
+      this.ownFeedsIndexed = true
     }
+    const existing = this.ownFeedKeys.get(conversation)
+    if (existing !== undefined) return this.core(existing)
     const core = this.corestore.get({ name: FEED_PREFIX + conversation })
     await core.ready()
     const key = hex(core)
@@ -350,6 +352,7 @@ export class HistoryStore extends EventEmitter {
     }
     const rec: FeedRecord = { key, conversation, device: this.device, own: true, indexed: 1 }
     this.state.feeds[key] = rec
+    this.ownFeedKeys.set(conversation, key)
     await this.recordInManifest(rec, core.length)
     this.emit('feed', { ...rec })
     return core
