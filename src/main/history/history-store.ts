@@ -475,9 +475,14 @@ export class HistoryStore extends EventEmitter {
   private async readFeed (rec: FeedRecord, core: Hypercore.Core, wait = true): Promise<void> {
     const length = (): number => wait ? core.length : core.contiguousLength
     while (rec.indexed < length() && !this.closing) {
-      if (rec.indexed === 0) {
-        const block = await core.get(0, { wait })
-        if (block === null) return
+      // The header comes with the first blocks: one round of requests, not two.
+      const start = rec.indexed
+      const end = Math.min(length(), start + READ_CHUNK)
+      const blocks = await Promise.all(range(start, end).map(i => core.get(i, { wait })))
+      let first = 0
+      if (start === 0) {
+        const block = blocks[0]
+        if (block === null || block === undefined) return
         try {
           const h = verifyFeedHeader(block, Buffer.from(rec.key, 'hex'), { type: 'arbor/conversation', conversation: rec.conversation })
           if (rec.own && h.device !== this.device) throw new Error(`feed ${rec.key.slice(0, 12)} was listed as this device's but is signed by ${h.device.slice(0, 12)}`)
@@ -489,15 +494,12 @@ export class HistoryStore extends EventEmitter {
         }
         rec.indexed = 1
         this.scheduleIndexSave()
-        continue
+        first = 1
       }
-      const start = rec.indexed
-      const end = Math.min(length(), start + READ_CHUNK)
-      const blocks = await Promise.all(range(start, end).map(i => core.get(i, { wait })))
       const good: Entry[] = []
       blocks.forEach((block, i) => {
         const seq = start + i
-        if (block === null) return
+        if (i < first || block === null) return
         let raw: unknown
         const text = block.toString('utf8')
         try {
