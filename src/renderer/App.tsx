@@ -6,6 +6,8 @@ import { ChatView } from './ChatView'
 import { ConnectionBanner } from './ConnectionBanner'
 import { applyListEvent } from './conversation-list'
 import { ConversationStore } from './conversation-store'
+import { DevicesView } from './DevicesView'
+import { SettingsView } from './SettingsView'
 import { Sidebar } from './Sidebar'
 
 declare global {
@@ -16,6 +18,8 @@ declare global {
 }
 
 const ACTIVE_KEY = 'arbor.active'
+const FIRST_RUN_KEY = 'arbor.firstRunSettingsShown'
+type View = 'chat' | 'devices' | 'settings'
 
 type Opened =
   | { state: 'none' }
@@ -32,6 +36,8 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
   const [opened, setOpened] = useState<Opened>({ state: 'none' })
   const [node, setNode] = useState<ApiMethods['hello']['result'] | undefined>()
   const [defaultCwd, setDefaultCwd] = useState<string | undefined>()
+  const [view, setView] = useState<View>('chat')
+  const [firstRun, setFirstRun] = useState(false)
 
   // Events that arrive while a conversation is being opened are kept and applied after.
   const openRef = useRef<{ id: string; seq: number; buffer: ApiEvent[] } | undefined>(undefined)
@@ -67,6 +73,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
   }, [client])
 
   const select = useCallback((id: string | undefined) => {
+    setView('chat')
     setActiveId(id)
     if (id === undefined) sessionStorage.removeItem(ACTIVE_KEY)
     else sessionStorage.setItem(ACTIVE_KEY, id)
@@ -90,7 +97,15 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
     if (status.state !== 'open') return
     refreshList()
     client.call('hello', {}).then(setNode, () => undefined)
-    client.call('settings.get', {}).then(s => setDefaultCwd(s.defaultCwd), () => undefined)
+    client.call('settings.get', {}).then(s => {
+      setDefaultCwd(s.defaultCwd)
+      // First run: no model set up yet; open Settings once and look for a local server.
+      if (s.provider === 'openai' && s.baseURL === undefined && !s.apiKeySet && localStorage.getItem(FIRST_RUN_KEY) === null) {
+        localStorage.setItem(FIRST_RUN_KEY, '1')
+        setFirstRun(true)
+        setView('settings')
+      }
+    }, () => undefined)
   }, [client, status.opened, status.state, refreshList])
 
   useEffect(() => client.onEvent(ev => {
@@ -130,9 +145,15 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
           defaultCwd={defaultCwd}
           connected={status.state === 'open'}
           node={node}
+          view={view}
+          onView={setView}
         />
-        <main className="main" aria-label="Conversation">
-          {opened.state === 'open' && opened.store.id === activeId
+        <main className="main" aria-label={view === 'chat' ? 'Conversation' : view === 'devices' ? 'Devices' : 'Settings'}>
+          {view === 'settings'
+            ? <SettingsView onClose={() => setView('chat')} onSaved={s => setDefaultCwd(s.defaultCwd)} autoDetect={firstRun} />
+            : view === 'devices'
+              ? <DevicesView onClose={() => setView('chat')} />
+              : opened.state === 'open' && opened.store.id === activeId
             ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} />
             : activeId === undefined
               ? <EmptyState />

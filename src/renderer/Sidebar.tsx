@@ -13,10 +13,13 @@ interface SidebarProps {
   defaultCwd: string | undefined
   connected: boolean
   node: ApiMethods['hello']['result'] | undefined
+  /** which screen the main area shows; the footer buttons switch to Devices and Settings */
+  view?: 'chat' | 'devices' | 'settings'
+  onView?: (view: 'chat' | 'devices' | 'settings') => void
 }
 
 export function Sidebar (props: SidebarProps): JSX.Element {
-  const { list, error, activeId, onSelect, onCreated, onRetry, defaultCwd, connected, node } = props
+  const { list, error, activeId, onSelect, onCreated, onRetry, defaultCwd, connected, node, view = 'chat', onView } = props
   const [query, setQuery] = useState('')
   const [creating, setCreating] = useState(false)
   const searchRef = useRef<HTMLInputElement>(null)
@@ -137,6 +140,14 @@ export function Sidebar (props: SidebarProps): JSX.Element {
         </ul>
       </nav>
       <footer className="sidebar-foot">
+        {onView !== undefined
+          ? (
+            <div className="form-actions" role="group" aria-label="Screens" style={{ marginBottom: '0.3rem' }}>
+              <button type="button" aria-pressed={view === 'devices'} onClick={() => onView(view === 'devices' ? 'chat' : 'devices')}>Devices</button>
+              <button type="button" aria-pressed={view === 'settings'} onClick={() => onView(view === 'settings' ? 'chat' : 'settings')}>Settings</button>
+            </div>
+            )
+          : null}
         {node !== undefined ? <span title={node.device}>{node.name} · v{node.version}</span> : <span>not connected</span>}
       </footer>
     </aside>

@@ -60,6 +60,8 @@ export interface ApiMethods {
   'net.set': { params: { on: boolean }; result: Record<string, never> }
   'settings.get': { params: Record<string, never>; result: SettingsDto }
   'settings.set': { params: Partial<Omit<SettingsDto, 'apiKeySet'>> & { apiKey?: string }; result: SettingsDto }
+  /** OpenAI-compatible servers answering on this node's machine (Ollama, llama.cpp, LM Studio, vLLM) */
+  'settings.detect': { params: Record<string, never>; result: Array<{ name: string; baseURL: string; models: string[] }> }
 }
 
 export type ApiMethod = keyof ApiMethods

@@ -14,6 +14,7 @@ let node: ChildProcess
 let url = ''
 let context: BrowserContext
 let page: Page
+let dataDir = ''
 
 async function shot (name: string): Promise<Buffer> {
   fs.mkdirSync(SHOTS, { recursive: true })
@@ -25,6 +26,7 @@ async function shot (name: string): Promise<Buffer> {
 
 beforeAll(async () => {
   const data = await dirs.make()
+  dataDir = data
   fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake' }))
   let log = ''
   // A bootstrap that answers nothing: this node stays alone, offline.
@@ -82,6 +84,44 @@ describe('the web UI served by arbor serve, in Chromium', () => {
 
     // the list shows it with its two branches; the UI never threw
     await page.getByRole('navigation', { name: 'Conversation list' }).getByText('Trip planning').waitFor({ state: 'visible', timeout: 5_000 })
+    expect(errors).toEqual([])
+  }, 60_000)
+
+  it('keeps settings across a reload, lists this device and makes an invite code', async () => {
+    const errors: string[] = []
+    page.on('pageerror', e => errors.push(String(e)))
+    await page.goto(url)
+    const settings = page.getByRole('button', { name: 'Settings', exact: true })
+    // first OpenAI, then Fake: each choice is saved by the node
+    await settings.click()
+    const provider = page.getByLabel('Provider', { exact: true })
+    await provider.selectOption('openai')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByRole('status').getByText('Saved.').waitFor({ timeout: 5_000 })
+    expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'settings.json'), 'utf8'))).toMatchObject({ provider: 'openai' })
+    await provider.selectOption('fake')
+    await page.getByLabel('Model', { exact: true }).fill('scripted')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByRole('status').getByText('Saved.').waitFor({ timeout: 5_000 })
+    await page.reload()
+    await page.getByRole('button', { name: 'Settings', exact: true }).click()
+    await page.getByRole('heading', { name: 'Settings' }).waitFor({ timeout: 5_000 })
+    await expect.poll(() => page.getByLabel('Model', { exact: true }).inputValue(), { timeout: 5_000 }).toBe('scripted')
+    expect(await page.getByLabel('Provider', { exact: true }).inputValue()).toBe('fake')
+    expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'settings.json'), 'utf8'))).toMatchObject({ provider: 'fake', model: 'scripted' })
+    await shot('settings')
+
+    // Escape goes back to the chat; Devices lists this device and makes an invite code
+    await page.keyboard.press('Escape')
+    await page.getByRole('heading', { name: 'Settings' }).waitFor({ state: 'detached', timeout: 5_000 })
+    await page.getByRole('button', { name: 'Devices', exact: true }).click()
+    const table = page.getByRole('table', { name: 'Devices' })
+    await table.getByRole('row').filter({ hasText: 'ui-test' }).getByText('this device').waitFor({ timeout: 5_000 })
+    await page.getByRole('button', { name: 'Invite a device' }).click()
+    const code = page.getByLabel('Invite code', { exact: true })
+    await code.waitFor({ timeout: 10_000 })
+    expect(await code.textContent()).toMatch(/^[ybndrfg8ejkmcpqxot1uwisza345h769]{40,}$/)
+    await shot('devices')
     expect(errors).toEqual([])
   }, 60_000)
 })

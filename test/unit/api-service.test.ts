@@ -184,4 +184,16 @@ describe('ApiService', () => {
     node.sync.emit('peer', { device: 'd'.repeat(64), state: 'connected' })
     expect(events.at(-1)).toEqual({ type: 'peer', device: 'd'.repeat(64), state: 'connected' })
   })
+
+  it('settings.detect reports the local servers found (the finder is injectable)', async () => {
+    const { node } = await start()
+    const found = [{ name: 'Ollama', baseURL: 'http://127.0.0.1:11434/v1', models: ['llama3'] }]
+    const api = new ApiService(node, { version: 'test', detectLocalServers: async () => found })
+    try {
+      expect(await api.request('settings.detect', {})).toEqual(found)
+      expect(await rejection(api.call('settings.detect', { port: 1 }))).toMatch(/unknown field/)
+    } finally {
+      api.close()
+    }
+  })
 })

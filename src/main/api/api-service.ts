@@ -9,6 +9,7 @@ import type { Entry } from '../../shared/entry'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { readApiKey, readNodeSettings, writeApiKey, writeNodeSettings, type NodeSettings } from '../agent-config'
 import type { EntriesEvent } from '../history/history-store'
+import { detectLocalServers, type LocalServer } from '../llm/local-servers'
 import type { ArborNode } from '../node'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 import { usageTotal } from '../runtime/agent/step-planner'
@@ -62,7 +63,8 @@ const PARAMS = {
     model: orClear(z.string().max(200)).optional(),
     apiKey: orClear(z.string().max(4096)).optional(),
     defaultCwd: orClear(absolutePath).optional()
-  })
+  }),
+  'settings.detect': none
 } satisfies { [M in ApiMethod]: z.ZodType }
 
 type Params<M extends ApiMethod> = z.infer<typeof PARAMS[M]>
@@ -77,6 +79,8 @@ export interface ApiServiceOptions {
   /** reported by hello */
   version?: string
   log?: Logger
+  /** finds local OpenAI-compatible servers (settings.detect); default: the usual ports on 127.0.0.1 */
+  detectLocalServers?: () => Promise<LocalServer[]>
 }
 
 declare const __ARBOR_VERSION__: string | undefined
@@ -123,7 +127,8 @@ export class ApiService {
       'devices.join': async (p, ctx) => node.join(p.code, ctx.signal ?? new AbortController().signal),
       'net.set': async p => { await node.setOnline(p.on); return {} },
       'settings.get': async () => this.settings(),
-      'settings.set': async p => this.setSettings(p)
+      'settings.set': async p => this.setSettings(p),
+      'settings.detect': async () => (opts.detectLocalServers ?? detectLocalServers)()
     }
     this.hook()
   }

@@ -1,0 +1,160 @@
+import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
+import type { ApiMethods, SettingsDto } from '../shared/api'
+import { errorText, useApi } from './api-context'
+
+type ProviderChoice = 'openai' | 'compatible' | 'fake'
+type Found = ApiMethods['settings.detect']['result']
+
+function choiceOf (s: SettingsDto): ProviderChoice {
+  if (s.provider === 'fake') return 'fake'
+  return s.baseURL !== undefined ? 'compatible' : 'openai'
+}
+
+/** Node settings: the model provider, its key, the default working directory; finds local servers. */
+export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClose: () => void; onSaved?: (s: SettingsDto) => void; autoDetect?: boolean }): JSX.Element {
+  const client = useApi()
+  const [loaded, setLoaded] = useState<SettingsDto | undefined>()
+  const [loadError, setLoadError] = useState<string | undefined>()
+  const [provider, setProvider] = useState<ProviderChoice>('openai')
+  const [baseURL, setBaseURL] = useState('')
+  const [model, setModel] = useState('')
+  const [apiKey, setApiKey] = useState('')
+  const [cwd, setCwd] = useState('')
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | undefined>()
+  const [saved, setSaved] = useState(false)
+  const [detecting, setDetecting] = useState(false)
+  const [found, setFound] = useState<Found | undefined>()
+  const [detectError, setDetectError] = useState<string | undefined>()
+  const ids = { provider: useId(), baseURL: useId(), model: useId(), key: useId(), cwd: useId() }
+  const headingRef = useRef<HTMLHeadingElement>(null)
+
+  const fill = useCallback((s: SettingsDto) => {
+    setLoaded(s)
+    setProvider(choiceOf(s))
+    setBaseURL(s.baseURL ?? '')
+    setModel(s.model ?? '')
+    setCwd(s.defaultCwd ?? '')
+    setApiKey('')
+  }, [])
+
+  const detect = useCallback(() => {
+    setDetecting(true)
+    setDetectError(undefined)
+    client.call('settings.detect', {}).then(
+      r => { setFound(r); setDetecting(false) },
+      err => { setDetectError(errorText(err)); setDetecting(false) }
+    )
+  }, [client])
+
+  useEffect(() => {
+    headingRef.current?.focus()
+    client.call('settings.get', {}).then(fill, err => setLoadError(errorText(err)))
+    if (autoDetect) detect()
+  }, [client, fill, autoDetect, detect])
+
+  const submit = (e: FormEvent): void => {
+    e.preventDefault()
+    if (busy) return
+    setBusy(true)
+    setError(undefined)
+    setSaved(false)
+    const p: ApiMethods['settings.set']['params'] = { model: model.trim(), defaultCwd: cwd.trim() }
+    if (provider === 'fake') p.provider = 'fake'
+    else {
+      p.provider = 'openai'
+      p.baseURL = provider === 'compatible' ? baseURL.trim() : ''
+      if (provider === 'compatible' && p.baseURL === '') { setBusy(false); setError('Enter the server’s base URL (for example http://127.0.0.1:11434/v1).'); return }
+    }
+    if (apiKey !== '') p.apiKey = apiKey
+    client.call('settings.set', p).then(
+      s => { fill(s); setBusy(false); setSaved(true); onSaved?.(s) },
+      err => { setBusy(false); setError(errorText(err)) }
+    )
+  }
+
+  const forgetKey = (): void => {
+    setBusy(true)
+    setError(undefined)
+    client.call('settings.set', { apiKey: '' }).then(
+      s => { setLoaded(s); setBusy(false); onSaved?.(s) },
+      err => { setBusy(false); setError(errorText(err)) }
+    )
+  }
+
+  const use = (server: Found[number], m: string | undefined): void => {
+    setProvider('compatible')
+    setBaseURL(server.baseURL)
+    if (m !== undefined) setModel(m)
+    setSaved(false)
+  }
+
+  return (
+    <section className="placeholder" aria-labelledby="settings-heading" style={{ textAlign: 'left', maxWidth: '36rem', width: '100%' }}
+      onKeyDown={e => { if (e.key === 'Escape') { e.preventDefault(); onClose() } }}>
+      <div style={{ display: 'flex', justifyContent: 'space-between', alignItems: 'center' }}>
+        <h2 id="settings-heading" ref={headingRef} tabIndex={-1}>Settings</h2>
+        <button type="button" onClick={onClose}>Back to chat</button>
+      </div>
+      {loadError !== undefined ? <p className="form-error" role="alert">Could not load the settings: {loadError}</p> : null}
+      <form className="new-form" aria-label="Node settings" onSubmit={submit} style={{ margin: '0.5rem 0' }}>
+        <label htmlFor={ids.provider}>Provider</label>
+        <select id={ids.provider} value={provider} onChange={e => { setProvider(e.target.value as ProviderChoice); setSaved(false) }}>
+          <option value="openai">OpenAI</option>
+          <option value="compatible">OpenAI-compatible server</option>
+          <option value="fake">Fake (scripted, for testing)</option>
+        </select>
+        {provider === 'compatible'
+          ? (
+            <>
+              <label htmlFor={ids.baseURL}>Base URL</label>
+              <input id={ids.baseURL} className="mono" value={baseURL} onChange={e => setBaseURL(e.target.value)} placeholder="http://127.0.0.1:11434/v1" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
+            </>
+            )
+          : null}
+        <label htmlFor={ids.model}>Model</label>
+        <input id={ids.model} value={model} onChange={e => setModel(e.target.value)} placeholder="the provider’s default" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
+        {provider !== 'fake'
+          ? (
+            <>
+              <label htmlFor={ids.key}>API key</label>
+              <input id={ids.key} type="password" autoComplete="off" value={apiKey} onChange={e => setApiKey(e.target.value)}
+                placeholder={loaded?.apiKeySet === true ? 'a key is stored; type to replace it' : provider === 'compatible' ? 'optional for local servers' : 'sk-…'} aria-describedby={`${ids.key}-state`} />
+              <span id={`${ids.key}-state`} style={{ fontSize: '0.8rem' }}>
+                {loaded?.apiKeySet === true
+                  ? <>A key is stored (it is never shown). <button type="button" className="link" onClick={forgetKey} disabled={busy}>Forget the stored key</button></>
+                  : 'No key is stored.'}
+              </span>
+            </>
+            )
+          : null}
+        <label htmlFor={ids.cwd}>Default working directory</label>
+        <input id={ids.cwd} className="mono" value={cwd} onChange={e => setCwd(e.target.value)} placeholder="/home/you/projects" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
+        {error !== undefined ? <p className="form-error" role="alert">{error}</p> : null}
+        {saved ? <p role="status">Saved.</p> : null}
+        <div className="form-actions">
+          <button type="submit" className="primary" disabled={busy || loaded === undefined}>{busy ? 'Saving…' : 'Save'}</button>
+        </div>
+      </form>
+      <section aria-label="Local servers">
+        <button type="button" onClick={detect} disabled={detecting}>{detecting ? 'Looking…' : 'Look for a local server'}</button>
+        {detectError !== undefined ? <p className="form-error" role="alert">{detectError}</p> : null}
+        {found !== undefined && !detecting
+          ? found.length === 0
+            ? <p role="status">No local server answered (Ollama, llama.cpp, LM Studio, vLLM). Start one, or enter an OpenAI key.</p>
+            : (
+              <ul aria-label="Local servers found" style={{ listStyle: 'none', padding: 0 }}>
+                {found.flatMap(s => (s.models.length > 0 ? s.models : [undefined]).map(m => (
+                  <li key={`${s.baseURL} ${m ?? ''}`}>
+                    <button type="button" className="link" onClick={() => use(s, m)}>
+                      Use {s.name}{m !== undefined ? ` · ${m}` : ''} ({s.baseURL})
+                    </button>
+                  </li>
+                )))}
+              </ul>
+              )
+          : null}
+      </section>
+    </section>
+  )
+}
