@@ -4,6 +4,7 @@ import { formatCount } from './conversation-list'
 import type { ConversationStore } from './conversation-store'
 import { Markdown } from './Markdown'
 import { Transcript } from './Transcript'
+import { TreeView } from './TreeView'
 import { buildTranscript, groupTurns } from './transcript'
 
 export function ChatView ({ store, connected }: { store: ConversationStore; connected: boolean }): JSX.Element {
@@ -23,6 +24,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const scrollRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
   const composerRef = useRef<HTMLTextAreaElement>(null)
+  const [showTree, setShowTree] = useState(false)
 
   const send = useCallback(async (text: string, parent: string | undefined): Promise<void> => {
     const params: { conversation: string; text: string; parent?: string } = { conversation: store.id, text }
@@ -36,6 +38,14 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const onSwitch = useCallback((entry: string, dir: -1 | 1) => {
     store.select(entry)
     setFocusAt({ id: entry, dir })
+    client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
+  }, [client, store])
+
+  // a row picked in the tree: show its branch and go back to the transcript
+  const onPick = useCallback((entry: string) => {
+    store.select(entry)
+    setShowTree(false)
+    stick.current = true
     client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
   }, [client, store])
 
@@ -68,12 +78,16 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         <div className="chat-meta">
           {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
+          <button type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
           <span className="usage" aria-label={`Tokens used: ${snap.usage.input} input, ${snap.usage.output} output`}>
             {formatCount(snap.usage.input)} in · {formatCount(snap.usage.output)} out tokens
           </span>
         </div>
       </header>
-      <div className="scroll" ref={scrollRef} onScroll={onScroll}>
+      {showTree
+        ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onClose={() => setShowTree(false)} />
+        : null}
+      <div className="scroll" ref={scrollRef} onScroll={onScroll} hidden={showTree}>
         {turns.length === 0
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}

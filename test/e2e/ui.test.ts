@@ -82,6 +82,24 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     await page.getByRole('group', { name: 'Branch 1 of 2' }).waitFor({ state: 'visible', timeout: 5_000 })
     await shot('branch-1')
 
+    // the tree: the root and both branches' turns; picking the other branch shows it
+    await page.getByRole('button', { name: 'Show the conversation tree' }).click()
+    const tree = page.getByRole('tree', { name: 'Conversation tree' })
+    await tree.waitFor({ state: 'visible', timeout: 5_000 })
+    const items = tree.getByRole('treeitem')
+    await expect.poll(() => items.count(), { timeout: 5_000 }).toBe(3)
+    const first = items.filter({ hasText: 'Where should we go?' })
+    const second = items.filter({ hasText: 'Somewhere warm?' })
+    expect(await first.getAttribute('aria-current')).toBe('true')
+    expect(await second.getAttribute('aria-current')).toBeNull()
+    expect(await second.getAttribute('aria-level')).toBe('2')
+    await shot('tree')
+    await second.click()
+    await tree.waitFor({ state: 'detached', timeout: 5_000 })
+    await page.getByText('You said: Somewhere warm?').waitFor({ state: 'visible', timeout: 5_000 })
+    await page.getByRole('group', { name: 'Branch 2 of 2' }).waitFor({ state: 'visible', timeout: 5_000 })
+    expect(await page.getByText('You said: Where should we go?').count()).toBe(0)
+
     // the list shows it with its two branches; the UI never threw
     await page.getByRole('navigation', { name: 'Conversation list' }).getByText('Trip planning').waitFor({ state: 'visible', timeout: 5_000 })
     expect(errors).toEqual([])

@@ -1,0 +1,129 @@
+// The tree view's layout: turns as nodes, pre-order rows, lanes at forks, the shown branch.
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { ConversationDag } from '../../src/shared/conversation-dag'
+import type { Entry, EntryDraft } from '../../src/shared/entry'
+import { DEVICE_COLOURS, deviceColour, layoutTree, shortLabel, visibleWindow } from '../../src/renderer/tree-layout'
+
+const A = 'a'.repeat(64)
+const B = 'b'.repeat(64)
+let counter = 0
+const hex = (): string => (++counter).toString(16).padStart(64, '0')
+
+function tree () {
+  const root: Entry = { v: 1, id: hex(), conversation: '', parents: [], author: { device: A }, ts: 1, kind: 'conversation', body: { title: 'Trip', nonce: 'n' } }
+  ;(root as { conversation: string }).conversation = root.id
+  const dag = new ConversationDag(root.id, [root])
+  let ts = 1
+  const add = (parent: Entry, draft: Omit<EntryDraft, 'parents'>, device = A, agent?: string): Entry => {
+    const author = agent === undefined ? { device } : { device, agent }
+    const e = { v: 1, id: hex(), conversation: root.id, parents: [parent.id], author, ts: ++ts, kind: draft.kind, body: draft.body } as Entry
+    dag.add(e)
+    return e
+  }
+  const turn = (parent: Entry, text: string, device = A): { user: Entry; last: Entry } => {
+    const user = add(parent, { kind: 'user', body: { text } }, device)
+    const s = add(user, { kind: 'agent.started', body: { epoch: 1, reason: 'user' } }, device, 'agent')
+    const last = add(s, { kind: 'assistant', body: { text: 'You said: ' + text } }, device, 'agent')
+    return { user, last }
+  }
+  return { root, dag, add, turn }
+}
+
+describe('layoutTree', () => {
+  it('lays out turns in pre-order, with depths, lanes at forks and the shown branch', () => {
+    const { root, dag, turn } = tree()
+    const t1 = turn(root, 'Where should we go this summer with the kids and the dog?')
+    const t2 = turn(t1.last, 'Somewhere warm')
+    const t2b = turn(t1.last, 'Somewhere cold', B)
+    const t3 = turn(t2.last, 'Spain')
+    const t1b = turn(root, 'Edited first message')
+
+    const { rows, current } = layoutTree(dag, t2b.user.id)
+    expect(rows.map(r => r.id)).toEqual([root.id, t1.user.id, t2.user.id, t3.user.id, t2b.user.id, t1b.user.id])
+    expect(rows.map(r => r.depth)).toEqual([0, 1, 2, 3, 2, 1])
+    expect(rows.map(r => r.lane)).toEqual([0, 1, 2, 2, 2, 1])
+    expect(rows.map(r => r.onBranch)).toEqual([true, true, false, false, true, false])
+    expect(current).toBe(4)
+    expect(rows.map(r => r.childCount)).toEqual([2, 2, 1, 0, 0, 0])
+    expect(rows.map(r => [r.siblingIndex, r.siblingCount])).toEqual([[0, 1], [0, 2], [0, 2], [0, 1], [1, 2], [1, 2]])
+    expect(rows[4]?.device).toBe(B)
+    expect(rows[1]?.entries).toBe(3)
+    expect(rows[1]?.last).toBe(t1.last.id)
+    expect(rows[1]?.select).toBe(t1.user.id)
+    expect(rows[0]?.label).toBe('Trip')
+    expect(rows[1]?.label).toBe('Where should we go this summer with the …')
+    // picking a row shows a branch through it
+    for (const r of rows) expect(dag.branch(r.select).some(e => e.id === r.id)).toBe(true)
+    // without a selection, the newest head's branch is shown
+    expect(layoutTree(dag).rows.filter(r => r.onBranch).map(r => r.id)).toEqual([root.id, t1b.user.id])
+  })
+
+  it('lays out a 10,000-entry chain without recursion, quickly', () => {
+    const { root, dag, turn } = tree()
+    let tip: Entry = root
+    for (let i = 0; i < 3334; i++) tip = turn(tip, `message ${i}`).last
+    expect(dag.size).toBeGreaterThan(10_000)
+    const t0 = performance.now()
+    const { rows, current } = layoutTree(dag)
+    const ms = performance.now() - t0
+    expect(rows.length).toBe(3335)
+    expect(current).toBe(3334)
+    expect(rows.every(r => r.lane === 0 && r.onBranch)).toBe(true)
+    expect(rows[3334]?.depth).toBe(3334)
+    expect(ms).toBeLessThan(500)
+  })
+
+  it('every turn appears once, parents before children, whatever the shape', () => {
+    fc.assert(fc.property(fc.array(fc.tuple(fc.nat(), fc.boolean()), { maxLength: 60 }), ops => {
+      const { root, dag, add } = tree()
+      const all: Entry[] = [root]
+      for (const [pick, user] of ops) {
+        const parent = all[pick % all.length] as Entry
+        all.push(user ? add(parent, { kind: 'user', body: { text: 'u' } }) : add(parent, { kind: 'note', body: { text: 'n' } }))
+      }
+      const { rows } = layoutTree(dag)
+      const users = all.filter(e => e.kind === 'user').map(e => e.id)
+      expect(rows.map(r => r.id).sort()).toEqual([root.id, ...users].sort())
+      expect(rows.reduce((n, r) => n + r.entries, 0)).toBe(all.length)
+      rows.forEach((r, i) => {
+        if (i === 0) return
+        const p = rows[r.parent]
+        expect(r.parent).toBeLessThan(i)
+        expect(r.depth).toBe((p?.depth ?? -1) + 1)
+        expect(r.lane - (p?.lane ?? 0)).toBe((p?.childCount ?? 0) > 1 ? 1 : 0)
+      })
+      // pre-order: a row's subtree is contiguous
+      const end = rows.map((_, i) => i)
+      for (let i = rows.length - 1; i > 0; i--) { const p = (rows[i] as { parent: number }).parent; end[p] = Math.max(end[p] as number, end[i] as number) }
+      rows.forEach((r, i) => { if (i > 0) expect(i).toBeLessThanOrEqual(end[r.parent] as number) })
+    }), { numRuns: 100 })
+  })
+})
+
+describe('deviceColour, shortLabel and visibleWindow', () => {
+  it('gives each device the same colour from the palette', () => {
+    fc.assert(fc.property(fc.string(), s => {
+      expect(deviceColour(s)).toBe(deviceColour(s))
+      expect(DEVICE_COLOURS).toContain(deviceColour(s))
+    }))
+    expect(new Set(Array.from({ length: 64 }, (_, i) => deviceColour(i.toString(16).padStart(64, '0')))).size).toBeGreaterThan(4)
+  })
+
+  it('shortens labels to the first words', () => {
+    expect(shortLabel('  hello   world ')).toBe('hello world')
+    expect(shortLabel('x'.repeat(100)).length).toBe(60)
+  })
+
+  it('draws only the rows in view, plus overscan', () => {
+    expect(visibleWindow(10_000, 30, 0, 600, 5)).toEqual({ start: 0, end: 25 })
+    expect(visibleWindow(10_000, 30, 3000, 600, 5)).toEqual({ start: 95, end: 125 })
+    expect(visibleWindow(10, 30, 0, 600, 5)).toEqual({ start: 0, end: 10 })
+    fc.assert(fc.property(fc.nat(20_000), fc.nat(1_000_000), fc.nat(2000), (n, top, h) => {
+      const w = visibleWindow(n, 30, top, h)
+      expect(w.start).toBeGreaterThanOrEqual(0)
+      expect(w.end).toBeLessThanOrEqual(n)
+      expect(w.end - w.start).toBeLessThanOrEqual(Math.ceil(Math.max(h, 30) / 30) + 17)
+    }))
+  })
+})
