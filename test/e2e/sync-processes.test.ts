@@ -51,6 +51,8 @@ beforeAll(async () => {
 }, 30_000)
 
 afterAll(async () => {
+  // What each node said, to read when this test fails.
+  for (const [name, dev] of nodes) if (dev.log !== '') console.log(`--- ${name}\n${dev.log.slice(-2000)}`)
   for (const name of nodes.keys()) await stop(name)
   await testnet.destroy()
   await dirs.cleanup()
@@ -75,7 +77,7 @@ describe('three devices in separate processes on a HyperDHT testnet', () => {
     const conv = (await arbor('laptop', 'new', '--title', 'trip')).out.trim()
     await arbor('laptop', 'post', conv, 'where to?')
     await until(async () => (await sizeOf('server', conv)) === 2 && (await sizeOf('cloud', conv)) === 2, 'server and cloud to hold the conversation', 30_000)
-    await until(async () => { const d = (await arbor('laptop', 'devices')).out; return /server\s+online/.test(d) && /cloud\s+online/.test(d) }, 'the laptop to see both online', 30_000)
+    await until(async () => { const d = (await arbor('laptop', 'devices')).out; return /server\s+online/.test(d) && /cloud\s+online/.test(d) }, 'the laptop to see both online', 60_000)
 
     // partition: the cloud goes offline; both sides keep writing
     expect((await arbor('cloud', 'net', 'off')).code).toBe(0)
@@ -113,5 +115,5 @@ describe('three devices in separate processes on a HyperDHT testnet', () => {
     // the stranger was never paired: it holds nothing and nobody lists it
     expect(await list('stranger')).toEqual([])
     expect((await arbor('laptop', 'devices')).out).not.toContain('stranger')
-  }, 180_000)
+  }, 240_000)
 })

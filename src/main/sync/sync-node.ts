@@ -234,12 +234,17 @@ export class SyncNode extends EventEmitter {
       const peer = (this.swarm as unknown as { peers?: Map<string, { ban (b: boolean): void }> } | null)?.peers?.get(d.key)
       peer?.ban(false)
     }
-    // A device that just paired over a pairing-only connection: start syncing on it.
+    this.attachPending()
+    void this.refresh()
+  }
+
+  /** Starts syncing on swarm connections to trusted devices that have no session (paired after they connected). */
+  private attachPending (): void {
     for (const conn of this.swarm?.connections ?? []) {
       const stream = conn as NoiseSecretStream
-      if (!this.attached.has(stream) && stream.remotePublicKey !== null && this.cluster.isTrusted(stream.remotePublicKey.toString('hex'))) this.attach(stream)
+      if (stream.destroyed || this.attached.has(stream) || stream.remotePublicKey === null) continue
+      if (this.cluster.isTrusted(stream.remotePublicKey.toString('hex'))) this.attach(stream)
     }
-    void this.refresh()
   }
 
   peers (): PeerState[] {
@@ -286,6 +291,8 @@ export class SyncNode extends EventEmitter {
       const now = this.clock.now()
       for (const s of this.sessions) if (s.opened) s.heartbeat(now)
       for (const device of this.detector.check(now)) this.peerEvent({ device, state: 'suspected' })
+      // A connection can outlive its session (duplicate connections, pairing races): use it.
+      if (this.online) this.attachPending()
       this.tick()
     }, every)
   }
