@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import fs from 'node:fs/promises'
+import path from 'node:path'
 import Corestore from 'corestore'
 import crypto from 'hypercore-crypto'
 import { HistoryStore, type InvalidEvent } from '../../src/main/history/history-store'
@@ -137,6 +139,16 @@ describe('replication between two stores', () => {
     // the node keeps working
     await b.append(root.id, [user('still here', ok2.id)])
     expect((await b.open(root.id)).size).toBe(4)
+
+    // and rebuilding the conversation from the feeds (entry cache lost) skips the same junk
+    await b.close()
+    await fs.rm(path.join(b.dir, 'index', 'entries', root.id + '.jsonl'))
+    const b2 = new HistoryStore({ dir: b.dir, log: memoryLogger() })
+    cleanups.push(() => b2.close())
+    await b2.ready()
+    const healed = await b2.open(root.id)
+    expect(healed.size).toBe(4)
+    expect(healed.has(ok1.id) && healed.has(ok2.id)).toBe(true)
   })
 
   it('refuses a whole feed whose header is forged', async () => {

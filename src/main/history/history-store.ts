@@ -500,22 +500,10 @@ export class HistoryStore extends EventEmitter {
       blocks.forEach((block, i) => {
         const seq = start + i
         if (i < first || block === null) return
-        let raw: unknown
-        const text = block.toString('utf8')
-        try {
-          raw = JSON.parse(text)
-        } catch {
-          this.reportInvalid({ feed: rec.key, seq, error: 'block is not JSON' })
-          return
-        }
-        const v = validateEntry(raw, rec.device)
-        if (!v.ok) { this.reportInvalid({ feed: rec.key, seq, error: v.error }); return }
-        if (v.entry.conversation !== rec.conversation) {
-          this.reportInvalid({ feed: rec.key, seq, error: `entry ${v.entry.id.slice(0, 12)} belongs to another conversation` })
-          return
-        }
-        rememberEncoding(v.entry, text) // the cache stores the text as received: no second encoding
-        good.push(v.entry)
+        const d = decodeBlock(block, rec)
+        if (!d.ok) { this.reportInvalid({ feed: rec.key, seq, error: d.error }); return }
+        rememberEncoding(d.entry, d.text) // the cache stores the text as received: no second encoding
+        good.push(d.entry)
       })
       await this.load(rec.conversation)
       await this.indexEntries(rec, good, end, false)
@@ -616,13 +604,13 @@ export class HistoryStore extends EventEmitter {
     for (const rec of Object.values(this.state.feeds)) {
       if (rec.conversation !== dag.conversation || rec.indexed <= 1) continue
       const core = await this.core(rec.key)
-      const device = rec.own ? this.device : rec.device
+      const from = { ...rec, device: rec.own ? this.device : rec.device }
       for (let start = 1; start < rec.indexed; start += READ_CHUNK) {
         const blocks = await Promise.all(range(start, Math.min(rec.indexed, start + READ_CHUNK)).map(i => core.get(i)))
         for (const block of blocks) {
-          if (block === null) continue
-          const v = validateEntry(JSON.parse(block.toString('utf8')) as unknown, device)
-          if (v.ok && v.entry.conversation === dag.conversation) dag.add(v.entry)
+          // Invalid blocks were reported when the feed was first read: skipped quietly here.
+          const d = block === null ? null : decodeBlock(block, from)
+          if (d?.ok === true) dag.add(d.entry)
         }
       }
     }
@@ -779,6 +767,21 @@ function range (start: number, end: number): number[] {
   const out: number[] = []
   for (let i = start; i < end; i++) out.push(i)
   return out
+}
+
+/** A block of a conversation feed as an entry of that feed's device and conversation, or why it is not one. */
+function decodeBlock (block: Buffer, feed: Pick<FeedRecord, 'device' | 'conversation'>): { ok: true; entry: Entry; text: string } | { ok: false; error: string } {
+  const text = block.toString('utf8')
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return { ok: false, error: 'block is not JSON' }
+  }
+  const v = validateEntry(raw, feed.device)
+  if (!v.ok) return v
+  if (v.entry.conversation !== feed.conversation) return { ok: false, error: `entry ${v.entry.id.slice(0, 12)} belongs to another conversation` }
+  return { ok: true, entry: v.entry, text }
 }
 
 function isClosingError (err: unknown): boolean {
