@@ -94,10 +94,11 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
     const end = await host.wait(conversation)
     printer.finish()
     const after = await store.open(conversation)
-    const last = after.branch((userEntry as Entry).id).findLast(e => e.kind === 'agent.stopped') as EntryOf<'agent.stopped'> | undefined
-    const finalTip = after.branch((userEntry as Entry).id).at(-1)
+    const branch = after.branch((userEntry as Entry).id)
+    const last = branch.findLast(e => e.kind === 'agent.stopped') as EntryOf<'agent.stopped'> | undefined
+    const finalTip = branch.at(-1)
     if (finalTip !== undefined) store.select(conversation, finalTip.id)
-    const turn = usageTotal(after.branch((userEntry as Entry).id).slice(after.pathTo((userEntry as Entry).id).length))
+    const turn = usageTotal(branch.slice(branch.findIndex(e => e.id === (userEntry as Entry).id) + 1))
     const total = usageTotal(after.entries())
     o.err(`tokens: ${turn.input} in, ${turn.output} out (conversation: ${total.input} in, ${total.output} out)\n`)
     if (end === 'done' || end === 'idle') return 0

@@ -35,7 +35,6 @@ export interface StartOptions {
 export type AgentEnd = AgentOutcome | 'crash-loop' | 'stopped'
 
 interface Running {
-  sup: Supervisor
   run: AgentRun
   outcome: AgentOutcome | null
   lastError: unknown
@@ -50,17 +49,17 @@ interface Running {
  */
 export class AgentHost {
   private readonly opts: AgentHostOptions
-  private readonly agents: DynamicSupervisor<{ conversation: string; sup: Supervisor }>
+  private readonly agents: DynamicSupervisor<Supervisor>
   private readonly running = new Map<string, Running>()
 
   constructor (opts: AgentHostOptions) {
     this.opts = opts
     const supOpts = opts.clock !== undefined ? { clock: opts.clock } : {}
-    this.agents = new DynamicSupervisor<{ conversation: string; sup: Supervisor }>('agents', {
+    this.agents = new DynamicSupervisor<Supervisor>('agents', {
       restart: 'temporary',
       type: 'supervisor',
       shutdown: 'infinity',
-      start: async ({ sup }) => { await sup.ready(); return sup }
+      start: async sup => { await sup.ready(); return sup }
     }, {}, supOpts)
   }
 
@@ -90,7 +89,7 @@ export class AgentHost {
 
     let attempts = 0
     let settle!: (end: AgentEnd) => void
-    const r: Running = { sup: null as unknown as Supervisor, run, outcome: null, lastError: undefined, ended: new Promise(resolve => { settle = resolve }) }
+    const r: Running = { run, outcome: null, lastError: undefined, ended: new Promise(resolve => { settle = resolve }) }
     const loop = {
       id: 'loop',
       restart: 'transient' as const,
@@ -112,11 +111,10 @@ export class AgentHost {
       })
     }
     const sup = new Supervisor(`agent:${conversation.slice(0, 12)}`, { intensity: this.opts.intensity ?? 3, periodMs: this.opts.periodMs ?? 60_000, autoShutdown: 'any_significant' }, [loop], this.opts.clock !== undefined ? { clock: this.opts.clock } : {})
-    r.sup = sup
     this.running.set(conversation, r)
     void sup.exit.then(reason => this.onAgentExit(r, reason, settle))
     try {
-      await this.agents.startChild(conversation, { conversation, sup })
+      await this.agents.startChild(conversation, sup)
     } catch (err) {
       this.running.delete(conversation)
       throw err
