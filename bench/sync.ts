@@ -345,19 +345,25 @@ async function initialAndCatchup (): Promise<{ a: Device; b: Device; bLink: Conn
 
 interface Pair { size: number; a: Device; b: Device; conn: Connection }
 
-async function reconnectOnce (p: Pair): Promise<{ ms: number; settledMs: number; opened: number; bytes: number }> {
-  await p.conn.link.cut()
-  await sleep(50)
+/** Connects a pair and times it: until both sides' sessions are open with each other's feed lists, and until the link is quiet. */
+async function timeConnect (p: Pair): Promise<{ ms: number; settledMs: number; opened: number }> {
   const opens = openCounter(p.b.history.corestore)
   const t0 = performance.now()
   p.conn = await connect(p.a, p.b)
   const { a, b } = p.conn
-  // session open on both sides, each side's full feeds announcement received and processed
+  // session open on both sides, each side's feeds announcement received and processed
   await until(() => a.opened && b.opened && a.remoteFeeds.size >= p.size && b.remoteFeeds.size >= p.size, 'the session to open')
   const ms = performance.now() - t0
   const last = await quiet(p.conn.link)
   opens.stop()
-  return { ms, settledMs: last - t0, opened: opens.count(), bytes: p.conn.link.bytes }
+  return { ms, settledMs: last - t0, opened: opens.count() }
+}
+
+async function reconnectOnce (p: Pair): Promise<{ ms: number; settledMs: number; opened: number; bytes: number }> {
+  await p.conn.link.cut()
+  await sleep(50)
+  const r = await timeConnect(p)
+  return { ...r, bytes: p.conn.link.bytes }
 }
 
 /** The same after B restarts (a fresh HistoryStore on its directory): nothing of A's is open on B. */
@@ -366,16 +372,7 @@ async function restartOnce (p: Pair): Promise<{ ms: number; settledMs: number; o
   await closeDevice(p.b)
   await sleep(50)
   p.b = await device(dir)
-  const opens = openCounter(p.b.history.corestore)
-  const before = opens.count()
-  const t0 = performance.now()
-  p.conn = await connect(p.a, p.b)
-  const { a, b } = p.conn
-  await until(() => a.opened && b.opened && a.remoteFeeds.size >= p.size && b.remoteFeeds.size >= p.size, 'the session to open')
-  const ms = performance.now() - t0
-  const last = await quiet(p.conn.link)
-  opens.stop()
-  return { ms, settledMs: last - t0, opened: opens.count() - before }
+  return timeConnect(p)
 }
 
 async function reconnect (big: Pair): Promise<void> {
