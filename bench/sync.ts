@@ -17,6 +17,7 @@ import { emit, median, round, textMaker } from './lib/util'
 
 const PER_CONVERSATION = 20 // entries after each root
 const TARGET = 0.8
+const STALL_MS = 60_000 // no progress for this long fails the bench with what is missing
 const text = textMaker(7)
 const log: Logger = {
   info: () => undefined,
@@ -142,10 +143,19 @@ function entryCounter (h: HistoryStore): { reach: (n: number) => Promise<void>; 
   }
   h.on('entries', on)
   return {
-    reach: n => new Promise(resolve => {
+    reach: n => new Promise((resolve, reject) => {
       want = n
-      done = resolve
-      if (total >= n) resolve()
+      // A stall must fail loudly with what is missing, not hang the bench.
+      let seen = total
+      const watchdog = setInterval(() => {
+        if (total !== seen) { seen = total; return }
+        clearInterval(watchdog)
+        const peer = h.feeds().filter(f => !f.own)
+        const empty = peer.filter(f => f.indexed === 0).length
+        reject(new Error(`sync stalled: ${total} of ${n} entries after ${STALL_MS / 1000} s without progress (${peer.length} peer feeds known, ${empty} of them with nothing read)`))
+      }, STALL_MS)
+      done = () => { clearInterval(watchdog); resolve() }
+      if (total >= n) done()
     }),
     stop: () => { h.off('entries', on) }
   }
@@ -174,19 +184,28 @@ async function connectRaw (a: Corestore, b: Corestore): Promise<MemoryLink> {
 
 /** Resolves once every core has `contiguousLength` ≥ its target. */
 function contiguous (cores: Array<{ core: Hypercore.Core; length: number }>): Promise<void> {
-  return new Promise(resolve => {
+  return new Promise((resolve, reject) => {
     let left = 0
+    let progress = 0
+    let seen = 0
+    const watchdog = setInterval(() => {
+      if (progress !== seen) { seen = progress; return }
+      clearInterval(watchdog)
+      reject(new Error(`raw replication stalled: ${left} cores incomplete after ${STALL_MS / 1000} s without progress`))
+    }, STALL_MS)
+    const finish = (): void => { clearInterval(watchdog); resolve() }
     for (const { core, length } of cores) {
       if (core.contiguousLength >= length) continue
       left++
       const check = (): void => {
+        progress++
         if (core.contiguousLength < length) return
         core.off('download', check)
-        if (--left === 0) resolve()
+        if (--left === 0) finish()
       }
       core.on('download', check)
     }
-    if (left === 0) resolve()
+    if (left === 0) finish()
   })
 }
 
