@@ -3,6 +3,9 @@ import path from 'node:path'
 import { HistoryStore } from './history/history-store'
 import { readApiKey, readNodeSettings, resolveAgentConfig } from './agent-config'
 import { AgentHost, type StartOptions } from './runtime/agent/agent-host'
+import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
+import type { AgentRef } from './runtime/placement/placement'
+import type { Entry } from '../shared/entry'
 import type { AgentEvent } from './runtime/agent/agent-loop'
 import { Lifecycle } from '../shared/lifecycle'
 import { consoleLogger, type Logger } from '../shared/logger'
@@ -49,6 +52,8 @@ export class ArborNode implements NodeCommands {
   /** the long-lived host of the agents started on this node (from the UI, through the API) */
   readonly agents: AgentHost
   readonly agentEvents = new EventEmitter<NodeAgentEvents>()
+  /** where each conversation's agent runs: pickup, healing, revival, resume */
+  readonly placement: AgentPlacement
   private readonly opts: ArborNodeOptions
   private readonly log: Logger
   private readonly life: Lifecycle
@@ -76,8 +81,26 @@ export class ArborNode implements NodeCommands {
     this.agents = new AgentHost({
       history: this.history,
       configFor: async conversation => (await this.agentConfig(conversation)).config,
-      onEvent: ev => { this.agentEvents.emit('event', ev) }
+      onEvent: ev => { this.agentEvents.emit('event', ev) },
+      supersededBy: run => this.placement.supersededBy(run)
     })
+    this.placement = new AgentPlacement({
+      history: this.history,
+      agents: this.agents,
+      start: (conversation, o) => this.startAgent(conversation, o),
+      peers: {
+        live: c => this.sync.holders(c),
+        down: d => this.sync.isDown(d),
+        announced: c => this.sync.announced(c),
+        name: d => this.sync.peers().find(p => p.device === d)?.name ?? d.slice(0, 12)
+      },
+      name: () => this.cluster.name,
+      stateFile: path.join(this.dataDir, 'runtime', 'agents.json'),
+      log: consoleLogger('placement')
+    })
+    // Any change in who is live, or in what peers run, may call for a placement decision.
+    this.sync.on('peer', () => { this.placement.peersChanged() })
+    this.sync.on('presence', ({ agents }) => { for (const a of agents) this.placement.reconcile(a.conversation) })
     this.life = new Lifecycle(() => this.open(), () => this.shut())
   }
 
@@ -94,6 +117,7 @@ export class ArborNode implements NodeCommands {
     if (this.opts.name !== undefined) this.cluster.setName(this.opts.name)
     await this.sync.ready()
     await this.startPairingHost()
+    await this.placement.ready()
     if (this.opts.api !== false) {
       this.api = new LocalApiServer(socketPath(this.dataDir), {
         cli: async (params, ctx) => {
@@ -128,6 +152,7 @@ export class ArborNode implements NodeCommands {
 
   private async shut (): Promise<void> {
     await this.api?.close()
+    await this.placement.close()
     await this.agents.close() // each agent records its stop while the history is still open
     await this.pairing?.close()
     await this.sync.close()
@@ -152,7 +177,30 @@ export class ArborNode implements NodeCommands {
       if (!this.agents.isRunning(conversation)) this.agentEvents.emit('running', { conversation, running: false })
       throw err
     }
-    void this.agents.wait(conversation).then(() => { this.agentEvents.emit('running', { conversation, running: false }) })
+    this.announceAgents()
+    void this.agents.wait(conversation).then(() => {
+      this.announceAgents()
+      this.agentEvents.emit('running', { conversation, running: false })
+    })
+  }
+
+  /** Tells the paired devices which agents run here (presence: one agent per side). */
+  private announceAgents (): void {
+    this.sync.setAgents(this.agents.runs().map(r => ({ conversation: r.conversation, epoch: r.epoch, device: this.device })))
+  }
+
+  /** A user message written here: its agent runs here, or where it belongs (the owner picks it up). */
+  posted (conversation: string, entry: Entry): Promise<PostOutcome> {
+    return this.placement.posted(conversation, entry)
+  }
+
+  /** Moves a conversation's agent to this device (`/resume`, `arbor resume`). */
+  resume (conversation: string, leaf?: string): Promise<AgentRef> {
+    return this.placement.resume(conversation, leaf)
+  }
+
+  agentStatus (conversation: string): Promise<PlacementStatus> {
+    return this.placement.status(conversation)
   }
 
   // ------------------------------------------------------------ NodeCommands

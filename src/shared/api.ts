@@ -35,6 +35,14 @@ export interface DeviceDto {
   behind: number
 }
 
+/** The agent a message went to when it runs on another device (that device picks the message up). */
+export interface RemoteAgentDto {
+  device: string
+  name: string
+  /** false: that device is not connected; the message waits for it (or /resume runs the agent here) */
+  reachable: boolean
+}
+
 export interface SettingsDto {
   provider: 'openai' | 'fake'
   baseURL?: string
@@ -52,7 +60,7 @@ export interface ApiMethods {
   'conversation.create': { params: { title?: string; cwd?: string; model?: string; autoRevival?: boolean }; result: { id: string } }
   'conversation.select': { params: { id: string; entry: string }; result: Record<string, never> }
   /** posts a user message (a child of `parent`, default: the selected branch's tip) and runs the agent */
-  'message.send': { params: { conversation: string; text: string; parent?: string }; result: { entry: Entry } }
+  'message.send': { params: { conversation: string; text: string; parent?: string }; result: { entry: Entry; agent?: RemoteAgentDto } }
   'agent.cancel': { params: { conversation: string }; result: Record<string, never> }
   'devices.list': { params: Record<string, never>; result: DeviceDto[] }
   'devices.invite': { params: Record<string, never>; result: { code: string; expiresAt: number } }

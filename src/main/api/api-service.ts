@@ -250,7 +250,7 @@ export class ApiService {
    * runs for the conversation on this node the message is refused (later the running agent
    * will take it up).
    */
-  private async send (ref: string, text: string, parent: string | undefined): Promise<{ entry: Entry }> {
+  private async send (ref: string, text: string, parent: string | undefined): Promise<ApiMethods['message.send']['result']> {
     const { node } = this
     const id = this.resolve(ref)
     if (node.agents.isRunning(id) || this.starting.has(id)) throw new ApiError(AGENT_BUSY_MESSAGE)
@@ -274,8 +274,8 @@ export class ApiService {
       const [entry] = await node.history.append(id, [{ kind: 'user', body: { text }, parents: [after] }])
       const user = entry as Entry
       node.history.select(id, user.id)
-      await node.startAgent(id, { leaf: user.id })
-      return { entry: user }
+      const outcome = await node.posted(id, user)
+      return outcome.runs === 'here' ? { entry: user } : { entry: user, agent: { device: outcome.device, name: outcome.name, reachable: outcome.reachable } }
     } finally {
       this.starting.delete(id)
     }

@@ -85,6 +85,8 @@ export class SyncNode extends EventEmitter {
   private announceTimer: ClockTimer | null = null
   private readonly changed = new Set<string>()
   private agents: RunningAgent[] = []
+  /** when this node started: a device never heard from since then is down after the detection window */
+  private startedAt = 0
   private readonly sessionHost: SessionHost
   private readonly onEntries = (ev: EntriesEvent): void => { if (ev.joined.length + ev.waiting.length > 0) this.feedChanged(ev.feed) }
   private readonly onFeed = (rec: FeedRecord): void => { this.feedChanged(rec.key) }
@@ -105,6 +107,7 @@ export class SyncNode extends EventEmitter {
   close (): Promise<void> { return this.life.close() }
 
   private async open (): Promise<void> {
+    this.startedAt = this.clock.now()
     await this.history.ready()
     this.history.on('entries', this.onEntries)
     this.history.on('feed', this.onFeed)
@@ -264,6 +267,41 @@ export class SyncNode extends EventEmitter {
       if (last !== undefined) p.lastHeard = last
       return p
     })
+  }
+
+  /**
+   * Whether a device is considered dead (placement's "suspected"): silent past the
+   * detection window, its connection lost, or never heard from since this node started
+   * longer than the window ago.
+   */
+  isDown (device: string): boolean {
+    if (this.detector.isSuspected(device)) return true
+    if (this.openSessions().some(s => s.remoteDevice === device)) return false
+    return this.detector.lastHeard(device) === undefined && this.clock.now() - this.startedAt >= this.detector.suspectAfterMs
+  }
+
+  /** Connected devices, not suspected, whose announced feeds include the conversation. */
+  holders (conversation: string): string[] {
+    const out = new Set<string>()
+    for (const s of this.openSessions()) {
+      if (out.has(s.remoteDevice) || this.detector.isSuspected(s.remoteDevice)) continue
+      for (const f of s.remoteFeeds.values()) if (f.conversation === conversation) { out.add(s.remoteDevice); break }
+    }
+    return [...out]
+  }
+
+  /** Agents that connected devices (not suspected) announce running for a conversation. */
+  announced (conversation: string): RunningAgent[] {
+    const out: RunningAgent[] = []
+    for (const s of this.openSessions()) {
+      if (this.detector.isSuspected(s.remoteDevice)) continue
+      for (const a of s.remoteAgents) if (a.conversation === conversation && a.device === s.remoteDevice) out.push(a)
+    }
+    return out
+  }
+
+  private openSessions (): SyncSession[] {
+    return [...this.sessions].filter(s => s.opened)
   }
 
   /** Every feed known to have grown is announced together after a short delay. */

@@ -6,6 +6,7 @@ import { Supervisor } from '../supervisor/supervisor'
 import { taskChild } from '../supervisor/task-child'
 import type { ExitReason, SupervisorTree } from '../supervisor/types'
 import { describeExit } from '../supervisor/types'
+import type { AgentRef } from '../placement/placement'
 import { runAgent, type AgentDeps, type AgentEvent, type AgentOutcome, type AgentRun } from './agent-loop'
 
 /** Everything an agent for one conversation needs, decided by the composition root. */
@@ -22,6 +23,8 @@ export interface AgentHostOptions {
   shutdownMs?: number
   clock?: Clock
   fault?: AgentDeps['fault']
+  /** the agent that outranks a running one (checked at its step boundaries; see placement) */
+  supersededBy?: AgentDeps['supersededBy']
 }
 
 export interface StartOptions {
@@ -29,6 +32,8 @@ export interface StartOptions {
   leaf?: string
   reason?: AgentRun['reason']
   epoch?: number
+  /** the agent this one takes over from (resume, revival) */
+  previous?: AgentRef
 }
 
 /** How an agent's run ended. */
@@ -73,6 +78,12 @@ export class AgentHost {
 
   isRunning (conversation: string): boolean { return this.running.has(conversation) }
 
+  /** The agent running here for a conversation (device = this one), if any. */
+  runOf (conversation: string): AgentRun | undefined { return this.running.get(conversation)?.run }
+
+  /** Every agent running here. */
+  runs (): AgentRun[] { return [...this.running.values()].map(r => r.run) }
+
   tree (): SupervisorTree { return this.agents.tree() }
 
   /** Starts the agent of a conversation on this device; resolves once it runs. */
@@ -84,8 +95,15 @@ export class AgentHost {
     if (tip === undefined) throw new Error(`conversation ${conversation.slice(0, 12)} has no entries yet`)
     const config = await this.opts.configFor(conversation)
     const run: AgentRun = { conversation, epoch: opts.epoch ?? currentEpoch(dag.entries()), reason: opts.reason ?? 'user', cursor: { tip } }
+    if (opts.previous !== undefined) run.previous = opts.previous
     const onEvent = this.opts.onEvent ?? (() => {})
-    const deps: AgentDeps = { ...config, history, onEvent, ...(this.opts.fault !== undefined ? { fault: this.opts.fault } : {}) }
+    const deps: AgentDeps = {
+      ...config,
+      history,
+      onEvent,
+      ...(this.opts.fault !== undefined ? { fault: this.opts.fault } : {}),
+      ...(this.opts.supersededBy !== undefined ? { supersededBy: this.opts.supersededBy } : {})
+    }
 
     let attempts = 0
     let settle!: (end: AgentEnd) => void

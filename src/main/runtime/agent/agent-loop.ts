@@ -6,6 +6,7 @@ import type { Tool, ToolResult } from '../../tools/tool'
 import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
 import { idemKey, planNext, toIrMessages } from './step-planner'
+import type { AgentRef } from '../placement/placement'
 
 /** What an agent reports while it works, for the UI and the CLI. */
 export type AgentEvent =
@@ -32,18 +33,22 @@ export interface AgentDeps {
   onEvent: (ev: AgentEvent) => void
   /** test hook: may throw to simulate a crash at that point */
   fault?: (point: FaultPoint, detail: { tool?: string }) => void
+  /** the agent that outranks this one, if any: checked at every step boundary (one agent per side) */
+  supersededBy?: (run: AgentRun) => AgentRef | null
 }
 
 export interface AgentRun {
   conversation: string
   epoch: number
   reason: EntryOf<'agent.started'>['body']['reason']
+  /** the agent this one takes over from (resume, revival) */
+  previous?: AgentRef
   /** the entry the agent continues from; moved forward as it appends (survives restarts) */
   cursor: { tip: string }
 }
 
 /** Why an agent loop ended without crashing. */
-export type AgentOutcome = 'done' | 'cancelled' | 'error' | 'idle'
+export type AgentOutcome = 'done' | 'cancelled' | 'error' | 'idle' | 'superseded'
 
 /**
  * One agent incarnation: writes agent.started, then plans and runs steps from the
@@ -62,15 +67,25 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
     deps.onEvent({ type: 'entry', conversation, entry: entry as Entry })
     return entry as Entry
   }
-  const stop = async (reason: EntryOf<'agent.stopped'>['body']['reason'], message?: string): Promise<void> => {
-    await append({ kind: 'agent.stopped', body: message === undefined ? { epoch: run.epoch, reason } : { epoch: run.epoch, reason, message }, parents: [] })
+  const stop = async (reason: EntryOf<'agent.stopped'>['body']['reason'], message?: string, by?: AgentRef): Promise<void> => {
+    const body: EntryOf<'agent.stopped'>['body'] = { epoch: run.epoch, reason }
+    if (message !== undefined) body.message = message
+    if (by !== undefined) body.by = by
+    await append({ kind: 'agent.stopped', body, parents: [] })
   }
   const effectOf = (name: string): Tool['effect'] | undefined => deps.tools.get(name)?.effect
   const specs: IrToolSpec[] = [...deps.tools.values()].map(t => ({ name: t.name, description: t.description, parameters: t.parameters }))
 
-  await append({ kind: 'agent.started', body: { epoch: run.epoch, reason: run.reason }, parents: [] })
+  // Outranked before it began (a higher agent arrived meanwhile): start nothing.
+  if (deps.supersededBy?.(run) != null) return 'superseded'
+  await append({ kind: 'agent.started', body: run.previous === undefined ? { epoch: run.epoch, reason: run.reason } : { epoch: run.epoch, reason: run.reason, previous: run.previous }, parents: [] })
   for (;;) {
     if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
+    const by = deps.supersededBy?.(run) ?? null
+    if (by !== null) {
+      await stop('superseded', `the agent now runs with epoch ${by.epoch} on device ${by.device.slice(0, 12)}`, by)
+      return 'superseded'
+    }
     const dag = await history.open(conversation)
     const branch = dag.pathTo(run.cursor.tip)
     const step = planNext(branch, effectOf)

@@ -1,0 +1,258 @@
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import type { EntriesEvent, HistoryStore } from '../../history/history-store'
+import type { Entry } from '../../../shared/entry'
+import type { Logger } from '../../../shared/logger'
+import type { AgentHost, StartOptions } from '../agent/agent-host'
+import type { AgentRun } from '../agent/agent-loop'
+import { compareRefs, decide, nextEpoch, openWork, ownerOf, topRef, type AgentRef, type PlacementAction } from './placement'
+
+/** What placement needs to know of the other devices (the sync layer provides it). */
+export interface PeerView {
+  /** connected peers, not suspected, that hold the conversation */
+  live (conversation: string): string[]
+  /** whether a device is considered dead: not connected and silent past the detection window */
+  down (device: string): boolean
+  /** agents the connected peers announce running for the conversation */
+  announced (conversation: string): AgentRef[]
+  /** a device's name, for notes the model and the user read */
+  name (device: string): string
+}
+
+export interface AgentPlacementOptions {
+  history: HistoryStore
+  agents: AgentHost
+  /** starts an agent (the node's start, which reports it to the UI and to peers) */
+  start: (conversation: string, opts: StartOptions) => Promise<void>
+  peers: PeerView
+  /** this device's name */
+  name: () => string
+  /** where the list of agents running here is kept, to continue them after a crash */
+  stateFile: string
+  /** how often conversations that may need reviving are looked at again (default 1000 ms) */
+  sweepMs?: number
+  log: Logger
+}
+
+/** Where a conversation's agent runs, as this device sees it. */
+export interface PlacementStatus {
+  owner: AgentRef | null
+  /** an agent a connected peer announces, if higher than the owner in the history this device holds */
+  announced: AgentRef[]
+  runningHere: AgentRef | null
+  autoRevival: boolean
+  ownerDown: boolean
+}
+
+/** What a message posted on this device leads to. */
+export type PostOutcome =
+  | { runs: 'here' }
+  | { runs: 'elsewhere'; device: string; name: string; reachable: boolean }
+
+interface Known { owner: AgentRef | null; autoRevival: boolean }
+
+/**
+ * Decides and carries out where each conversation's agent runs on this device (DESIGN.md,
+ * "Placement"): the owner answers peers' messages that replicate to it, an agent outranked
+ * by a higher one stops at its next step boundary, a dead device's opt-in agents are revived
+ * by one live device, and agents cut short by a crash of this node continue after restart.
+ * Every decision is the pure `decide` over the current view, taken again on every change.
+ */
+export class AgentPlacement {
+  private readonly opts: AgentPlacementOptions
+  private readonly known = new Map<string, Known>()
+  /** one decision at a time per conversation */
+  private readonly queue = new Map<string, Promise<void>>()
+  private readonly again = new Set<string>()
+  private sweepTimer: NodeJS.Timeout | null = null
+  private closed = false
+  private readonly onEntries = (ev: EntriesEvent): void => { this.entriesArrived(ev) }
+
+  constructor (opts: AgentPlacementOptions) {
+    this.opts = opts
+  }
+
+  async ready (): Promise<void> {
+    const { history } = this.opts
+    history.on('entries', this.onEntries)
+    // Opt-in conversations are watched for a dead owner; the others wait for events.
+    for (const s of history.list()) if (s.autoRevival === true) await this.learn(s.id)
+    for (const conversation of await this.readState()) this.reconcile(conversation)
+    this.sweepTimer = setInterval(() => { this.sweep() }, this.opts.sweepMs ?? 1000)
+    this.sweepTimer.unref()
+  }
+
+  async close (): Promise<void> {
+    this.closed = true
+    this.opts.history.off('entries', this.onEntries)
+    if (this.sweepTimer !== null) clearInterval(this.sweepTimer)
+    await Promise.allSettled([...this.queue.values()])
+  }
+
+  /** For the agent loop: the agent that outranks `run` (it then stops at its step boundary). */
+  supersededBy (run: AgentRun): AgentRef | null {
+    const self = { device: this.opts.history.device, epoch: run.epoch }
+    const top = topRef([this.known.get(run.conversation)?.owner ?? null, ...this.opts.peers.announced(run.conversation)])
+    return top !== null && compareRefs(top, self) > 0 ? top : null
+  }
+
+  async status (conversation: string): Promise<PlacementStatus> {
+    const k = await this.learn(conversation)
+    const run = this.opts.agents.runOf(conversation)
+    return {
+      owner: k.owner,
+      announced: this.opts.peers.announced(conversation),
+      runningHere: run === undefined ? null : { device: this.opts.history.device, epoch: run.epoch },
+      autoRevival: k.autoRevival,
+      ownerDown: k.owner !== null && k.owner.device !== this.opts.history.device && this.opts.peers.down(k.owner.device)
+    }
+  }
+
+  /**
+   * A user message was just written here (`entry`): run the agent here if it belongs here
+   * (or to nobody yet); otherwise the owner picks it up through replication.
+   */
+  async posted (conversation: string, entry: Entry): Promise<PostOutcome> {
+    const k = await this.learn(conversation)
+    const top = topRef([k.owner, ...this.opts.peers.announced(conversation)])
+    const self = this.opts.history.device
+    if (top === null || top.device === self) {
+      await this.run(conversation, { leaf: entry.id, epoch: top?.epoch ?? 0, reason: 'user' })
+      return { runs: 'here' }
+    }
+    this.reconcile(conversation) // a dead owner's opt-in agent may be revived here
+    return { runs: 'elsewhere', device: top.device, name: this.opts.peers.name(top.device), reachable: !this.opts.peers.down(top.device) }
+  }
+
+  /** Moves the agent here with a higher epoch, continuing from `leaf` (default: the branch shown here). */
+  async resume (conversation: string, leaf?: string): Promise<AgentRef> {
+    if (this.opts.agents.isRunning(conversation)) throw new Error('the agent already runs on this device')
+    const { history } = this.opts
+    const dag = await history.open(conversation)
+    const k = await this.learn(conversation)
+    const previous = topRef([k.owner, ...this.opts.peers.announced(conversation)])
+    const epoch = nextEpoch(previous)
+    let tip = leaf ?? dag.branch(history.selected(conversation)).at(-1)?.id
+    if (tip === undefined) throw new Error(`conversation ${conversation.slice(0, 12)} has no entries yet`)
+    if (previous !== null && previous.device !== history.device) {
+      const from = this.opts.peers.name(previous.device)
+      const [note] = await history.append(conversation, [{ kind: 'note', body: { text: `This conversation's agent now runs on ${this.opts.name()}, resumed here from ${from}. The working directory on ${from} is not on this device: files there are not available here.` }, parents: [tip] }])
+      tip = (note as Entry).id
+    }
+    await this.run(conversation, previous === null ? { leaf: tip, epoch, reason: 'resume' } : { leaf: tip, epoch, reason: 'resume', previous })
+    return { device: history.device, epoch }
+  }
+
+  /** Who is live changed: conversations that may need a decision are looked at again. */
+  peersChanged (): void { this.sweep() }
+
+  /** Looks at every conversation that may need an action without an event: a dead owner, or an agent here. */
+  private sweep (): void {
+    const self = this.opts.history.device
+    for (const [conversation, k] of this.known) {
+      if (k.autoRevival && k.owner !== null && k.owner.device !== self) this.reconcile(conversation)
+    }
+    for (const run of this.opts.agents.runs()) this.reconcile(run.conversation)
+  }
+
+  private entriesArrived (ev: EntriesEvent): void {
+    const k = this.known.get(ev.conversation)
+    if (k !== undefined) {
+      const top = topRef([k.owner, ownerOf(ev.joined)])
+      if (top !== k.owner) k.owner = top
+      if (ev.joined.some(e => e.kind === 'meta' && e.body.key === 'autoRevival')) this.known.delete(ev.conversation) // re-read below
+    }
+    // Only what others wrote can call for an action here; our own writes were decided already.
+    if (!ev.local) this.reconcile(ev.conversation)
+  }
+
+  /** What this device knows of a conversation's placement, read once and kept up to date. */
+  private async learn (conversation: string): Promise<Known> {
+    const have = this.known.get(conversation)
+    if (have !== undefined) return have
+    const dag = await this.opts.history.open(conversation)
+    const k: Known = { owner: ownerOf(dag.entries()), autoRevival: this.opts.history.summary(conversation)?.autoRevival === true }
+    this.known.set(conversation, k)
+    return k
+  }
+
+  /** Takes the decision for a conversation again (serialised per conversation). */
+  reconcile (conversation: string): void {
+    if (this.closed) return
+    if (this.queue.has(conversation)) { this.again.add(conversation); return }
+    const p = this.decideAndAct(conversation)
+      .catch((err: Error) => { this.opts.log.warn(`placement of ${conversation.slice(0, 12)}: ${err.message}`) })
+      .finally(() => {
+        this.queue.delete(conversation)
+        if (this.again.delete(conversation)) this.reconcile(conversation)
+      })
+    this.queue.set(conversation, p)
+  }
+
+  private async decideAndAct (conversation: string): Promise<void> {
+    const { history, agents, peers } = this.opts
+    const k = await this.learn(conversation)
+    const dag = await history.open(conversation)
+    const run = agents.runOf(conversation)
+    const action: PlacementAction = decide({
+      self: history.device,
+      conversation,
+      owner: k.owner,
+      announced: peers.announced(conversation),
+      running: run === undefined ? null : { device: history.device, epoch: run.epoch },
+      autoRevival: k.autoRevival,
+      live: peers.live(conversation),
+      down: d => peers.down(d),
+      work: openWork(dag)
+    })
+    if (this.closed) return
+    switch (action.do) {
+      case 'nothing':
+      case 'stop': // the loop sees it at its next step boundary (supersededBy)
+        return
+      case 'start':
+        this.opts.log.info(`${action.reason === 'restart' ? 'continuing' : 'answering a message in'} ${conversation.slice(0, 12)} (epoch ${action.epoch})`)
+        await this.run(conversation, { leaf: action.leaf, epoch: action.epoch, reason: action.reason })
+        break
+      case 'revive': {
+        const from = peers.name(action.previous.device)
+        this.opts.log.info(`reviving the agent of ${conversation.slice(0, 12)} from ${from} (epoch ${action.epoch})`)
+        const [note] = await history.append(conversation, [{ kind: 'note', body: { text: `This conversation's agent was revived on ${this.opts.name()} because ${from}, where it ran, stopped responding. The working directory on ${from} is not on this device: files there are not available here. A step that was running there has an unknown outcome: check before repeating it.` }, parents: [action.leaf] }])
+        await this.run(conversation, { leaf: (note as Entry).id, epoch: action.epoch, reason: 'revival', previous: action.previous })
+        break
+      }
+    }
+  }
+
+  /** Starts an agent here; when it ends, messages that queued meanwhile are looked at. */
+  private async run (conversation: string, opts: StartOptions): Promise<void> {
+    await this.opts.start(conversation, opts)
+    const failed = (err: Error): void => { this.opts.log.warn(`could not record the agents running here in ${this.opts.stateFile}: ${err.message}`) }
+    this.writeState().catch(failed)
+    void this.opts.agents.wait(conversation).then(() => { this.reconcile(conversation); return this.writeState() }).catch(failed)
+  }
+
+  private async readState (): Promise<string[]> {
+    try {
+      const raw = JSON.parse(await fs.readFile(this.opts.stateFile, 'utf8')) as { running?: unknown }
+      return Array.isArray(raw.running) ? raw.running.filter((c): c is string => typeof c === 'string') : []
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+      this.opts.log.warn(`could not read ${this.opts.stateFile} (${(err as Error).message}); agents cut short by a crash will not continue by themselves`)
+      return []
+    }
+  }
+
+  private writing: Promise<void> = Promise.resolve()
+  /** The conversations with an agent running here (written in order, atomically). */
+  private writeState (): Promise<void> {
+    this.writing = this.writing.then(async () => {
+      if (this.closed) return // a clean close stops every agent: nothing is left to continue
+      const running = this.opts.agents.runs().map(r => r.conversation).sort()
+      await fs.mkdir(path.dirname(this.opts.stateFile), { recursive: true })
+      await fs.writeFile(this.opts.stateFile + '.tmp', JSON.stringify({ running }))
+      await fs.rename(this.opts.stateFile + '.tmp', this.opts.stateFile)
+    })
+    return this.writing
+  }
+}

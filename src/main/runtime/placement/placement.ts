@@ -1,0 +1,157 @@
+// Where a conversation's agent runs (DESIGN.md, "Placement", "One agent per side"): pure
+// decisions over what a device sees — the history it holds, the agents its peers announce,
+// which peers are live — so they can be property-tested without disks or sockets.
+import { createHash } from 'node:crypto'
+import type { Entry } from '../../../shared/entry'
+import type { ConversationDag } from '../../../shared/conversation-dag'
+
+/** An agent incarnation: the device it runs on and its epoch. */
+export interface AgentRef { device: string; epoch: number }
+
+/** Orders agents: higher epoch wins, then the higher device id (the tie-break every device computes alike). */
+export function compareRefs (a: AgentRef, b: AgentRef): number {
+  if (a.epoch !== b.epoch) return a.epoch - b.epoch
+  return a.device < b.device ? -1 : a.device > b.device ? 1 : 0
+}
+
+export function sameRef (a: AgentRef | null, b: AgentRef | null): boolean {
+  return a !== null && b !== null && a.epoch === b.epoch && a.device === b.device
+}
+
+/** The highest of some agents (null for none). */
+export function topRef (refs: Iterable<AgentRef | null>): AgentRef | null {
+  let top: AgentRef | null = null
+  for (const r of refs) if (r !== null && (top === null || compareRefs(r, top) > 0)) top = r
+  return top
+}
+
+/** The agent a conversation belongs to: the highest (epoch, device) that ever started in it. */
+export function ownerOf (entries: Iterable<Entry>): AgentRef | null {
+  let top: AgentRef | null = null
+  for (const e of entries) {
+    if (e.kind !== 'agent.started') continue
+    const ref = { device: e.author.device, epoch: e.body.epoch }
+    if (top === null || compareRefs(ref, top) > 0) top = ref
+  }
+  return top
+}
+
+/** The epoch an agent that takes a conversation over (resume, revival) starts with. */
+export function nextEpoch (top: AgentRef | null): number {
+  return top === null ? 0 : top.epoch + 1
+}
+
+/**
+ * The device that revives a conversation's agent among the live candidates: rendezvous
+ * hashing, so every device that sees the same candidates picks the same one, and the
+ * conversations of a dead device spread over the survivors instead of all landing on one.
+ */
+export function reviverOf (conversation: string, candidates: Iterable<string>): string | undefined {
+  let best: string | undefined
+  let bestScore = ''
+  for (const device of candidates) {
+    const score = createHash('sha256').update(conversation).update(':').update(device).digest('hex')
+    if (best === undefined || score < bestScore || (score === bestScore && device < best)) { best = device; bestScore = score }
+  }
+  return best
+}
+
+/** A branch tip that waits for an agent. */
+export type OpenWork =
+  /** a user message nobody has answered (nothing follows it) */
+  | { kind: 'message'; leaf: Entry }
+  /** an agent's turn that started and never ended (its device died or was cut off mid-turn) */
+  | { kind: 'turn'; leaf: Entry; agent: AgentRef }
+
+/** How far back a tip is followed to find the turn it belongs to. */
+const MAX_WALK = 100_000
+
+/** The tips of a conversation that wait for an agent, oldest first. */
+export function openWork (dag: ConversationDag): OpenWork[] {
+  const out: OpenWork[] = []
+  for (const head of dag.heads()) {
+    const w = workAt(dag, head)
+    if (w !== null) out.push(w)
+  }
+  return out
+}
+
+/** What the tip `head` waits for: walks back to the last user message or agent boundary. */
+export function workAt (dag: ConversationDag, head: Entry): OpenWork | null {
+  let cur: Entry | undefined = head
+  for (let i = 0; cur !== undefined && i < MAX_WALK; i++) {
+    switch (cur.kind) {
+      case 'agent.stopped': return null
+      case 'agent.started': return { kind: 'turn', leaf: head, agent: { device: cur.author.device, epoch: cur.body.epoch } }
+      // a message answered by nothing (a note or meta after it does not answer it)
+      case 'user': return { kind: 'message', leaf: head }
+      case 'conversation': return null
+    }
+    const p: string | undefined = cur.parents[0]
+    cur = p === undefined ? undefined : dag.get(p)
+  }
+  return null
+}
+
+/** The newest of some work (the one a single agent takes first). */
+export function newestWork (work: readonly OpenWork[]): OpenWork | undefined {
+  let best: OpenWork | undefined
+  for (const w of work) {
+    if (best === undefined || w.leaf.ts > best.leaf.ts || (w.leaf.ts === best.leaf.ts && w.leaf.id > best.leaf.id)) best = w
+  }
+  return best
+}
+
+/** What one device sees of one conversation, to decide what its agent does. */
+export interface PlacementView {
+  self: string
+  conversation: string
+  /** the owner by the history this device holds */
+  owner: AgentRef | null
+  /** agents that connected peers announce running for this conversation */
+  announced: readonly AgentRef[]
+  /** the agent running here for it, if any */
+  running: AgentRef | null
+  autoRevival: boolean
+  /** connected peers not suspected, that hold the conversation */
+  live: readonly string[]
+  /** whether a device is considered dead (not connected, silent past the detection window) */
+  down: (device: string) => boolean
+  work: readonly OpenWork[]
+}
+
+export type PlacementAction =
+  /** the agent here gives way to a higher one, at its next step boundary */
+  | { do: 'stop'; by: AgentRef }
+  /** the owner (this device) answers a peer's message, or continues a turn its crash cut short */
+  | { do: 'start'; leaf: string; epoch: number; reason: 'user' | 'restart' }
+  /** this device takes over a dead device's agent with a higher epoch */
+  | { do: 'revive'; leaf: string; epoch: number; previous: AgentRef }
+  | { do: 'nothing' }
+
+/**
+ * The one decision a device makes about a conversation's agent, level-triggered: it
+ * depends only on the current view, so re-running it after any change is always safe.
+ */
+export function decide (v: PlacementView): PlacementAction {
+  const top = topRef([v.owner, ...v.announced])
+  if (v.running !== null) {
+    if (top !== null && compareRefs(top, v.running) > 0) return { do: 'stop', by: top }
+    return { do: 'nothing' }
+  }
+  // Never answer for nobody: the device that posted to an agent-less conversation starts it.
+  if (v.owner === null || top === null) return { do: 'nothing' }
+  if (top.device === v.self) {
+    // Own messages are started by whoever sends them; here: a peer's message, or our own cut-short turn.
+    const mine = v.work.filter(w => w.kind === 'message' ? w.leaf.author.device !== v.self : w.agent.device === v.self)
+    const w = newestWork(mine)
+    if (w === undefined) return { do: 'nothing' }
+    return { do: 'start', leaf: w.leaf.id, epoch: top.epoch, reason: w.kind === 'turn' ? 'restart' : 'user' }
+  }
+  // (an agent a connected peer announces is never down: `top` counts announced agents)
+  if (!v.autoRevival || !v.down(top.device)) return { do: 'nothing' }
+  const w = newestWork(v.work)
+  if (w === undefined) return { do: 'nothing' }
+  if (reviverOf(v.conversation, [v.self, ...v.live]) !== v.self) return { do: 'nothing' }
+  return { do: 'revive', leaf: w.leaf.id, epoch: top.epoch + 1, previous: top }
+}
