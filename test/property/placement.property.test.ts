@@ -1,0 +1,187 @@
+// Properties of the pure placement decisions (DESIGN.md, "Placement", "One agent per side"):
+// whatever the views, devices that see the same things agree on one reviver and one winner,
+// an outranked agent always stops, and nothing starts for nobody or revives a live owner.
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { ConversationDag } from '../../src/shared/conversation-dag'
+import type { Entry, EntryDraft } from '../../src/shared/entry'
+import { makeEntry } from '../../src/main/history/entry-codec'
+import { compareRefs, decide, openWork, ownerOf, reviverOf, topRef, workAt, type AgentRef, type PlacementView } from '../../src/main/runtime/placement/placement'
+
+const DEVICES = ['1'.repeat(64), '2'.repeat(64), '3'.repeat(64), '4'.repeat(64)]
+const CONV = 'c'.repeat(64)
+const deviceArb = fc.constantFrom(...DEVICES)
+const refArb: fc.Arbitrary<AgentRef> = fc.record({ device: deviceArb, epoch: fc.nat({ max: 5 }) })
+
+const params = { numRuns: 300 }
+
+describe('ordering agents', () => {
+  it('topRef is the maximum under compareRefs whatever the order, and compareRefs is a total order', () => {
+    fc.assert(fc.property(fc.array(refArb, { minLength: 1, maxLength: 8 }), fc.nat(), (refs, rot) => {
+      const rotated = [...refs.slice(rot % refs.length), ...refs.slice(0, rot % refs.length)]
+      const top = topRef(refs) as AgentRef
+      expect(compareRefs(topRef(rotated) as AgentRef, top)).toBe(0)
+      for (const r of refs) {
+        expect(compareRefs(top, r)).toBeGreaterThanOrEqual(0)
+        expect(Math.sign(compareRefs(r, top)) + Math.sign(compareRefs(top, r))).toBe(0)
+      }
+    }), params)
+  })
+
+  it('ownerOf is the highest agent.started whatever the arrival order', () => {
+    fc.assert(fc.property(fc.array(refArb, { minLength: 0, maxLength: 8 }), fc.nat(), (refs, seed) => {
+      const root = makeEntry({ kind: 'conversation', parents: [], body: { title: 't', nonce: 'n' } }, { conversation: null, device: DEVICES[0] as string, ts: 0 })
+      const started = refs.map((r, i) => makeEntry({ kind: 'agent.started', parents: [root.id], body: { epoch: r.epoch, reason: 'user' } }, { conversation: root.id, device: r.device, ts: i + 1 }))
+      const shuffled = [...started].sort((a, b) => ((a.id.charCodeAt(seed % 64) ^ seed) - (b.id.charCodeAt(seed % 64) ^ seed)))
+      const want = topRef(refs)
+      expect(ownerOf([root, ...shuffled])).toEqual(want === null ? null : { device: want.device, epoch: want.epoch })
+    }), params)
+  })
+
+  it('reviverOf picks one of the candidates, the same one whatever their order', () => {
+    fc.assert(fc.property(fc.uniqueArray(deviceArb, { minLength: 1, maxLength: 4 }), fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 64, maxLength: 64 }), (cands, conv) => {
+      const pick = reviverOf(conv, cands)
+      expect(cands).toContain(pick)
+      expect(reviverOf(conv, [...cands].reverse())).toBe(pick)
+    }), params)
+  })
+})
+
+// ------------------------------------------------------------------ decide
+
+interface World {
+  live: string[]        // devices in one connected component, all seeing the same
+  owner: AgentRef | null
+  running: Map<string, number> // device → epoch of an agent running there
+  autoRevival: boolean
+  dead: Set<string>     // devices considered down by everyone in the component
+  hasWork: boolean
+}
+
+const worldArb: fc.Arbitrary<World> = fc.record({
+  live: fc.uniqueArray(deviceArb, { minLength: 1, maxLength: 4 }),
+  owner: fc.option(refArb, { nil: null }),
+  running: fc.array(fc.tuple(deviceArb, fc.nat({ max: 5 })), { maxLength: 4 }).map(a => new Map(a)),
+  autoRevival: fc.boolean(),
+  dead: fc.uniqueArray(deviceArb, { maxLength: 4 }).map(a => new Set(a)),
+  hasWork: fc.boolean()
+})
+
+const root = makeEntry({ kind: 'conversation', parents: [], body: { title: 't', nonce: 'n' } }, { conversation: null, device: DEVICES[0] as string, ts: 0 })
+// written by a device outside the component (a peer's message, replicated)
+const message = makeEntry({ kind: 'user', parents: [root.id], body: { text: 'hi' } }, { conversation: root.id, device: '5'.repeat(64), ts: 1 })
+
+/** The view of device `self` in world w: live devices are never dead to each other. */
+function viewOf (w: World, self: string): PlacementView {
+  const live = new Set(w.live)
+  return {
+    self,
+    conversation: CONV,
+    owner: w.owner,
+    announced: [...w.running].filter(([d]) => d !== self && live.has(d)).map(([device, epoch]) => ({ device, epoch })),
+    running: w.running.has(self) ? { device: self, epoch: w.running.get(self) as number } : null,
+    autoRevival: w.autoRevival,
+    live: w.live.filter(d => d !== self),
+    down: d => !live.has(d) && w.dead.has(d),
+    work: w.hasWork ? [{ kind: 'message', leaf: message }] : []
+  }
+}
+
+describe('decide', () => {
+  it('an agent outranked by any agent it can see stops, naming the highest; the highest never stops', () => {
+    fc.assert(fc.property(worldArb, w => {
+      const running = [...w.running].filter(([d]) => w.live.includes(d)).map(([device, epoch]) => ({ device, epoch }))
+      const top = topRef([w.owner, ...running])
+      for (const self of w.live) {
+        const a = decide(viewOf(w, self))
+        const mine = w.running.get(self)
+        if (mine === undefined) { expect(a.do).not.toBe('stop'); continue }
+        const me = { device: self, epoch: mine }
+        if (top !== null && compareRefs(top, me) > 0) expect(a).toEqual({ do: 'stop', by: top })
+        else expect(a).toEqual({ do: 'nothing' })
+      }
+      // healing ends with exactly the top agent still running in the component
+      const stay = running.filter(r => decide(viewOf(w, r.device)).do !== 'stop')
+      if (running.length > 0) {
+        expect(stay.length).toBeLessThanOrEqual(1)
+        if (w.owner === null || compareRefs(topRef(running) as AgentRef, w.owner) >= 0) expect(stay).toHaveLength(1)
+      }
+    }), params)
+  })
+
+  it('at most one device of a component starts or revives an agent, and only when there is work', () => {
+    fc.assert(fc.property(worldArb, w => {
+      const acting = w.live.filter(self => { const d = decide(viewOf(w, self)).do; return d === 'start' || d === 'revive' })
+      expect(acting.length).toBeLessThanOrEqual(1)
+      if (!w.hasWork) expect(acting).toEqual([])
+    }), params)
+  })
+
+  it('nothing starts for a conversation no agent has run in (its sender starts it)', () => {
+    fc.assert(fc.property(worldArb, w => {
+      const world = { ...w, owner: null, running: new Map<string, number>() }
+      for (const self of world.live) expect(decide(viewOf(world, self))).toEqual({ do: 'nothing' })
+    }), params)
+  })
+
+  it('revival happens only for an opt-in conversation whose owner is down, with a higher epoch, by the rendezvous pick', () => {
+    fc.assert(fc.property(worldArb, w => {
+      const world = { ...w, running: new Map<string, number>() }
+      for (const self of world.live) {
+        const a = decide(viewOf(world, self))
+        if (a.do !== 'revive') continue
+        const owner = world.owner as AgentRef
+        expect(world.autoRevival).toBe(true)
+        expect(owner.device).not.toBe(self)
+        expect(world.dead.has(owner.device) && !world.live.includes(owner.device)).toBe(true)
+        expect(a.epoch).toBe(owner.epoch + 1)
+        expect(a.previous).toEqual(owner)
+        expect(reviverOf(CONV, world.live)).toBe(self)
+      }
+      // and when it should happen, it does (no live device waits on a dead one)
+      if (world.autoRevival && world.hasWork && world.owner !== null && !world.live.includes(world.owner.device) && world.dead.has(world.owner.device)) {
+        expect(world.live.filter(self => decide(viewOf(world, self)).do === 'revive')).toHaveLength(1)
+      }
+    }), params)
+  })
+
+  it('the owner answers a peer\'s message; a live owner is never revived', () => {
+    fc.assert(fc.property(worldArb, w => {
+      if (w.owner === null || !w.live.includes(w.owner.device)) return
+      const world = { ...w, running: new Map<string, number>(), hasWork: true }
+      for (const self of world.live) {
+        const a = decide(viewOf(world, self))
+        if (self === world.owner.device) expect(a).toEqual({ do: 'start', leaf: message.id, epoch: world.owner.epoch, reason: 'user' })
+        else expect(a).toEqual({ do: 'nothing' })
+        // its own message was started by whoever sent it: never a second time
+        const own = { ...viewOf(world, self), work: [{ kind: 'message' as const, leaf: { ...message, author: { device: self } } }] }
+        if (self === world.owner.device) expect(decide(own)).toEqual({ do: 'nothing' })
+      }
+    }), params)
+  })
+})
+
+// ------------------------------------------------------------------ open work
+
+describe('openWork', () => {
+  const mk = (draft: EntryDraft, device: string, ts: number): Entry => makeEntry(draft, { conversation: root.id, device, ts })
+
+  it('finds unanswered messages and turns cut short, and nothing on finished branches', () => {
+    const [a, b] = DEVICES as [string, string]
+    const u1 = mk({ kind: 'user', parents: [root.id], body: { text: 'one' } }, a, 1)
+    const s1 = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 2, reason: 'user' } }, b, 2)
+    const r1 = mk({ kind: 'assistant', parents: [s1.id], body: { text: 'partial', toolCalls: [{ id: 'c1', name: 'bash', args: {} }] } }, b, 3)
+    const i1 = mk({ kind: 'tool.intent', parents: [r1.id], body: { callId: 'c1', tool: 'bash', args: {}, effect: 'external', idemKey: 'k' } }, b, 4)
+    const u2 = mk({ kind: 'user', parents: [root.id], body: { text: 'two' } }, a, 5)
+    const n2 = mk({ kind: 'note', parents: [u2.id], body: { text: 'a note does not answer' } }, a, 6)
+    const u3 = mk({ kind: 'user', parents: [root.id], body: { text: 'three' } }, a, 7)
+    const s3 = mk({ kind: 'agent.started', parents: [u3.id], body: { epoch: 0, reason: 'user' } }, a, 8)
+    const e3 = mk({ kind: 'agent.stopped', parents: [s3.id], body: { epoch: 0, reason: 'done' } }, a, 9)
+    const dag = new ConversationDag(root.id, [root, u1, s1, r1, i1, u2, n2, u3, s3, e3])
+    const work = openWork(dag)
+    expect(work).toHaveLength(2)
+    expect(work).toContainEqual({ kind: 'turn', leaf: i1, agent: { device: b, epoch: 2 } })
+    expect(work).toContainEqual({ kind: 'message', leaf: n2 })
+    expect(workAt(dag, e3)).toBeNull()
+  })
+})
