@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
 import { readApiKey, readNodeSettings, resolveAgentConfig } from './agent-config'
-import { AgentHost, type StartOptions } from './runtime/agent/agent-host'
+import { AgentHost, type AgentConfig, type StartOptions } from './runtime/agent/agent-host'
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
 import type { Entry } from '../shared/entry'
@@ -31,6 +31,10 @@ export interface ArborNodeOptions {
   suspectAfterMs?: number
   /** the environment agents see (OPENAI_*, HOME, ARBOR_WORKSPACES; default process.env) */
   env?: NodeJS.ProcessEnv
+  /** false: no Hyperswarm; peers come only through `sync.attach` (the in-process network of tests) */
+  swarm?: boolean
+  /** how agents run here, instead of this node's settings (tests: a scripted model and tools) */
+  agentConfig?: (conversation: string) => Promise<AgentConfig>
 }
 
 /** What the node's agent host reports: every agent event, and agents starting and ending. */
@@ -66,21 +70,22 @@ export class ArborNode implements NodeCommands {
     this.opts = opts
     this.dataDir = path.resolve(opts.dataDir)
     this.log = opts.log ?? consoleLogger('node')
-    this.history = new HistoryStore({ dir: this.dataDir, log: consoleLogger('history') })
-    this.cluster = new ClusterStore({ file: path.join(this.dataDir, 'sync', 'cluster.json'), ...(opts.name !== undefined ? { name: opts.name } : {}), log: consoleLogger('cluster') })
+    this.history = new HistoryStore({ dir: this.dataDir, log: this.logFor('history') })
+    this.cluster = new ClusterStore({ file: path.join(this.dataDir, 'sync', 'cluster.json'), ...(opts.name !== undefined ? { name: opts.name } : {}), log: this.logFor('cluster') })
     this.sync = new SyncNode({
       history: this.history,
       cluster: this.cluster,
       ...(opts.bootstrap !== undefined ? { bootstrap: opts.bootstrap } : {}),
       ...(opts.heartbeatMs !== undefined ? { heartbeatMs: opts.heartbeatMs } : {}),
       ...(opts.suspectAfterMs !== undefined ? { suspectAfterMs: opts.suspectAfterMs } : {}),
+      ...(opts.swarm === false ? { swarm: false } : {}),
       // While an invite is open, unknown devices may connect, for pairing only.
       pairingOpen: () => this.joining || this.cluster.invites().some(i => i.usedBy === undefined && i.expiresAt > Date.now()),
-      log: consoleLogger('sync')
+      log: this.logFor('sync')
     })
     this.agents = new AgentHost({
       history: this.history,
-      configFor: async conversation => (await this.agentConfig(conversation)).config,
+      configFor: conversation => this.configFor(conversation),
       onEvent: ev => { this.agentEvents.emit('event', ev) },
       supersededBy: run => this.placement.supersededBy(run)
     })
@@ -96,7 +101,7 @@ export class ArborNode implements NodeCommands {
       },
       name: () => this.cluster.name,
       stateFile: path.join(this.dataDir, 'runtime', 'agents.json'),
-      log: consoleLogger('placement')
+      log: this.logFor('placement')
     })
     // Any change in who is live, or in what peers run, may call for a placement decision.
     this.sync.on('peer', () => { this.placement.peersChanged() })
@@ -105,6 +110,11 @@ export class ArborNode implements NodeCommands {
   }
 
   ready (): Promise<void> { return this.life.ready() }
+
+  /** A component's logger: the one given to the node (tests), else the console. */
+  private logFor (component: string): Logger {
+    return this.opts.log ?? consoleLogger(component)
+  }
   close (): Promise<void> { return this.life.close() }
 
   get device (): string { return this.history.device }
@@ -144,7 +154,7 @@ export class ArborNode implements NodeCommands {
         this.log.info(`paired with ${d.name} (${d.key.slice(0, 12)})`)
         this.sync.devicesChanged()
       },
-      log: consoleLogger('pairing'),
+      log: this.logFor('pairing'),
       pollMs: PAIRING_POLL_MS
     })
     await this.pairing.ready()
@@ -166,6 +176,12 @@ export class ArborNode implements NodeCommands {
   async agentConfig (conversation: string): ReturnType<typeof resolveAgentConfig> {
     const [settings, apiKey, dag] = await Promise.all([readNodeSettings(this.dataDir), readApiKey(this.dataDir), this.history.open(conversation)])
     return resolveAgentConfig({ store: this.history, dag, dataDir: this.dataDir, env: this.opts.env ?? process.env, settings, ...(apiKey !== undefined ? { apiKey } : {}) })
+  }
+
+  /** What an agent of the conversation runs with here (throws, saying what to set up, if no model is). */
+  async configFor (conversation: string): Promise<AgentConfig> {
+    if (this.opts.agentConfig !== undefined) return this.opts.agentConfig(conversation)
+    return (await this.agentConfig(conversation)).config
   }
 
   /** Starts a conversation's agent in the node's host; `running` events tell when it runs and when it ended. */

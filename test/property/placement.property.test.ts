@@ -147,15 +147,16 @@ describe('decide', () => {
 
   it('the owner answers a peer\'s message; a live owner is never revived', () => {
     fc.assert(fc.property(worldArb, w => {
-      if (w.owner === null || !w.live.includes(w.owner.device)) return
-      const world = { ...w, running: new Map<string, number>(), hasWork: true }
+      const owner = w.owner
+      if (owner === null || !w.live.includes(owner.device)) return
+      const world = { ...w, owner, running: new Map<string, number>(), hasWork: true }
       for (const self of world.live) {
         const a = decide(viewOf(world, self))
-        if (self === world.owner.device) expect(a).toEqual({ do: 'start', leaf: message.id, epoch: world.owner.epoch, reason: 'user' })
+        if (self === owner.device) expect(a).toEqual({ do: 'start', leaf: message.id, epoch: owner.epoch, reason: 'user' })
         else expect(a).toEqual({ do: 'nothing' })
         // its own message was started by whoever sent it: never a second time
         const own = { ...viewOf(world, self), work: [{ kind: 'message' as const, leaf: { ...message, author: { device: self } } }] }
-        if (self === world.owner.device) expect(decide(own)).toEqual({ do: 'nothing' })
+        if (self === owner.device) expect(decide(own)).toEqual({ do: 'nothing' })
       }
     }), params)
   })

@@ -267,7 +267,7 @@ export class ApiService {
       }
       // Refuse before anything is written if no model is set up (the message would wait for nothing).
       try {
-        await node.agentConfig(id)
+        await node.configFor(id)
       } catch (err) {
         throw new ApiError((err as Error).message)
       }
