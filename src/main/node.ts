@@ -97,7 +97,7 @@ export class ArborNode implements NodeCommands {
         live: c => this.sync.holders(c),
         down: d => this.sync.isDown(d),
         announced: c => this.sync.announced(c),
-        name: d => this.sync.peers().find(p => p.device === d)?.name ?? d.slice(0, 12)
+        name: d => this.deviceName(d)
       },
       name: () => this.cluster.name,
       stateFile: path.join(this.dataDir, 'runtime', 'agents.json'),
@@ -213,6 +213,11 @@ export class ArborNode implements NodeCommands {
   /** Moves a conversation's agent to this device (`/resume`, `arbor resume`). */
   resume (conversation: string, leaf?: string): Promise<AgentRef> {
     return this.placement.resume(conversation, leaf)
+  }
+
+  deviceName (device: string): string {
+    if (device === this.device) return this.cluster.name
+    return this.sync.peers().find(p => p.device === device)?.name ?? device.slice(0, 12)
   }
 
   agentStatus (conversation: string): Promise<PlacementStatus> {

@@ -7,6 +7,9 @@ import { AgentConfigError, conversationLlm, createLlm, readApiKey, readNodeSetti
 import { AgentHost } from '../runtime/agent/agent-host'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 import { usageTotal } from '../runtime/agent/step-planner'
+import type { EventEmitter } from 'node:events'
+import type { PostOutcome } from '../runtime/placement/agent-placement'
+import type { NodeAgentEvents } from '../node'
 
 export interface ChatOptions {
   conversation?: string      // id or prefix; undefined with newConversation
@@ -25,6 +28,15 @@ export interface ChatOptions {
   err: (text: string) => void
   /** aborted on Ctrl-C: the agent is cancelled and records it */
   signal?: AbortSignal
+  /** the running node, when the command runs inside it: its agents run the turn */
+  node?: ChatNode
+}
+
+/** What chat needs of a running node: one agent host per device, and placement. */
+export interface ChatNode {
+  readonly agents: AgentHost
+  readonly agentEvents: EventEmitter<NodeAgentEvents>
+  posted (conversation: string, entry: Entry): Promise<PostOutcome>
 }
 
 export class ChatError extends Error {}
@@ -81,16 +93,32 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
   store.select(conversation, (userEntry as Entry).id)
 
   const printer = new ChatPrinter(o.out, o.err)
-  const host = new AgentHost({
-    history: store,
-    configFor: async () => resolved.config,
-    onEvent: ev => printer.event(ev)
-  })
-  await host.ready()
+  // Inside a running node its own agents run the turn (one agent per conversation per device,
+  // and it may belong to another device); otherwise this process runs it.
+  const node = o.node
+  const onEvent = (ev: AgentEvent): void => { if (ev.conversation === conversation) printer.event(ev) }
+  let host: AgentHost
+  if (node !== undefined) {
+    host = node.agents
+    node.agentEvents.on('event', onEvent)
+  } else {
+    host = new AgentHost({ history: store, configFor: async () => resolved.config, onEvent })
+    await host.ready()
+  }
   const onAbort = (): void => { void host.cancel(conversation) }
   o.signal?.addEventListener('abort', onAbort)
   try {
-    await host.start(conversation, { leaf: (userEntry as Entry).id })
+    if (node !== undefined) {
+      const where = await node.posted(conversation, userEntry as Entry)
+      if (where.runs === 'elsewhere') {
+        o.err(where.reachable
+          ? `the agent of this conversation runs on ${where.name}: it answers there, and the answer syncs here\n`
+          : `the agent of this conversation runs on ${where.name}, which is not connected: the message waits for it (\`arbor resume ${conversation.slice(0, 12)}\` runs the agent here)\n`)
+        return 0
+      }
+    } else {
+      await host.start(conversation, { leaf: (userEntry as Entry).id })
+    }
     const end = await host.wait(conversation)
     printer.finish()
     const after = await store.open(conversation)
@@ -107,7 +135,8 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
     return 1
   } finally {
     o.signal?.removeEventListener('abort', onAbort)
-    await host.close()
+    if (node !== undefined) node.agentEvents.off('event', onEvent)
+    else await host.close()
   }
 }
 

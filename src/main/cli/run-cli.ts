@@ -10,6 +10,12 @@ import type { HistoryStore } from '../history/history-store'
 import type { NodeCommandOptions } from './node-commands'
 import { asciiTree } from './ascii-tree'
 import { dataDir } from './data-dir'
+import { agentStatusText } from './agent-status'
+import type { EventEmitter } from 'node:events'
+import type { AgentHost } from '../runtime/agent/agent-host'
+import type { PlacementStatus, PostOutcome } from '../runtime/placement/agent-placement'
+import type { AgentRef } from '../runtime/placement/placement'
+import type { NodeAgentEvents } from '../node'
 
 export interface CliIo {
   out: (text: string) => void
@@ -30,7 +36,9 @@ export class CliError extends Error {
 
 const USAGE = `usage: arbor <command> [options]
 
-  new [--title T] [--cwd DIR]           start a conversation; prints its id
+  new [--title T] [--cwd DIR] [--auto-revival]
+                                        start a conversation; prints its id (--auto-revival: if the
+                                        device running its agent dies, a live one takes it over)
   post <conv> <text> [--parent ID]      add a user message (a new branch if ID is not a tip)
   ls [--json]                           list conversations, most recent first
   tree <conv>                           the conversation's branches as a tree
@@ -47,6 +55,8 @@ const USAGE = `usage: arbor <command> [options]
   chat <conv> | --new  <message> [--provider openai|fake] [--model M] [--base-url URL]
        [--script FILE] [--cwd DIR] [--no-sandbox | --sandbox]
                                         send a message and run the agent to the end of its turn
+  resume <conv>                         run the conversation's agent on this device from now on
+  status <conv>                         where its agent runs, its epoch, and how it moved
 
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
   --data DIR (or ARBOR_DATA) picks the data directory; --bootstrap (or ARBOR_BOOTSTRAP)
@@ -70,6 +80,7 @@ const OPTIONS = {
   'base-url': { type: 'string' },
   script: { type: 'string' },
   'no-sandbox': { type: 'boolean' },
+  'auto-revival': { type: 'boolean' },
   sandbox: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' }
@@ -90,6 +101,15 @@ export interface NodeCommands {
   devices (): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; lastSeen?: number; behind: number }>>
   forget (device: string): Promise<string>
   setOnline (on: boolean): Promise<void>
+  /** moves a conversation's agent to this device (a higher epoch) */
+  resume (conversation: string): Promise<AgentRef>
+  agentStatus (conversation: string): Promise<PlacementStatus>
+  /** the node's own agents: `chat` runs through them, so a device never runs two for one conversation */
+  readonly agents: AgentHost
+  readonly agentEvents: EventEmitter<NodeAgentEvents>
+  posted (conversation: string, entry: Entry): Promise<PostOutcome>
+  /** a paired device's name (its key's start if unknown) */
+  deviceName (device: string): string
 }
 
 /** Runs one CLI invocation; returns the exit code. Never throws. */
@@ -217,7 +237,7 @@ function branchOf (store: HistoryStore, dag: ConversationDag, leaf: string | und
 }
 
 const COMMANDS: Record<string, Handler> = {
-  async chat (store, args, values, io) {
+  async chat (store, args, values, io, ctx) {
     const isNew = values.new === true
     need(args, isNew ? 1 : 2, isNew ? 'message: arbor chat --new <message>' : 'conversation and message: arbor chat <conv> <message> (or --new <message>)')
     if (values['no-sandbox'] === true && values.sandbox === true) throw new CliError('--sandbox and --no-sandbox contradict each other', 2)
@@ -236,6 +256,7 @@ const COMMANDS: Record<string, Handler> = {
         ...(values.cwd !== undefined ? { cwd: path.resolve(io.cwd, values.cwd) } : {}),
         ...(values['no-sandbox'] === true ? { sandboxOff: true } : values.sandbox === true ? { sandboxOff: false } : {}),
         dataDir: store.dir,
+        ...(ctx.node !== undefined ? { node: ctx.node } : {}),
         env: io.env,
         out: io.out,
         err: io.err,
@@ -247,13 +268,30 @@ const COMMANDS: Record<string, Handler> = {
     }
   },
 
+  async resume (store, args, _values, io, ctx) {
+    need(args, 1, 'conversation: arbor resume <conv>')
+    if (ctx.node === undefined) throw new CliError('the agent runs inside this device\'s node: start it (`arbor serve` or the desktop app), then resume')
+    const conversation = store.resolve(args[0] as string)
+    const ref = await ctx.node.resume(conversation)
+    io.out(`the agent of ${conversation.slice(0, 12)} now runs on this device (epoch ${ref.epoch})\n`)
+  },
+
+  async status (store, args, _values, io, ctx) {
+    need(args, 1, 'conversation: arbor status <conv>')
+    const conversation = store.resolve(args[0] as string)
+    const dag = await store.open(conversation)
+    const status = ctx.node === undefined ? null : await ctx.node.agentStatus(conversation)
+    const name = ctx.node === undefined ? (d: string) => d.slice(0, 12) : (d: string) => (ctx.node as NodeCommands).deviceName(d)
+    io.out(agentStatusText({ dag, status, self: store.device, name, autoRevival: store.summary(conversation)?.autoRevival === true }))
+  },
+
   async new (store, _args, values, io) {
     let cwd: string | undefined
     if (values.cwd !== undefined) {
       cwd = path.resolve(io.cwd, values.cwd)
       if (!fs.existsSync(cwd) || !fs.statSync(cwd).isDirectory()) throw new CliError(`--cwd ${values.cwd}: not a directory`)
     }
-    const root = await store.createConversation({ title: values.title ?? '', ...(cwd !== undefined ? { cwd } : {}) })
+    const root = await store.createConversation({ title: values.title ?? '', ...(cwd !== undefined ? { cwd } : {}), ...(values['auto-revival'] === true ? { autoRevival: true } : {}) })
     store.select(root.id, root.id)
     io.out(root.id + '\n')
   },

@@ -64,6 +64,8 @@ export class AgentPlacement {
   /** one decision at a time per conversation */
   private readonly queue = new Map<string, Promise<void>>()
   private readonly again = new Set<string>()
+  /** per conversation: messages for the agent that arrived or were posted while it ran elsewhere, not yet answered */
+  private readonly fresh = new Map<string, Set<string>>()
   private sweepTimer: NodeJS.Timeout | null = null
   private closed = false
   private readonly onEntries = (ev: EntriesEvent): void => { this.entriesArrived(ev) }
@@ -120,6 +122,7 @@ export class AgentPlacement {
       await this.run(conversation, { leaf: entry.id, epoch: top?.epoch ?? 0, reason: 'user' })
       return { runs: 'here' }
     }
+    this.addFresh(conversation, [entry.id])
     this.reconcile(conversation) // a dead owner's opt-in agent may be revived here
     return { runs: 'elsewhere', device: top.device, name: this.opts.peers.name(top.device), reachable: !this.opts.peers.down(top.device) }
   }
@@ -163,7 +166,20 @@ export class AgentPlacement {
       if (ev.joined.some(e => e.kind === 'meta' && e.body.key === 'autoRevival')) this.known.delete(ev.conversation) // re-read below
     }
     // Only what others wrote can call for an action here; our own writes were decided already.
-    if (!ev.local) this.reconcile(ev.conversation)
+    if (ev.local) return
+    const messages = ev.joined.filter(e => e.kind === 'user').map(e => e.id)
+    // A message to a conversation no agent has run in is not for an agent (its sender would have started one).
+    void this.learn(ev.conversation).then(k => {
+      if (k.owner !== null) this.addFresh(ev.conversation, messages)
+      this.reconcile(ev.conversation)
+    }, (err: Error) => { this.opts.log.warn(`placement of ${ev.conversation.slice(0, 12)}: ${err.message}`) })
+  }
+
+  private addFresh (conversation: string, ids: string[]): void {
+    if (ids.length === 0) return
+    let set = this.fresh.get(conversation)
+    if (set === undefined) this.fresh.set(conversation, set = new Set())
+    for (const id of ids) set.add(id)
   }
 
   /** What this device knows of a conversation's placement, read once and kept up to date. */
@@ -194,6 +210,14 @@ export class AgentPlacement {
     const k = await this.learn(conversation)
     const dag = await history.open(conversation)
     const run = agents.runOf(conversation)
+    const work = openWork(dag)
+    // Messages answered meanwhile (by anyone) are no longer fresh.
+    const fresh = this.fresh.get(conversation)
+    if (fresh !== undefined) {
+      const open = new Set(work.map(w => w.kind === 'message' ? w.message.id : ''))
+      for (const id of fresh) if (!open.has(id) && dag.isJoined(id)) fresh.delete(id)
+      if (fresh.size === 0) this.fresh.delete(conversation)
+    }
     const action: PlacementAction = decide({
       self: history.device,
       conversation,
@@ -203,7 +227,8 @@ export class AgentPlacement {
       autoRevival: k.autoRevival,
       live: peers.live(conversation),
       down: d => peers.down(d),
-      work: openWork(dag)
+      work,
+      fresh: this.fresh.get(conversation) ?? new Set()
     })
     if (this.closed) return
     switch (action.do) {

@@ -58,8 +58,8 @@ export function reviverOf (conversation: string, candidates: Iterable<string>): 
 
 /** A branch tip that waits for an agent. */
 export type OpenWork =
-  /** a user message nobody has answered (nothing follows it) */
-  | { kind: 'message'; leaf: Entry }
+  /** a user message nobody has answered (nothing but notes or settings follow it) */
+  | { kind: 'message'; leaf: Entry; message: Entry }
   /** an agent's turn that started and never ended (its device died or was cut off mid-turn) */
   | { kind: 'turn'; leaf: Entry; agent: AgentRef }
 
@@ -84,7 +84,7 @@ export function workAt (dag: ConversationDag, head: Entry): OpenWork | null {
       case 'agent.stopped': return null
       case 'agent.started': return { kind: 'turn', leaf: head, agent: { device: cur.author.device, epoch: cur.body.epoch } }
       // a message answered by nothing (a note or meta after it does not answer it)
-      case 'user': return { kind: 'message', leaf: head }
+      case 'user': return { kind: 'message', leaf: head, message: cur }
       case 'conversation': return null
     }
     const p: string | undefined = cur.parents[0]
@@ -118,6 +118,12 @@ export interface PlacementView {
   /** whether a device is considered dead (not connected, silent past the detection window) */
   down: (device: string) => boolean
   work: readonly OpenWork[]
+  /**
+   * Messages posted for the agent since this device has been watching (peers' messages as
+   * they replicate in, its own while the agent runs elsewhere). An older unanswered message
+   * (one posted with `arbor post`, or left when its turn was edited away) calls for nobody.
+   */
+  fresh: ReadonlySet<string>
 }
 
 export type PlacementAction =
@@ -141,16 +147,18 @@ export function decide (v: PlacementView): PlacementAction {
   }
   // Never answer for nobody: the device that posted to an agent-less conversation starts it.
   if (v.owner === null || top === null) return { do: 'nothing' }
+  // The owner's turns cut short (only the current owner's: older ones were taken over), and new messages.
+  const work = v.work.filter(w => w.kind === 'message' ? v.fresh.has(w.message.id) : w.agent.device === top.device && w.agent.epoch === top.epoch)
   if (top.device === v.self) {
     // Own messages are started by whoever sends them; here: a peer's message, or our own cut-short turn.
-    const mine = v.work.filter(w => w.kind === 'message' ? w.leaf.author.device !== v.self : w.agent.device === v.self)
+    const mine = work.filter(w => w.kind === 'turn' || w.message.author.device !== v.self)
     const w = newestWork(mine)
     if (w === undefined) return { do: 'nothing' }
     return { do: 'start', leaf: w.leaf.id, epoch: top.epoch, reason: w.kind === 'turn' ? 'restart' : 'user' }
   }
   // (an agent a connected peer announces is never down: `top` counts announced agents)
   if (!v.autoRevival || !v.down(top.device)) return { do: 'nothing' }
-  const w = newestWork(v.work)
+  const w = newestWork(work)
   if (w === undefined) return { do: 'nothing' }
   if (reviverOf(v.conversation, [v.self, ...v.live]) !== v.self) return { do: 'nothing' }
   return { do: 'revive', leaf: w.leaf.id, epoch: top.epoch + 1, previous: top }
