@@ -4,19 +4,22 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, type JSX, type KeyboardEvent } from 'react'
 import type { ConversationDag } from '../shared/conversation-dag'
 import { useApi } from './api-context'
+import { continuePointOf, type ContinuePoint } from './continue-from'
 import { ariaPositions } from './tree-aria'
 import { deviceColour, layoutTree, visibleWindow, type TreeNode } from './tree-layout'
 
 export const TREE_ROW_HEIGHT = 32
 const LANE_WIDTH = 18
 
-export function TreeView ({ dag, size, selected, onPick, onClose }: {
+export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: {
   dag: ConversationDag
   /** the DAG's size: it stands for its (mutable) contents */
   size: number
   selected: string | undefined
   /** shows the branch through this entry */
   onPick: (entry: string) => void
+  /** starts a message that continues from a turn (a new branch when the turn has a continuation) */
+  onContinue: (at: ContinuePoint) => void
   onClose: () => void
 }): JSX.Element {
   const client = useApi()
@@ -72,9 +75,10 @@ export function TreeView ({ dag, size, selected, onPick, onClose }: {
       End: () => moveTo(rows.length - 1),
       Enter: () => { const n = rows[active]; if (n !== undefined) onPick(n.select) },
       ' ': () => { const n = rows[active]; if (n !== undefined) onPick(n.select) },
+      c: () => { const n = rows[active]; if (n !== undefined) onContinue(continuePointOf(n)) },
       Escape: onClose
     }
-    const fn = e.ctrlKey || e.metaKey || e.altKey ? undefined : keys[e.key]
+    const fn = e.ctrlKey || e.metaKey || e.altKey ? undefined : keys[e.key === 'C' ? 'c' : e.key]
     if (fn === undefined) return
     e.preventDefault()
     fn()
@@ -88,6 +92,7 @@ export function TreeView ({ dag, size, selected, onPick, onClose }: {
       <TreeRow
         key={n.id} node={n} index={i} active={i === active} self={self} pos={aria.pos[i] as number} setSize={aria.size[i] as number}
         onPick={() => { setActive(i); onPick(n.select) }}
+        onContinue={() => onContinue(continuePointOf(n))}
       />
     )
   }
@@ -97,7 +102,7 @@ export function TreeView ({ dag, size, selected, onPick, onClose }: {
     <div className="tree-view">
       <div className="tree-head">
         <span>{rows.length} turn{rows.length === 1 ? '' : 's'} · {forks} branch point{forks === 1 ? '' : 's'}</span>
-        <span className="tree-hint" id="tree-hint">↑↓ to move, Enter to show a branch, Esc to go back</span>
+        <span className="tree-hint" id="tree-hint">↑↓ to move, Enter to show a branch, C to continue from a turn, Esc to go back</span>
       </div>
       <div
         ref={ref}
@@ -112,11 +117,20 @@ export function TreeView ({ dag, size, selected, onPick, onClose }: {
       >
         <div className="tree-inner" style={{ height: rows.length * TREE_ROW_HEIGHT }}>{drawn}</div>
       </div>
+      {activeRow !== undefined
+        ? (
+          <div className="tree-actions" role="group" aria-label="Highlighted turn">
+            <span className="tree-actions-label">“{activeRow.label}”</span>
+            <button type="button" onClick={() => onPick(activeRow.select)}>Show this branch</button>
+            <button type="button" className="primary" onClick={() => onContinue(continuePointOf(activeRow))}>Continue from here</button>
+          </div>
+          )
+        : null}
     </div>
   )
 }
 
-function TreeRow ({ node: n, index, active, self, pos, setSize, onPick }: {
+function TreeRow ({ node: n, index, active, self, pos, setSize, onPick, onContinue }: {
   node: TreeNode
   index: number
   active: boolean
@@ -124,6 +138,7 @@ function TreeRow ({ node: n, index, active, self, pos, setSize, onPick }: {
   pos: number
   setSize: number
   onPick: () => void
+  onContinue: () => void
 }): JSX.Element {
   const foreign = self !== undefined && n.device !== self
   const cls = ['tree-row', n.onBranch ? 'on-branch' : '', active ? 'active' : '', n.childCount > 1 ? 'fork' : ''].filter(Boolean).join(' ')
@@ -152,6 +167,8 @@ function TreeRow ({ node: n, index, active, self, pos, setSize, onPick }: {
       {foreign ? <span className="tree-from mono" style={{ borderColor: deviceColour(n.device) }}>from {n.device.slice(0, 8)}</span> : null}
       {n.agentDevice !== undefined && n.agentDevice !== n.device ? <span className="tree-from mono" style={{ borderColor: deviceColour(n.agentDevice) }}>answered by {n.agentDevice.slice(0, 8)}</span> : null}
       <span className="tree-count">{n.entries}<span className="sr-only"> entries</span></span>
+      {/* a pointer shortcut; keyboard users have C and the buttons under the tree */}
+      <button type="button" className="tree-continue" tabIndex={-1} aria-hidden="true" onClick={e => { e.stopPropagation(); onContinue() }}>Continue</button>
     </div>
   )
 }
