@@ -26,6 +26,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const stick = useRef(true)
   const composerRef = useRef<HTMLTextAreaElement>(null)
   const [showTree, setShowTree] = useState(false)
+  const treeToggleRef = useRef<HTMLButtonElement>(null)
   // "continue from here": the next message attaches there instead of at the tip
   const [continueFrom, setContinueFrom] = useState<ContinuePoint | undefined>()
   const continueAt = useMemo(() => continuePoints(turns), [turns])
@@ -49,6 +50,8 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const onPick = useCallback((entry: string) => {
     store.select(entry)
     setShowTree(false)
+    // the tree had focus and is gone: the message box is where one goes next
+    requestAnimationFrame(() => composerRef.current?.focus())
     stick.current = true
     client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
   }, [client, store])
@@ -64,6 +67,12 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
     onPick(at.entry)
     startContinue(at)
   }, [onPick, startContinue])
+
+  // Esc in the tree: back to the button that opened it
+  const closeTree = useCallback(() => {
+    setShowTree(false)
+    requestAnimationFrame(() => treeToggleRef.current?.focus())
+  }, [])
 
   const stop = useCallback(() => {
     client.call('agent.cancel', { conversation: store.id }).catch(err => setError(`Could not stop the agent: ${errorText(err)}`))
@@ -94,14 +103,14 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         <div className="chat-meta">
           {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
-          <button type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
+          <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
           <span className="usage" aria-label={`Tokens used: ${snap.usage.input} input, ${snap.usage.output} output`}>
             {formatCount(snap.usage.input)} in · {formatCount(snap.usage.output)} out tokens
           </span>
         </div>
       </header>
       {showTree
-        ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onContinue={onTreeContinue} onClose={() => setShowTree(false)} />
+        ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onContinue={onTreeContinue} onClose={closeTree} />
         : null}
       <div className="scroll" ref={scrollRef} onScroll={onScroll} hidden={showTree}>
         {turns.length === 0
@@ -179,7 +188,12 @@ function Composer ({ textareaRef, canSend, connected, running, continueFrom, bra
 
   const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : 'Enter to send, Shift+Enter for a new line'
   return (
-    <form className="composer" aria-label="Message" onSubmit={e => { e.preventDefault(); submit() }}>
+    <form
+      className="composer"
+      aria-label="Message"
+      onSubmit={e => { e.preventDefault(); submit() }}
+      onKeyDown={e => { if (e.key === 'Escape' && continueFrom !== undefined) { e.preventDefault(); cancelContinue() } }}
+    >
       {continueFrom !== undefined
         ? (
           <div className="continue-note" role="status">
@@ -198,7 +212,6 @@ function Composer ({ textareaRef, canSend, connected, running, continueFrom, bra
         onChange={e => setText(e.target.value)}
         onKeyDown={e => {
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) { e.preventDefault(); submit() }
-          if (e.key === 'Escape' && continueFrom !== undefined) { e.preventDefault(); cancelContinue() }
         }}
       />
       <div className="composer-side">

@@ -126,6 +126,8 @@ describe('branching and reading in the web UI', () => {
     await shot('tree-after-continue')
     await old.click()
     await page.getByText('You said: Third question', { exact: true }).waitFor({ state: 'visible', timeout: 5_000 })
+    // the tree is gone, so focus went on to the message box
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), { timeout: 2_000 }).toBe('Message')
     await page.getByRole('group', { name: 'Branch 1 of 2' }).waitFor({ state: 'visible', timeout: 5_000 })
     expect(problems).toEqual([])
   }, 90_000)
@@ -170,6 +172,8 @@ describe('branching and reading in the web UI', () => {
     expect(await tree.evaluate(el => getComputedStyle(el).backgroundColor)).toBe('rgb(32, 36, 32)')
     await shot('dark-tree')
     await page.keyboard.press('Escape')
+    // Esc closes the tree and gives focus back to the button that opened it
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), { timeout: 2_000 }).toBe('Show the conversation tree')
     await page.getByRole('button', { name: 'Settings', exact: true }).click()
     await page.getByRole('heading', { name: 'Settings' }).waitFor({ timeout: 5_000 })
     expect(await page.getByLabel('Provider', { exact: true }).evaluate(el => getComputedStyle(el).backgroundColor)).toBe('rgb(32, 36, 32)')
