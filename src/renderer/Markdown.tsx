@@ -57,7 +57,8 @@ export function CodeBlock ({ lang, text }: { lang: string; text: string }): JSX.
         <span className="code-lang">{lang || 'text'}</span>
         <CopyButton text={text} label={lang ? `Copy ${lang} code` : 'Copy code'} />
       </div>
-      <pre tabIndex={0} aria-label={lang ? `${lang} code` : 'code'}>
+      {/* focusable so a keyboard can scroll it; a group, since a name on a bare <pre> is ignored */}
+      <pre tabIndex={0} role="group" aria-label={lang ? `${lang} code` : 'code'}>
         <code className={id !== undefined ? `hl language-${id}` : undefined}>
           {tokens === undefined ? text : tokens.map((t, i) => t.kind === undefined ? t.text : <span key={i} className={`tok-${t.kind}`}>{t.text}</span>)}
         </code>

@@ -260,6 +260,7 @@ describe('Markdown rendering of code', () => {
     expect(html).toContain('<span class="tok-string">&quot;hi&quot;</span>')
     expect(html).toContain('<span class="tok-comment"># greet</span>')
     expect(html).toMatch(/<button[^>]*aria-label="Copy python code"[^>]*>Copy<\/button>/)
+    expect(html).toContain('<pre tabindex="0" role="group" aria-label="python code">')
   })
 
   it('escapes HTML in code, highlighted or not: nothing the model writes becomes markup', () => {
