@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX, type RefObject } from 'react'
 import { errorText, useApi } from './api-context'
+import { continuePoints, type ContinuePoint } from './continue-from'
 import { formatCount } from './conversation-list'
 import type { ConversationStore } from './conversation-store'
 import { Markdown } from './Markdown'
@@ -25,6 +26,10 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const stick = useRef(true)
   const composerRef = useRef<HTMLTextAreaElement>(null)
   const [showTree, setShowTree] = useState(false)
+  const treeToggleRef = useRef<HTMLButtonElement>(null)
+  // "continue from here": the next message attaches there instead of at the tip
+  const [continueFrom, setContinueFrom] = useState<ContinuePoint | undefined>()
+  const continueAt = useMemo(() => continuePoints(turns), [turns])
 
   const send = useCallback(async (text: string, parent: string | undefined): Promise<void> => {
     const params: { conversation: string; text: string; parent?: string } = { conversation: store.id, text }
@@ -45,9 +50,29 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const onPick = useCallback((entry: string) => {
     store.select(entry)
     setShowTree(false)
+    // the tree had focus and is gone: the message box is where one goes next
+    requestAnimationFrame(() => composerRef.current?.focus())
     stick.current = true
     client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
   }, [client, store])
+
+  const startContinue = useCallback((at: ContinuePoint) => {
+    setContinueFrom(at)
+    setShowTree(false)
+    requestAnimationFrame(() => composerRef.current?.focus())
+  }, [])
+
+  // from the tree: also show the branch through that turn, so its context is on screen
+  const onTreeContinue = useCallback((at: ContinuePoint) => {
+    onPick(at.entry)
+    startContinue(at)
+  }, [onPick, startContinue])
+
+  // Esc in the tree: back to the button that opened it
+  const closeTree = useCallback(() => {
+    setShowTree(false)
+    requestAnimationFrame(() => treeToggleRef.current?.focus())
+  }, [])
 
   const stop = useCallback(() => {
     client.call('agent.cancel', { conversation: store.id }).catch(err => setError(`Could not stop the agent: ${errorText(err)}`))
@@ -78,20 +103,20 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         <div className="chat-meta">
           {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
-          <button type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
+          <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
           <span className="usage" aria-label={`Tokens used: ${snap.usage.input} input, ${snap.usage.output} output`}>
             {formatCount(snap.usage.input)} in · {formatCount(snap.usage.output)} out tokens
           </span>
         </div>
       </header>
       {showTree
-        ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onClose={() => setShowTree(false)} />
+        ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onContinue={onTreeContinue} onClose={closeTree} />
         : null}
       <div className="scroll" ref={scrollRef} onScroll={onScroll} hidden={showTree}>
         {turns.length === 0
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}
-        <Transcript turns={turns} toolOutput={snap.toolOutput} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} />
+        <Transcript turns={turns} toolOutput={snap.toolOutput} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} continueAt={continueAt} onContinue={startContinue} />
         {running && snap.streaming !== ''
           ? (
             <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
@@ -112,18 +137,26 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         canSend={canSend}
         connected={connected}
         running={running}
-        onSend={text => send(text, tip?.id).catch(err => { setError(`Not sent: ${errorText(err)}`); throw err })}
+        continueFrom={continueFrom}
+        branches={continueFrom !== undefined && dag.children(continueFrom.entry).length > 0}
+        onCancelContinue={() => setContinueFrom(undefined)}
+        onSend={text => send(text, continueFrom?.entry ?? tip?.id).then(() => setContinueFrom(undefined), err => { setError(`Not sent: ${errorText(err)}`); throw err })}
         onStop={stop}
       />
     </div>
   )
 }
 
-function Composer ({ textareaRef, canSend, connected, running, onSend, onStop }: {
+function Composer ({ textareaRef, canSend, connected, running, continueFrom, branches, onCancelContinue, onSend, onStop }: {
   textareaRef: RefObject<HTMLTextAreaElement | null>
   canSend: boolean
   connected: boolean
   running: boolean
+  /** where the message will attach, when not at the tip */
+  continueFrom: ContinuePoint | undefined
+  /** whether sending there starts a new branch (the point already has a continuation) */
+  branches: boolean
+  onCancelContinue: () => void
   onSend: (text: string) => Promise<void>
   onStop: () => void
 }): JSX.Element {
@@ -148,14 +181,32 @@ function Composer ({ textareaRef, canSend, connected, running, onSend, onStop }:
     )
   }
 
+  const cancelContinue = (): void => {
+    onCancelContinue()
+    textareaRef.current?.focus()
+  }
+
   const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : 'Enter to send, Shift+Enter for a new line'
   return (
-    <form className="composer" aria-label="Message" onSubmit={e => { e.preventDefault(); submit() }}>
+    <form
+      className="composer"
+      aria-label="Message"
+      onSubmit={e => { e.preventDefault(); submit() }}
+      onKeyDown={e => { if (e.key === 'Escape' && continueFrom !== undefined) { e.preventDefault(); cancelContinue() } }}
+    >
+      {continueFrom !== undefined
+        ? (
+          <div className="continue-note" role="status">
+            <span>Continuing from “{continueFrom.label}” — {branches ? 'new branch' : 'continues that branch'}</span>
+            <button type="button" className="link" onClick={cancelContinue} aria-label="Cancel continuing from there (Esc)">Cancel</button>
+          </div>
+          )
+        : null}
       <textarea
         ref={textareaRef}
         value={text}
         rows={1}
-        placeholder="Message the agent…"
+        placeholder={continueFrom !== undefined && branches ? 'Message for the new branch…' : 'Message the agent…'}
         aria-label="Message"
         aria-describedby="composer-hint"
         onChange={e => setText(e.target.value)}

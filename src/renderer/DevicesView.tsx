@@ -80,11 +80,11 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
   const expiresIn = invite !== undefined ? Math.max(0, Math.round((invite.expiresAt - now) / 60_000)) : 0
 
   return (
-    <section className="placeholder" aria-labelledby="devices-heading" style={{ textAlign: 'left', maxWidth: '48rem', width: '100%' }}
+    <section className="placeholder screen" aria-labelledby="devices-heading"
       onKeyDown={e => { if (e.key === 'Escape') { e.preventDefault(); onClose() } }}>
-      <div style={{ display: 'flex', justifyContent: 'space-between', alignItems: 'center', gap: '1rem' }}>
+      <div className="screen-head">
         <h2 id="devices-heading" ref={headingRef} tabIndex={-1}>Devices</h2>
-        <label style={{ display: 'flex', gap: '0.4rem', alignItems: 'center', whiteSpace: 'nowrap' }}>
+        <label className="check-label">
           <input type="checkbox" checked={online} onChange={e => toggleNet(e.target.checked)} />
           Network on
         </label>
@@ -95,7 +95,7 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
       {devices === undefined
         ? <p>Loading…</p>
         : (
-          <table aria-label="Devices" style={{ width: '100%', borderCollapse: 'collapse' }}>
+          <table aria-label="Devices" className="devices-table">
             <thead>
               <tr><th scope="col" align="left">Name</th><th scope="col" align="left">State</th><th scope="col" align="left">Last seen</th><th scope="col" align="left">Sync</th></tr>
             </thead>
@@ -111,20 +111,20 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
             </tbody>
           </table>
           )}
-      <div className="new-form" style={{ margin: '1rem 0' }} aria-label="Invite a device" role="group">
+      <div className="new-form screen-form" aria-label="Invite a device" role="group">
         <button type="button" className="primary" onClick={makeInvite} disabled={inviting}>{inviting ? 'Inviting…' : 'Invite a device'}</button>
         {inviteError !== undefined ? <p className="form-error" role="alert">{inviteError}</p> : null}
         {invite !== undefined
           ? (
             <div>
-              <p style={{ margin: '0.3rem 0' }}>On the other device choose Join and enter this code (it works once, for {expiresIn} more minute{expiresIn === 1 ? '' : 's'}):</p>
-              <output aria-label="Invite code" className="mono" style={{ wordBreak: 'break-all', display: 'block', userSelect: 'all' }}>{invite.code}</output>
+              <p className="invite-hint">On the other device choose Join and enter this code (it works once, for {expiresIn} more minute{expiresIn === 1 ? '' : 's'}):</p>
+              <output aria-label="Invite code" className="mono invite-code">{invite.code}</output>
               <button type="button" onClick={copy}>{copied ? 'Copied' : 'Copy the code'}</button>
             </div>
             )
           : null}
       </div>
-      <form className="new-form" style={{ margin: '1rem 0' }} aria-label="Join" onSubmit={join}>
+      <form className="new-form screen-form" aria-label="Join" onSubmit={join}>
         <label htmlFor={codeId}>Invite code from another device</label>
         <input id={codeId} className="mono" value={code} onChange={e => { setCode(e.target.value); setJoinError(undefined) }} spellCheck={false} autoCapitalize="off" autoCorrect="off" />
         {joinError !== undefined ? <p className="form-error" role="alert">{joinError}</p> : null}

@@ -1,4 +1,5 @@
 import { memo, useMemo, useState, type JSX, type ReactNode } from 'react'
+import { highlight, languageOf } from './highlight'
 import { parseMarkdown, type Block, type Inline } from './markdown'
 
 /** Model text as Markdown. Every string goes through React as text: nothing is HTML. */
@@ -47,13 +48,21 @@ function renderInlines (nodes: readonly Inline[]): ReactNode[] {
 }
 
 export function CodeBlock ({ lang, text }: { lang: string; text: string }): JSX.Element {
+  const id = languageOf(lang)
+  // tokens are text with a class: React escapes them like any other string
+  const tokens = useMemo(() => highlight(text, id), [text, id])
   return (
     <div className="code-block">
       <div className="code-head">
         <span className="code-lang">{lang || 'text'}</span>
-        <CopyButton text={text} label="Copy code" />
+        <CopyButton text={text} label={lang ? `Copy ${lang} code` : 'Copy code'} />
       </div>
-      <pre tabIndex={0} aria-label={lang ? `${lang} code` : 'code'}><code>{text}</code></pre>
+      {/* focusable so a keyboard can scroll it; a group, since a name on a bare <pre> is ignored */}
+      <pre tabIndex={0} role="group" aria-label={lang ? `${lang} code` : 'code'}>
+        <code className={id !== undefined ? `hl language-${id}` : undefined}>
+          {tokens === undefined ? text : tokens.map((t, i) => t.kind === undefined ? t.text : <span key={i} className={`tok-${t.kind}`}>{t.text}</span>)}
+        </code>
+      </pre>
     </div>
   )
 }

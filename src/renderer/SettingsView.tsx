@@ -90,14 +90,14 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
   }
 
   return (
-    <section className="placeholder" aria-labelledby="settings-heading" style={{ textAlign: 'left', maxWidth: '36rem', width: '100%' }}
+    <section className="placeholder screen narrow" aria-labelledby="settings-heading"
       onKeyDown={e => { if (e.key === 'Escape') { e.preventDefault(); onClose() } }}>
-      <div style={{ display: 'flex', justifyContent: 'space-between', alignItems: 'center' }}>
+      <div className="screen-head">
         <h2 id="settings-heading" ref={headingRef} tabIndex={-1}>Settings</h2>
         <button type="button" onClick={onClose}>Back to chat</button>
       </div>
       {loadError !== undefined ? <p className="form-error" role="alert">Could not load the settings: {loadError}</p> : null}
-      <form className="new-form" aria-label="Node settings" onSubmit={submit} style={{ margin: '0.5rem 0' }}>
+      <form className="new-form screen-form" aria-label="Node settings" onSubmit={submit}>
         <label htmlFor={ids.provider}>Provider</label>
         <select id={ids.provider} value={provider} onChange={e => { setProvider(e.target.value as ProviderChoice); setSaved(false) }}>
           <option value="openai">OpenAI</option>
@@ -120,7 +120,7 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
               <label htmlFor={ids.key}>API key</label>
               <input id={ids.key} type="password" autoComplete="off" value={apiKey} onChange={e => setApiKey(e.target.value)}
                 placeholder={loaded?.apiKeySet === true ? 'a key is stored; type to replace it' : provider === 'compatible' ? 'optional for local servers' : 'sk-…'} aria-describedby={`${ids.key}-state`} />
-              <span id={`${ids.key}-state`} style={{ fontSize: '0.8rem' }}>
+              <span id={`${ids.key}-state`} className="field-note">
                 {loaded?.apiKeySet === true
                   ? <>A key is stored (it is never shown). <button type="button" className="link" onClick={forgetKey} disabled={busy}>Forget the stored key</button></>
                   : 'No key is stored.'}
@@ -143,7 +143,7 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
           ? found.length === 0
             ? <p role="status">No local server answered (Ollama, llama.cpp, LM Studio, vLLM). Start one, or enter an OpenAI key.</p>
             : (
-              <ul aria-label="Local servers found" style={{ listStyle: 'none', padding: 0 }}>
+              <ul aria-label="Local servers found" className="plain-list">
                 {found.flatMap(s => (s.models.length > 0 ? s.models : [undefined]).map(m => (
                   <li key={`${s.baseURL} ${m ?? ''}`}>
                     <button type="button" className="link" onClick={() => use(s, m)}>

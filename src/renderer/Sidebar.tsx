@@ -142,7 +142,7 @@ export function Sidebar (props: SidebarProps): JSX.Element {
       <footer className="sidebar-foot">
         {onView !== undefined
           ? (
-            <div className="form-actions" role="group" aria-label="Screens" style={{ marginBottom: '0.3rem' }}>
+            <div className="form-actions screens" role="group" aria-label="Screens">
               <button type="button" aria-pressed={view === 'devices'} onClick={() => onView(view === 'devices' ? 'chat' : 'devices')}>Devices</button>
               <button type="button" aria-pressed={view === 'settings'} onClick={() => onView(view === 'settings' ? 'chat' : 'settings')}>Settings</button>
             </div>

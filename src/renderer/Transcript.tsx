@@ -1,5 +1,6 @@
 import { memo, useEffect, useId, useRef, useState, type JSX, type KeyboardEvent } from 'react'
 import type { Fork } from './branch-nav'
+import type { ContinuePoint } from './continue-from'
 import { formatCount } from './conversation-list'
 import { Markdown } from './Markdown'
 import type { ToolCallView, ToolStatus, TranscriptItem, Turn } from './transcript'
@@ -18,9 +19,12 @@ export interface TranscriptActions {
 export interface TranscriptProps extends TranscriptActions {
   turns: readonly Turn[]
   toolOutput: ReadonlyMap<string, string>
+  /** agent turn id → where "continue from here" attaches (turns followed by another message) */
+  continueAt?: ReadonlyMap<string, ContinuePoint>
+  onContinue?: (at: ContinuePoint) => void
 }
 
-export function Transcript ({ turns, toolOutput, ...actions }: TranscriptProps): JSX.Element {
+export function Transcript ({ turns, toolOutput, continueAt, onContinue, ...actions }: TranscriptProps): JSX.Element {
   return (
     <div className="transcript" role="log" aria-label="Messages on this branch" aria-live="polite">
       {turns.map(turn => turn.role === 'user'
@@ -28,8 +32,26 @@ export function Transcript ({ turns, toolOutput, ...actions }: TranscriptProps):
         : (
           <section key={turn.id} className="turn agent" aria-label="Agent">
             {turn.items.map(item => <AgentItem key={item.id} item={item} toolOutput={toolOutput} {...actions} />)}
+            <ContinueAction at={continueAt?.get(turn.id)} onContinue={onContinue} />
           </section>
           ))}
+    </div>
+  )
+}
+
+/** "Continue from here" under an earlier agent turn: the next message branches off after it. */
+function ContinueAction ({ at, onContinue }: { at: ContinuePoint | undefined; onContinue: ((at: ContinuePoint) => void) | undefined }): JSX.Element | null {
+  if (at === undefined || onContinue === undefined) return null
+  return (
+    <div className="msg-actions continue-action">
+      <button
+        type="button"
+        className="link"
+        onClick={() => onContinue(at)}
+        aria-label={`Continue from here: a new branch after “${at.label}”`}
+        title="Write a message that follows this turn, as a new branch; later turns stay on theirs"
+      >Continue from here
+      </button>
     </div>
   )
 }

@@ -4,18 +4,22 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, type JSX, type KeyboardEvent } from 'react'
 import type { ConversationDag } from '../shared/conversation-dag'
 import { useApi } from './api-context'
+import { continuePointOf, type ContinuePoint } from './continue-from'
+import { ariaPositions } from './tree-aria'
 import { deviceColour, layoutTree, visibleWindow, type TreeNode } from './tree-layout'
 
 export const TREE_ROW_HEIGHT = 32
 const LANE_WIDTH = 18
 
-export function TreeView ({ dag, size, selected, onPick, onClose }: {
+export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: {
   dag: ConversationDag
   /** the DAG's size: it stands for its (mutable) contents */
   size: number
   selected: string | undefined
   /** shows the branch through this entry */
   onPick: (entry: string) => void
+  /** starts a message that continues from a turn (a new branch when the turn has a continuation) */
+  onContinue: (at: ContinuePoint) => void
   onClose: () => void
 }): JSX.Element {
   const client = useApi()
@@ -27,6 +31,8 @@ export function TreeView ({ dag, size, selected, onPick, onClose }: {
   }, [client])
 
   const { rows, current } = useMemo(() => layoutTree(dag, selected), [dag, size, selected])
+  const aria = useMemo(() => ariaPositions(rows), [rows])
+  const forks = useMemo(() => rows.filter(r => r.childCount > 1).length, [rows])
   const [active, setActive] = useState(current)
   const [view, setView] = useState({ top: 0, height: 600 })
   const ref = useRef<HTMLDivElement>(null)
@@ -69,9 +75,10 @@ export function TreeView ({ dag, size, selected, onPick, onClose }: {
       End: () => moveTo(rows.length - 1),
       Enter: () => { const n = rows[active]; if (n !== undefined) onPick(n.select) },
       ' ': () => { const n = rows[active]; if (n !== undefined) onPick(n.select) },
+      c: () => { const n = rows[active]; if (n !== undefined) onContinue(continuePointOf(n)) },
       Escape: onClose
     }
-    const fn = keys[e.key]
+    const fn = e.ctrlKey || e.metaKey || e.altKey ? undefined : keys[e.key === 'C' ? 'c' : e.key]
     if (fn === undefined) return
     e.preventDefault()
     fn()
@@ -81,21 +88,28 @@ export function TreeView ({ dag, size, selected, onPick, onClose }: {
   const drawn: JSX.Element[] = []
   for (let i = start; i < end; i++) {
     const n = rows[i] as TreeNode
-    drawn.push(<TreeRow key={n.id} node={n} index={i} active={i === active} self={self} onPick={() => { setActive(i); onPick(n.select) }} />)
+    drawn.push(
+      <TreeRow
+        key={n.id} node={n} index={i} active={i === active} self={self} pos={aria.pos[i] as number} setSize={aria.size[i] as number}
+        onPick={() => { setActive(i); onPick(n.select) }}
+        onContinue={() => onContinue(continuePointOf(n))}
+      />
+    )
   }
   const activeRow = rows[active]
 
   return (
     <div className="tree-view">
       <div className="tree-head">
-        <span>{rows.length} turn{rows.length === 1 ? '' : 's'} · {rows.filter(r => r.childCount > 1).length} branch point{rows.filter(r => r.childCount > 1).length === 1 ? '' : 's'}</span>
-        <span className="tree-hint">↑↓ to move, Enter to show a branch, Esc to go back</span>
+        <span>{rows.length} turn{rows.length === 1 ? '' : 's'} · {forks} branch point{forks === 1 ? '' : 's'}</span>
+        <span className="tree-hint" id="tree-hint">↑↓ to move, Enter to show a branch, C to continue from a turn, Esc to go back</span>
       </div>
       <div
         ref={ref}
         className="tree-scroll"
         role="tree"
         aria-label="Conversation tree"
+        aria-describedby="tree-hint"
         tabIndex={0}
         aria-activedescendant={activeRow !== undefined && active >= start && active < end ? `tree-row-${activeRow.id}` : undefined}
         onKeyDown={onKeyDown}
@@ -103,16 +117,28 @@ export function TreeView ({ dag, size, selected, onPick, onClose }: {
       >
         <div className="tree-inner" style={{ height: rows.length * TREE_ROW_HEIGHT }}>{drawn}</div>
       </div>
+      {activeRow !== undefined
+        ? (
+          <div className="tree-actions" role="group" aria-label="Highlighted turn">
+            <span className="tree-actions-label">“{activeRow.label}”</span>
+            <button type="button" onClick={() => onPick(activeRow.select)}>Show this branch</button>
+            <button type="button" className="primary" onClick={() => onContinue(continuePointOf(activeRow))}>Continue from here</button>
+          </div>
+          )
+        : null}
     </div>
   )
 }
 
-function TreeRow ({ node: n, index, active, self, onPick }: {
+function TreeRow ({ node: n, index, active, self, pos, setSize, onPick, onContinue }: {
   node: TreeNode
   index: number
   active: boolean
   self: string | undefined
+  pos: number
+  setSize: number
   onPick: () => void
+  onContinue: () => void
 }): JSX.Element {
   const foreign = self !== undefined && n.device !== self
   const cls = ['tree-row', n.onBranch ? 'on-branch' : '', active ? 'active' : '', n.childCount > 1 ? 'fork' : ''].filter(Boolean).join(' ')
@@ -126,8 +152,9 @@ function TreeRow ({ node: n, index, active, self, onPick }: {
       aria-level={n.lane + 1}
       aria-selected={active}
       aria-current={n.onBranch ? 'true' : undefined}
-      aria-setsize={n.siblingCount}
-      aria-posinset={n.siblingIndex + 1}
+      aria-expanded={n.childCount > 1 ? true : undefined}
+      aria-setsize={setSize}
+      aria-posinset={pos}
       title={`${n.label}${n.onBranch ? ' (on the shown branch)' : ''} · device ${n.device.slice(0, 8)} · ${n.entries} entries`}
       style={{ top: index * TREE_ROW_HEIGHT, height: TREE_ROW_HEIGHT, paddingLeft: 8 + Math.min(n.lane, 40) * LANE_WIDTH }}
       onClick={onPick}
@@ -135,10 +162,13 @@ function TreeRow ({ node: n, index, active, self, onPick }: {
       {lanes.length > 0 ? <span className="tree-lanes" aria-hidden="true">{lanes}</span> : null}
       <span className="tree-dot" style={{ background: deviceColour(n.device) }} aria-hidden="true" />
       <span className="tree-label">{n.label}</span>
-      {n.siblingCount > 1 ? <span className="tree-sib" aria-label={`branch ${n.siblingIndex + 1} of ${n.siblingCount}`}>{n.siblingIndex + 1}/{n.siblingCount}</span> : null}
+      {/* aria-label is not allowed on a plain span: screen readers get words, eyes get "1/2" */}
+      {n.siblingCount > 1 ? <span className="tree-sib"><span aria-hidden="true">{n.siblingIndex + 1}/{n.siblingCount}</span><span className="sr-only">, branch {n.siblingIndex + 1} of {n.siblingCount}</span></span> : null}
       {foreign ? <span className="tree-from mono" style={{ borderColor: deviceColour(n.device) }}>from {n.device.slice(0, 8)}</span> : null}
       {n.agentDevice !== undefined && n.agentDevice !== n.device ? <span className="tree-from mono" style={{ borderColor: deviceColour(n.agentDevice) }}>answered by {n.agentDevice.slice(0, 8)}</span> : null}
-      <span className="tree-count">{n.entries}</span>
+      <span className="tree-count">{n.entries}<span className="sr-only"> entries</span></span>
+      {/* a pointer shortcut; keyboard users have C and the buttons under the tree */}
+      <button type="button" className="tree-continue" tabIndex={-1} aria-hidden="true" onClick={e => { e.stopPropagation(); onContinue() }}>Continue</button>
     </div>
   )
 }

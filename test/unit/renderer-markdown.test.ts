@@ -1,7 +1,11 @@
 // The renderer's Markdown reader: model text becomes plain data (never HTML).
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
+import { createElement } from 'react'
+import { renderToStaticMarkup } from 'react-dom/server'
+import { highlight, languageOf, MAX_HIGHLIGHT_CHARS, type Token } from '../../src/renderer/highlight'
 import { inlineText, parseInline, parseMarkdown, safeHref, type Block } from '../../src/renderer/markdown'
+import { Markdown } from '../../src/renderer/Markdown'
 
 const text = (t: string) => ({ t: 'text' as const, text: t })
 
@@ -134,5 +138,144 @@ describe('safeHref', () => {
     for (const bad of ['javascript:alert(1)', 'JaVaScRiPt:x', 'data:text/html,x', 'vbscript:x', '/relative', 'file:///etc/passwd', 'https://a b']) {
       expect(safeHref(bad)).toBeUndefined()
     }
+  })
+})
+
+// ---- highlighting of fenced code (src/renderer/highlight.ts) and its rendering ----
+
+const kinds = (code: string, lang: string): Array<[string, string]> =>
+  (highlight(code, lang) ?? []).filter(t => t.kind !== undefined).map(t => [t.kind as string, t.text])
+
+describe('highlight', () => {
+  it('marks keywords, strings, comments, numbers, types and calls in TypeScript', () => {
+    expect(kinds('const n: number = 42 // the answer\nfunction f () { return `x ${n}` }\nnew Map()', 'ts')).toEqual([
+      ['keyword', 'const'], ['type', 'number'], ['number', '42'], ['comment', '// the answer'],
+      ['keyword', 'function'], ['function', 'f'], ['keyword', 'return'], ['string', '`x ${n}`'],
+      ['keyword', 'new'], ['function', 'Map']
+    ])
+  })
+
+  it('knows each curated language and its usual aliases', () => {
+    const cases: Array<[string, string, [string, string]]> = [
+      ['js', 'let a = 1', ['keyword', 'let']],
+      ['javascript', 'await x', ['keyword', 'await']],
+      ['TSX', 'interface A {}', ['keyword', 'interface']],
+      ['json', '{"k": "v"}', ['property', '"k"']],
+      ['py', 'def f(): pass', ['keyword', 'def']],
+      ['python3', 'x = None', ['literal', 'None']],
+      ['sh', 'if true; then :; fi', ['keyword', 'if']],
+      ['shell', 'echo $HOME', ['variable', '$HOME']],
+      ['bash', '# note', ['comment', '# note']],
+      ['zsh', 'export A=1', ['keyword', 'export']],
+      ['patch', '+added', ['inserted', '+added']],
+      ['diff', '-removed', ['deleted', '-removed']],
+      ['golang', 'func main() {}', ['keyword', 'func']],
+      ['rs', 'let mut v: Vec<u8>', ['keyword', 'let']],
+      ['yml', 'name: arbor', ['property', 'name']],
+      ['html', '<p class="x">', ['tag', '<p']],
+      ['xml', '<a href="y"/>', ['attr', 'href']],
+      ['css', 'a { color: red }', ['property', 'color']],
+      ['sql', 'select 1 from t', ['keyword', 'select']],
+      ['SQL', 'SELECT 1', ['keyword', 'SELECT']],
+      ['c', '#include <stdio.h>', ['meta', '#include <stdio.h>']],
+      ['h', 'int x;', ['type', 'int']],
+      ['cpp', 'template <typename T>', ['keyword', 'template']],
+      ['c++', 'auto p = nullptr;', ['literal', 'nullptr']],
+      ['java', '@Override public void run()', ['meta', '@Override']],
+      ['language-ts', 'type A = 1', ['keyword', 'type']]
+    ]
+    for (const [lang, code, first] of cases) {
+      expect(languageOf(lang), lang).toBeDefined()
+      expect(kinds(code, lang), `${lang}: ${code}`).toContainEqual(first)
+    }
+  })
+
+  it('leaves unknown, missing and over-long code plain', () => {
+    expect(languageOf('brainfuck')).toBeUndefined()
+    expect(highlight('+++[>++<-]', 'brainfuck')).toBeUndefined()
+    expect(highlight('const a = 1', '')).toBeUndefined()
+    expect(highlight('const a = 1', undefined)).toBeUndefined()
+    expect(languageOf('constructor')).toBeUndefined() // no prototype lookups
+    expect(highlight('x'.repeat(MAX_HIGHLIGHT_CHARS + 1), 'ts')).toBeUndefined()
+  })
+
+  it('keeps a quote in an English comment or a shell word from colouring the following lines', () => {
+    expect(kinds("echo it's done\necho next", 'bash').filter(([k]) => k === 'string')).toEqual([['string', "'s done"]])
+    expect(kinds("echo a#b\n# real comment", 'bash')).toContainEqual(['comment', '# real comment'])
+    expect(kinds("echo a#b", 'bash').some(([k]) => k === 'comment')).toBe(false)
+    expect(kinds("fn f<'a>(x: &'a str) -> char { 'c' }", 'rust')).toEqual(expect.arrayContaining([['variable', "'a"], ['string', "'c'"], ['type', 'str']]))
+  })
+
+  it('colours selectors and declarations in CSS by their place', () => {
+    expect(kinds('.card:hover, #main > p { color: #fff; margin: -1.5em !important }', 'css')).toEqual([
+      ['type', '.card'], ['keyword', ':hover'], ['attr', '#main'], ['tag', 'p'],
+      ['property', 'color'], ['number', '#fff'], ['property', 'margin'], ['number', '-1.5em'], ['keyword', '!important']
+    ])
+  })
+
+  it('highlights script bodies inside HTML as JavaScript', () => {
+    expect(kinds('<script>let a = "<b>"</script>', 'html')).toEqual([
+      ['tag', '<script>'], ['keyword', 'let'], ['string', '"<b>"'], ['tag', '</script>']
+    ])
+  })
+
+  it('gives tokens that join back to exactly the code, for any input in every language (property)', () => {
+    const langs = ['ts', 'js', 'json', 'py', 'bash', 'diff', 'go', 'rust', 'yaml', 'html', 'css', 'sql', 'c', 'cpp', 'java']
+    const alphabet = fc.constantFrom(...'ab1 \n\t"\'`#/*-+<>{}()[]:;$@!&=.,\\r_éx'.split(''), '/*', '*/', '"""', '<!--', '-->', '${', 'r#"')
+    fc.assert(fc.property(fc.array(alphabet, { maxLength: 80 }).map(a => a.join('')), fc.constantFrom(...langs), (code, lang) => {
+      const tokens = highlight(code, lang) as Token[]
+      expect(tokens.map(t => t.text).join('')).toBe(code)
+      expect(tokens.every(t => t.text !== '')).toBe(true)
+    }), { numRuns: 2000 })
+  })
+
+  it('stays linear on hostile input', () => {
+    const nasty = ['"\\'.repeat(30_000), '/*'.repeat(30_000), '<a '.repeat(20_000), '$'.repeat(60_000), "'".repeat(60_000), '{'.repeat(60_000)]
+    const started = performance.now()
+    for (const code of nasty) for (const lang of ['ts', 'bash', 'html', 'css', 'yaml', 'rust', 'py']) highlight(code, lang)
+    expect(performance.now() - started).toBeLessThan(3_000)
+  })
+
+  it('highlights every prefix of a streaming reply without breaking (partial fences, open strings)', () => {
+    const reply = 'Here:\n```ts\nconst s = "a string\nlet t = `multi\nline` /* open\n```\nDone.'
+    for (let n = 0; n <= reply.length; n++) {
+      const blocks = parseMarkdown(reply.slice(0, n))
+      for (const b of blocks) {
+        if (b.t !== 'code') continue
+        const tokens = highlight(b.text, b.lang)
+        if (languageOf(b.lang) !== undefined) expect((tokens ?? []).map(t => t.text).join('')).toBe(b.text)
+        expect(() => renderToStaticMarkup(createElement(Markdown, { text: reply.slice(0, n) }))).not.toThrow()
+      }
+    }
+    // mid-stream the fence has no closing line yet: the block runs to the end, still highlighted
+    const partial = renderToStaticMarkup(createElement(Markdown, { text: reply.slice(0, reply.indexOf('let t')) }))
+    expect(partial).toContain('<code class="hl language-typescript"><span class="tok-keyword">const</span>')
+  })
+})
+
+describe('Markdown rendering of code', () => {
+  it('renders highlighted tokens as spans with a Copy button', () => {
+    const html = renderToStaticMarkup(createElement(Markdown, { text: '```python\nprint("hi")  # greet\n```' }))
+    expect(html).toContain('<span class="tok-function">print</span>')
+    expect(html).toContain('<span class="tok-string">&quot;hi&quot;</span>')
+    expect(html).toContain('<span class="tok-comment"># greet</span>')
+    expect(html).toMatch(/<button[^>]*aria-label="Copy python code"[^>]*>Copy<\/button>/)
+    expect(html).toContain('<pre tabindex="0" role="group" aria-label="python code">')
+  })
+
+  it('escapes HTML in code, highlighted or not: nothing the model writes becomes markup', () => {
+    const evil = '<img src=x onerror=alert(1)><script>alert(2)</script>'
+    for (const lang of ['html', 'js', 'nosuchlang', '']) {
+      const html = renderToStaticMarkup(createElement(Markdown, { text: '```' + lang + '\n' + evil + '\n```\n\n' + evil }))
+      expect(html, lang).not.toMatch(/<img|<script/i)
+      expect(html, lang).toContain('&lt;script&gt;')
+    }
+  })
+
+  it('shows unknown languages as plain text under their own label', () => {
+    const html = renderToStaticMarkup(createElement(Markdown, { text: '```cobol\nDISPLAY "X".\n```' }))
+    expect(html).toContain('<span class="code-lang">cobol</span>')
+    expect(html).toContain('<code>DISPLAY &quot;X&quot;.</code>')
+    expect(html).not.toContain('tok-')
   })
 })
