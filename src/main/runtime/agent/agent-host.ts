@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { HistoryStore } from '../../history/history-store'
 import type { Entry } from '../../../shared/entry'
 import type { Clock } from '../clock'
@@ -73,6 +74,11 @@ export class AgentHost {
 
   isRunning (conversation: string): boolean { return this.running.has(conversation) }
 
+  /** The agents running on this device now (what its presence messages announce). */
+  runningAgents (): Array<{ conversation: string; epoch: number; run: string }> {
+    return [...this.running.values()].map(r => ({ conversation: r.run.conversation, epoch: r.run.epoch, run: r.run.id }))
+  }
+
   tree (): SupervisorTree { return this.agents.tree() }
 
   /** Starts the agent of a conversation on this device; resolves once it runs. */
@@ -83,7 +89,7 @@ export class AgentHost {
     const tip = opts.leaf ?? dag.branch(history.selected(conversation)).at(-1)?.id
     if (tip === undefined) throw new Error(`conversation ${conversation.slice(0, 12)} has no entries yet`)
     const config = await this.opts.configFor(conversation)
-    const run: AgentRun = { conversation, epoch: opts.epoch ?? currentEpoch(dag.entries()), reason: opts.reason ?? 'user', cursor: { tip } }
+    const run: AgentRun = { id: randomBytes(8).toString('hex'), conversation, epoch: opts.epoch ?? currentEpoch(dag.entries()), reason: opts.reason ?? 'user', cursor: { tip } }
     const onEvent = this.opts.onEvent ?? (() => {})
     const deps: AgentDeps = { ...config, history, onEvent, ...(this.opts.fault !== undefined ? { fault: this.opts.fault } : {}) }
 
