@@ -76,7 +76,14 @@ export class ArborNode implements NodeCommands {
     this.agents = new AgentHost({
       history: this.history,
       configFor: async conversation => (await this.agentConfig(conversation)).config,
-      onEvent: ev => { this.agentEvents.emit('event', ev) }
+      onEvent: ev => {
+        this.agentEvents.emit('event', ev)
+        // Paired devices' UIs follow this agent live; its entries replicate on their own.
+        if (ev.type !== 'entry') {
+          const { conversation, ...event } = ev
+          this.sync.broadcastLive({ conversation, event })
+        }
+      }
     })
     this.life = new Lifecycle(() => this.open(), () => this.shut())
   }
@@ -152,7 +159,16 @@ export class ArborNode implements NodeCommands {
       if (!this.agents.isRunning(conversation)) this.agentEvents.emit('running', { conversation, running: false })
       throw err
     }
-    void this.agents.wait(conversation).then(() => { this.agentEvents.emit('running', { conversation, running: false }) })
+    this.announceAgents()
+    void this.agents.wait(conversation).then(() => {
+      this.announceAgents()
+      this.agentEvents.emit('running', { conversation, running: false })
+    })
+  }
+
+  /** Tells the paired devices which agents run here (presence; DESIGN.md, "One agent per side"). */
+  private announceAgents (): void {
+    this.sync.setAgents(this.agents.runningAgents().map(a => ({ conversation: a.conversation, epoch: a.epoch, device: this.device })))
   }
 
   // ------------------------------------------------------------ NodeCommands
