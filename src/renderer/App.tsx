@@ -110,7 +110,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
 
   useEffect(() => client.onEvent(ev => {
     const opening = openRef.current
-    if (opening !== undefined && ev.type !== 'peer' && ev.conversation === opening.id) opening.buffer.push(ev)
+    if (opening !== undefined && 'conversation' in ev && ev.conversation === opening.id) opening.buffer.push(ev)
     else storeRef.current?.apply(ev)
     const prev = listRef.current
     if (prev === null) return
