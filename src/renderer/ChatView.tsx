@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX, type RefObject } from 'react'
 import { errorText, useApi } from './api-context'
-import { formatCount } from './conversation-list'
+import { formatCount, placesText } from './conversation-list'
 import type { ConversationStore } from './conversation-store'
 import { Markdown } from './Markdown'
 import { Transcript } from './Transcript'
@@ -67,6 +67,12 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
 
   const runningTool = items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending'))
   const canSend = connected && !running
+  // This device can stop only its own agent; another device's shows where it runs.
+  const runningHere = running && (snap.agents.length === 0 || snap.agents.some(a => a.self))
+  const elsewhere = snap.agents.filter(a => !a.self)
+  const where = elsewhere.length > 0 ? ` ${placesText(snap.agents)}` : ''
+  // Streamed text shows only on the branch it extends (not on one the reader switched to).
+  const streamHere = running && snap.streamParent !== undefined && snap.streamParent === tip?.id && (snap.streaming !== '' || snap.thinking !== '')
 
   return (
     <div className="chat">
@@ -76,7 +82,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
           {snap.cwd !== undefined ? <span className="cwd mono" title="working directory">{snap.cwd}</span> : null}
         </div>
         <div className="chat-meta">
-          {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running</span> : null}
+          {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
           <button type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
           <span className="usage" aria-label={`Tokens used: ${snap.usage.input} input, ${snap.usage.output} output`}>
@@ -91,15 +97,21 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         {turns.length === 0
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}
-        <Transcript turns={turns} toolOutput={snap.toolOutput} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} />
-        {running && snap.streaming !== ''
+        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} />
+        {streamHere
           ? (
             <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
-              <article className="assistant"><Markdown text={snap.streaming} /><span className="caret" aria-hidden="true" /></article>
+              <article className="assistant">
+                {snap.thinking !== ''
+                  ? <details className="reasoning" open><summary>Thinking…</summary><div className="reasoning-text">{snap.thinking}</div></details>
+                  : null}
+                {snap.streaming !== '' ? <Markdown text={snap.streaming} /> : null}
+                <span className="caret" aria-hidden="true" />
+              </article>
             </section>
             )
           : running && !runningTool
-            ? <div className="working" role="status"><span className="spinner small" aria-hidden="true" />Working…</div>
+            ? <div className="working" role="status"><span className="spinner small" aria-hidden="true" />Working{where}…</div>
             : !running && items[items.length - 1]?.kind === 'user'
               ? <div className="working">No reply on this branch.</div>
               : null}
@@ -111,7 +123,8 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         textareaRef={composerRef}
         canSend={canSend}
         connected={connected}
-        running={running}
+        running={runningHere}
+        busy={running && !runningHere ? `The agent is working${where}; wait for it to finish` : undefined}
         onSend={text => send(text, tip?.id).catch(err => { setError(`Not sent: ${errorText(err)}`); throw err })}
         onStop={stop}
       />
@@ -119,11 +132,14 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   )
 }
 
-function Composer ({ textareaRef, canSend, connected, running, onSend, onStop }: {
+function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhere, onSend, onStop }: {
   textareaRef: RefObject<HTMLTextAreaElement | null>
   canSend: boolean
   connected: boolean
+  /** this device's agent runs (it can be stopped here) */
   running: boolean
+  /** why sending waits, when another device's agent runs */
+  busy?: string | undefined
   onSend: (text: string) => Promise<void>
   onStop: () => void
 }): JSX.Element {
@@ -148,7 +164,7 @@ function Composer ({ textareaRef, canSend, connected, running, onSend, onStop }:
     )
   }
 
-  const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : 'Enter to send, Shift+Enter for a new line'
+  const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : busyElsewhere ?? 'Enter to send, Shift+Enter for a new line'
   return (
     <form className="composer" aria-label="Message" onSubmit={e => { e.preventDefault(); submit() }}>
       <textarea
