@@ -86,7 +86,14 @@ export class ArborNode implements NodeCommands {
     this.agents = new AgentHost({
       history: this.history,
       configFor: conversation => this.configFor(conversation),
-      onEvent: ev => { this.agentEvents.emit('event', ev) },
+      onEvent: ev => {
+        this.agentEvents.emit('event', ev)
+        // Paired devices' UIs follow this agent live; its entries replicate on their own.
+        if (ev.type !== 'entry') {
+          const { conversation, ...event } = ev
+          this.sync.broadcastLive({ conversation, event })
+        }
+      },
       supersededBy: run => this.placement.supersededBy(run)
     })
     this.placement = new AgentPlacement({

@@ -7,6 +7,7 @@ import { ConnectionBanner } from './ConnectionBanner'
 import { applyListEvent } from './conversation-list'
 import { ConversationStore } from './conversation-store'
 import { DevicesView } from './DevicesView'
+import { useNetState } from './net-state'
 import { SettingsView } from './SettingsView'
 import { Sidebar } from './Sidebar'
 
@@ -30,6 +31,7 @@ type Opened =
 export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
   const client = useApi()
   const status = useConnectionStatus(client)
+  const net = useNetState(client, status)
   const [list, setList] = useState<readonly ConversationSummaryDto[] | null>(null)
   const [listError, setListError] = useState<string | undefined>()
   const [activeId, setActiveId] = useState<string | undefined>(() => sessionStorage.getItem(ACTIVE_KEY) ?? undefined)
@@ -110,7 +112,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
 
   useEffect(() => client.onEvent(ev => {
     const opening = openRef.current
-    if (opening !== undefined && ev.type !== 'peer' && ev.conversation === opening.id) opening.buffer.push(ev)
+    if (opening !== undefined && 'conversation' in ev && ev.conversation === opening.id) opening.buffer.push(ev)
     else storeRef.current?.apply(ev)
     const prev = listRef.current
     if (prev === null) return
@@ -145,6 +147,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
           defaultCwd={defaultCwd}
           connected={status.state === 'open'}
           node={node}
+          net={net}
           view={view}
           onView={setView}
         />
@@ -152,7 +155,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
           {view === 'settings'
             ? <SettingsView onClose={() => setView('chat')} onSaved={s => setDefaultCwd(s.defaultCwd)} autoDetect={firstRun} />
             : view === 'devices'
-              ? <DevicesView onClose={() => setView('chat')} />
+              ? <DevicesView net={net} onClose={() => setView('chat')} />
               : opened.state === 'open' && opened.store.id === activeId
             ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} />
             : activeId === undefined

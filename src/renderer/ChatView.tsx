@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX, type RefObject } from 'react'
 import { errorText, useApi } from './api-context'
 import { continuePoints, type ContinuePoint } from './continue-from'
-import { formatCount } from './conversation-list'
+import { formatCount, placesText } from './conversation-list'
 import type { ConversationStore } from './conversation-store'
 import { Markdown } from './Markdown'
 import { Transcript } from './Transcript'
@@ -91,7 +91,14 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   useEffect(() => { composerRef.current?.focus() }, [store.id])
 
   const runningTool = items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending'))
-  const canSend = connected && !running
+  // This device can stop only its own agent; another device's shows where it runs.
+  const runningHere = running && (snap.agents.length === 0 || snap.agents.some(a => a.self))
+  // A message while another device's agent works goes to that agent, which takes it up next.
+  const canSend = connected && !runningHere
+  const elsewhere = snap.agents.filter(a => !a.self)
+  const where = elsewhere.length > 0 ? ` ${placesText(snap.agents)}` : ''
+  // Streamed text shows only on the branch it extends (not on one the reader switched to).
+  const streamHere = running && snap.streamParent !== undefined && snap.streamParent === tip?.id && (snap.streaming !== '' || snap.thinking !== '')
 
   return (
     <div className="chat">
@@ -101,7 +108,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
           {snap.cwd !== undefined ? <span className="cwd mono" title="working directory">{snap.cwd}</span> : null}
         </div>
         <div className="chat-meta">
-          {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running</span> : null}
+          {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
           <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
           <span className="usage" aria-label={`Tokens used: ${snap.usage.input} input, ${snap.usage.output} output`}>
@@ -116,15 +123,21 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         {turns.length === 0
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}
-        <Transcript turns={turns} toolOutput={snap.toolOutput} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} continueAt={continueAt} onContinue={startContinue} />
-        {running && snap.streaming !== ''
+        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} continueAt={continueAt} onContinue={startContinue} />
+        {streamHere
           ? (
             <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
-              <article className="assistant"><Markdown text={snap.streaming} /><span className="caret" aria-hidden="true" /></article>
+              <article className="assistant">
+                {snap.thinking !== ''
+                  ? <details className="reasoning" open><summary>Thinking…</summary><div className="reasoning-text">{snap.thinking}</div></details>
+                  : null}
+                {snap.streaming !== '' ? <Markdown text={snap.streaming} /> : null}
+                <span className="caret" aria-hidden="true" />
+              </article>
             </section>
             )
           : running && !runningTool
-            ? <div className="working" role="status"><span className="spinner small" aria-hidden="true" />Working…</div>
+            ? <div className="working" role="status"><span className="spinner small" aria-hidden="true" />Working{where}…</div>
             : !running && items[items.length - 1]?.kind === 'user'
               ? <div className="working">No reply on this branch.</div>
               : null}
@@ -136,7 +149,8 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         textareaRef={composerRef}
         canSend={canSend}
         connected={connected}
-        running={running}
+        running={runningHere}
+        busy={running && !runningHere ? `The agent is working${where}; a message you send goes to it` : undefined}
         continueFrom={continueFrom}
         branches={continueFrom !== undefined && dag.children(continueFrom.entry).length > 0}
         onCancelContinue={() => setContinueFrom(undefined)}
@@ -147,11 +161,14 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   )
 }
 
-function Composer ({ textareaRef, canSend, connected, running, continueFrom, branches, onCancelContinue, onSend, onStop }: {
+function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhere, continueFrom, branches, onCancelContinue, onSend, onStop }: {
   textareaRef: RefObject<HTMLTextAreaElement | null>
   canSend: boolean
   connected: boolean
+  /** this device's agent runs (it can be stopped here) */
   running: boolean
+  /** why sending waits, when another device's agent runs */
+  busy?: string | undefined
   /** where the message will attach, when not at the tip */
   continueFrom: ContinuePoint | undefined
   /** whether sending there starts a new branch (the point already has a continuation) */
@@ -186,7 +203,7 @@ function Composer ({ textareaRef, canSend, connected, running, continueFrom, bra
     textareaRef.current?.focus()
   }
 
-  const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : 'Enter to send, Shift+Enter for a new line'
+  const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : busyElsewhere ?? 'Enter to send, Shift+Enter for a new line'
   return (
     <form
       className="composer"

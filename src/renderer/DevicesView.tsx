@@ -1,7 +1,8 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
-import type { DeviceDto } from '../shared/api'
+import type { DeviceDto, NetStateDto } from '../shared/api'
 import { errorText, useApi } from './api-context'
 import { formatWhen } from './conversation-list'
+import { netLine } from './net-state'
 
 function stateOf (d: DeviceDto): string {
   if (d.self) return 'this device'
@@ -9,8 +10,8 @@ function stateOf (d: DeviceDto): string {
   return 'offline'
 }
 
-/** This device and the paired ones; inviting and joining; the network switch. */
-export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element {
+/** This device and the paired ones, with the agents each runs; inviting and joining; the network switch. */
+export function DevicesView ({ net, onClose }: { net: NetStateDto | undefined; onClose: () => void }): JSX.Element {
   const client = useApi()
   const [devices, setDevices] = useState<DeviceDto[] | undefined>()
   const [listError, setListError] = useState<string | undefined>()
@@ -22,7 +23,8 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
   const [joining, setJoining] = useState(false)
   const [joinError, setJoinError] = useState<string | undefined>()
   const [joined, setJoined] = useState<string | undefined>()
-  const [online, setOnline] = useState(true)
+  /** the state asked for while net.set is under way (then the node's state shows again) */
+  const [asked, setAsked] = useState<boolean | undefined>()
   const [netError, setNetError] = useState<string | undefined>()
   const [now, setNow] = useState(() => Date.now())
   const codeId = useId()
@@ -42,7 +44,8 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
     return () => clearInterval(t)
   }, [refresh])
 
-  useEffect(() => client.onEvent(ev => { if (ev.type === 'peer') refresh() }), [client, refresh])
+  // Devices come and go, and so do the agents they announce.
+  useEffect(() => client.onEvent(ev => { if (ev.type === 'peer' || ev.type === 'agent') refresh() }), [client, refresh])
 
   const makeInvite = (): void => {
     setInviting(true)
@@ -73,9 +76,13 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
 
   const toggleNet = (on: boolean): void => {
     setNetError(undefined)
-    setOnline(on)
-    client.call('net.set', { on }).then(refresh, err => { setOnline(!on); setNetError(errorText(err)) })
+    setAsked(on)
+    client.call('net.set', { on }).then(
+      () => { setAsked(undefined); refresh() },
+      err => { setAsked(undefined); setNetError(`Could not turn the network ${on ? 'on' : 'off'}: ${errorText(err)}`) }
+    )
   }
+  const online = asked ?? net?.online
 
   const expiresIn = invite !== undefined ? Math.max(0, Math.round((invite.expiresAt - now) / 60_000)) : 0
 
@@ -85,19 +92,24 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
       <div className="screen-head">
         <h2 id="devices-heading" ref={headingRef} tabIndex={-1}>Devices</h2>
         <label className="check-label">
-          <input type="checkbox" checked={online} onChange={e => toggleNet(e.target.checked)} />
+          <input type="checkbox" checked={online ?? false} disabled={online === undefined || asked !== undefined} onChange={e => toggleNet(e.target.checked)} />
           Network on
         </label>
         <button type="button" onClick={onClose}>Back to chat</button>
       </div>
       {netError !== undefined ? <p className="form-error" role="alert">{netError}</p> : null}
+      {net !== undefined
+        ? (
+          <p className={net.online ? 'net-line' : 'net-line offline'} role="status">{netLine(net)}</p>
+          )
+        : null}
       {listError !== undefined ? <p className="form-error" role="alert">Could not list devices: {listError} <button type="button" onClick={refresh}>Retry</button></p> : null}
       {devices === undefined
         ? <p>Loading…</p>
         : (
           <table aria-label="Devices" className="devices-table">
             <thead>
-              <tr><th scope="col" align="left">Name</th><th scope="col" align="left">State</th><th scope="col" align="left">Last seen</th><th scope="col" align="left">Sync</th></tr>
+              <tr><th scope="col" align="left">Name</th><th scope="col" align="left">State</th><th scope="col" align="left">Last seen</th><th scope="col" align="left">Sync</th><th scope="col" align="left">Agents</th></tr>
             </thead>
             <tbody>
               {devices.map(d => (
@@ -106,6 +118,7 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
                   <td>{stateOf(d)}</td>
                   <td>{d.self || d.connected ? 'now' : d.lastSeen !== undefined ? <time dateTime={new Date(d.lastSeen).toISOString()}>{formatWhen(d.lastSeen, now)}</time> : 'never'}</td>
                   <td>{d.self ? '—' : d.behind === 0 ? 'up to date' : `${d.behind} entries behind`}</td>
+                  <td><AgentList device={d} /></td>
                 </tr>
               ))}
             </tbody>
@@ -134,5 +147,16 @@ export function DevicesView ({ onClose }: { onClose: () => void }): JSX.Element 
         </div>
       </form>
     </section>
+  )
+}
+
+/** The conversations whose agents the device runs (another device's: as it announces them). */
+function AgentList ({ device: d }: { device: DeviceDto }): JSX.Element {
+  const agents = d.agents ?? []
+  if (agents.length === 0) return <span className="device-agents none">{d.self || d.connected ? 'none' : '—'}</span>
+  return (
+    <ul className="device-agents" aria-label={`Agents running on ${d.name || d.device.slice(0, 12)}`}>
+      {agents.map(a => <li key={a.conversation} title={a.conversation}>{a.title || `Untitled (${a.conversation.slice(0, 8)})`}</li>)}
+    </ul>
   )
 }

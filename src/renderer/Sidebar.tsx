@@ -1,7 +1,8 @@
 import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type JSX, type KeyboardEvent } from 'react'
-import type { ApiMethods, ConversationSummaryDto } from '../shared/api'
+import type { ApiMethods, ConversationSummaryDto, NetStateDto } from '../shared/api'
 import { errorText, useApi } from './api-context'
-import { filterConversations, formatWhen, sortConversations } from './conversation-list'
+import { filterConversations, formatWhen, placesText, sortConversations } from './conversation-list'
+import { netText } from './net-state'
 
 interface SidebarProps {
   list: readonly ConversationSummaryDto[] | null
@@ -13,13 +14,15 @@ interface SidebarProps {
   defaultCwd: string | undefined
   connected: boolean
   node: ApiMethods['hello']['result'] | undefined
+  /** the node's network (undefined until known) */
+  net?: NetStateDto | undefined
   /** which screen the main area shows; the footer buttons switch to Devices and Settings */
   view?: 'chat' | 'devices' | 'settings'
   onView?: (view: 'chat' | 'devices' | 'settings') => void
 }
 
 export function Sidebar (props: SidebarProps): JSX.Element {
-  const { list, error, activeId, onSelect, onCreated, onRetry, defaultCwd, connected, node, view = 'chat', onView } = props
+  const { list, error, activeId, onSelect, onCreated, onRetry, defaultCwd, connected, node, net, view = 'chat', onView } = props
   const [query, setQuery] = useState('')
   const [creating, setCreating] = useState(false)
   const searchRef = useRef<HTMLInputElement>(null)
@@ -130,7 +133,7 @@ export function Sidebar (props: SidebarProps): JSX.Element {
               >
                 <span className="conv-title">{c.title || 'Untitled'}</span>
                 <span className="conv-meta">
-                  {c.running ? <span className="badge running" aria-label="agent running">running</span> : null}
+                  {c.running ? <RunningBadge agents={c.agents} /> : null}
                   {c.heads > 1 ? <span className="badge" aria-label={`${c.heads} branches`}>{c.heads} branches</span> : null}
                   <time dateTime={new Date(c.updatedAt).toISOString()}>{formatWhen(c.updatedAt, now)}</time>
                 </span>
@@ -148,10 +151,20 @@ export function Sidebar (props: SidebarProps): JSX.Element {
             </div>
             )
           : null}
+        {connected && net !== undefined
+          ? <div className={net.online ? 'net-state online' : 'net-state offline'} role="status" aria-label="Network">{netText(net)}</div>
+          : null}
         {node !== undefined ? <span title={node.device}>{node.name} · v{node.version}</span> : <span>not connected</span>}
       </footer>
     </aside>
   )
+}
+
+/** "running", or where when it is not (only) here: "running on laptop". */
+function RunningBadge ({ agents }: { agents: ConversationSummaryDto['agents'] | undefined }): JSX.Element {
+  const remote = (agents ?? []).some(a => !a.self)
+  const where = remote ? ` ${placesText(agents ?? [])}` : ''
+  return <span className="badge running" aria-label={`agent running${where}`}>running{where}</span>
 }
 
 function NewConversationForm ({ defaultCwd, onCancel, onCreated }: { defaultCwd: string | undefined; onCancel: () => void; onCreated: (id: string) => void }): JSX.Element {

@@ -22,16 +22,21 @@ export interface TranscriptProps extends TranscriptActions {
   /** agent turn id → where "continue from here" attaches (turns followed by another message) */
   continueAt?: ReadonlyMap<string, ContinuePoint>
   onContinue?: (at: ContinuePoint) => void
+  /** how running tools stand per the agent's live events (before their results are recorded) */
+  toolStatus?: ReadonlyMap<string, LiveToolStatus>
 }
 
-export function Transcript ({ turns, toolOutput, continueAt, onContinue, ...actions }: TranscriptProps): JSX.Element {
+type LiveToolStatus = 'running' | 'ok' | 'error'
+const NO_STATUS: ReadonlyMap<string, LiveToolStatus> = new Map()
+
+export function Transcript ({ turns, toolOutput, continueAt, onContinue, toolStatus = NO_STATUS, ...actions }: TranscriptProps): JSX.Element {
   return (
     <div className="transcript" role="log" aria-label="Messages on this branch" aria-live="polite">
       {turns.map(turn => turn.role === 'user'
         ? <UserTurn key={turn.id} item={turn.items[0] as Extract<TranscriptItem, { kind: 'user' }>} {...actions} />
         : (
           <section key={turn.id} className="turn agent" aria-label="Agent">
-            {turn.items.map(item => <AgentItem key={item.id} item={item} toolOutput={toolOutput} {...actions} />)}
+            {turn.items.map(item => <AgentItem key={item.id} item={item} toolOutput={toolOutput} toolStatus={toolStatus} {...actions} />)}
             <ContinueAction at={continueAt?.get(turn.id)} onContinue={onContinue} />
           </section>
           ))}
@@ -169,7 +174,7 @@ function EditBox ({ initial, onCancel, onSubmit }: { initial: string; onCancel: 
   )
 }
 
-const AgentItem = memo(function AgentItem ({ item, toolOutput, onSwitch, focusAt }: { item: TranscriptItem; toolOutput: ReadonlyMap<string, string> } & TranscriptActions): JSX.Element | null {
+const AgentItem = memo(function AgentItem ({ item, toolOutput, toolStatus, onSwitch, focusAt }: { item: TranscriptItem; toolOutput: ReadonlyMap<string, string>; toolStatus: ReadonlyMap<string, LiveToolStatus> } & TranscriptActions): JSX.Element | null {
   const forks = <Forks forks={item.forks} onSwitch={onSwitch} focusAt={focusAt} />
   switch (item.kind) {
     case 'assistant':
@@ -177,10 +182,10 @@ const AgentItem = memo(function AgentItem ({ item, toolOutput, onSwitch, focusAt
         <article className="assistant" aria-label="Assistant message">
           {item.forks.length > 0 ? <div className="msg-actions top">{forks}</div> : null}
           {item.reasoning !== undefined
-            ? <details className="reasoning"><summary>Reasoning</summary><div className="reasoning-text">{item.reasoning}</div></details>
+            ? <details className="reasoning"><summary>Thinking</summary><div className="reasoning-text">{item.reasoning}</div></details>
             : null}
           {item.text !== '' ? <Markdown text={item.text} /> : null}
-          {item.tools.map(t => <ToolCard key={t.callId} tool={t} live={toolOutput.get(t.callId)} />)}
+          {item.tools.map(t => <ToolCard key={t.callId} tool={withLiveStatus(t, toolStatus)} live={toolOutput.get(t.callId)} />)}
           {item.usage !== undefined
             ? <div className="usage-line" aria-label={`${item.usage.input} input and ${item.usage.output} output tokens`}>{formatCount(item.usage.input)} in · {formatCount(item.usage.output)} out{item.model !== undefined ? ` · ${item.model}` : ''}</div>
             : null}
@@ -190,7 +195,7 @@ const AgentItem = memo(function AgentItem ({ item, toolOutput, onSwitch, focusAt
       return (
         <div>
           {item.forks.length > 0 ? <div className="msg-actions top">{forks}</div> : null}
-          <ToolCard tool={item.tool} live={toolOutput.get(item.tool.callId)} />
+          <ToolCard tool={withLiveStatus(item.tool, toolStatus)} live={toolOutput.get(item.tool.callId)} />
         </div>
       )
     case 'notice':
@@ -208,6 +213,13 @@ const AgentItem = memo(function AgentItem ({ item, toolOutput, onSwitch, focusAt
       return null
   }
 })
+
+/** A call the entries show as not yet finished, as the agent's live events tell it (they run ahead of the entries). */
+export function withLiveStatus (tool: ToolCallView, live: ReadonlyMap<string, LiveToolStatus>): ToolCallView {
+  const status = live.get(tool.callId)
+  if (status === undefined || (tool.status !== 'pending' && tool.status !== 'running') || status === tool.status) return tool
+  return { ...tool, status }
+}
 
 const STATUS_LABEL: Record<ToolStatus, string> = {
   pending: 'starting',

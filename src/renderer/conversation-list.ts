@@ -1,5 +1,5 @@
 // The sidebar's list: ordering, client-side search, and keeping summaries current from events.
-import type { ApiEvent, ConversationSummaryDto } from '../shared/api'
+import type { AgentPlaceDto, ApiEvent, ConversationSummaryDto } from '../shared/api'
 
 /** Newest activity first; ties by title then id, so the order is stable. */
 export function sortConversations (list: readonly ConversationSummaryDto[]): ConversationSummaryDto[] {
@@ -26,14 +26,14 @@ function fold (s: string): string {
  * true when the event names a conversation the list does not have (time to refetch).
  */
 export function applyListEvent (list: readonly ConversationSummaryDto[], ev: ApiEvent): { list: readonly ConversationSummaryDto[]; unknown: boolean } {
-  if (ev.type === 'peer' || ev.type === 'token' || ev.type === 'tool-output') return { list, unknown: false }
+  if (ev.type !== 'entries' && ev.type !== 'agent') return { list, unknown: false }
   const i = list.findIndex(c => c.id === ev.conversation)
   if (i === -1) return { list, unknown: true }
   const c = list[i] as ConversationSummaryDto
   let next: ConversationSummaryDto
   if (ev.type === 'agent') {
-    if (c.running === ev.running) return { list, unknown: false }
-    next = { ...c, running: ev.running }
+    if (c.running === ev.running && placesKey(c.agents) === placesKey(ev.agents)) return { list, unknown: false }
+    next = { ...c, running: ev.running, agents: ev.agents }
   } else {
     if (ev.entries.length === 0) return { list, unknown: false }
     const newest = Math.max(c.updatedAt, ...ev.entries.map(e => e.ts))
@@ -42,6 +42,15 @@ export function applyListEvent (list: readonly ConversationSummaryDto[], ev: Api
   const out = [...list]
   out[i] = next
   return { list: out, unknown: false }
+}
+
+function placesKey (agents: readonly AgentPlaceDto[] | undefined): string {
+  return (agents ?? []).map(a => `${a.device}:${a.name}`).join(',')
+}
+
+/** Where an agent runs, in a few words: "here", "on laptop", "here and on laptop". */
+export function placesText (agents: readonly AgentPlaceDto[]): string {
+  return agents.map(a => a.self ? 'here' : `on ${a.name}`).join(' and ')
 }
 
 /** A short "when": "now", "5 min", "3 h", "yesterday", a weekday, or a date. */

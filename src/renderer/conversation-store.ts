@@ -1,7 +1,7 @@
 // The open conversation on the client: its DAG (from conversation.open, then live `entries`
 // events), the shown selection, whether the agent runs, and what is streaming right now
 // (assistant tokens, tool output) before the entries that record it arrive.
-import type { ApiEvent, ConversationDto } from '../shared/api'
+import type { AgentPlaceDto, ApiEvent, ConversationDto } from '../shared/api'
 import { ConversationDag } from '../shared/conversation-dag'
 import type { Entry } from '../shared/entry'
 import { sumUsage } from './transcript'
@@ -16,11 +16,19 @@ export interface ConversationSnapshot {
   cwd?: string
   selected?: string
   running: boolean
+  /** where the agent runs (this device, or a connected one) */
+  agents: readonly AgentPlaceDto[]
   usage: { input: number; output: number }
   /** assistant text streamed since the last assistant entry */
   streaming: string
+  /** reasoning streamed with it (a model that thinks aloud) */
+  thinking: string
+  /** the entry the streamed message will be a child of: it belongs on the branch ending there */
+  streamParent?: string
   /** call id → output streamed while the tool runs */
   toolOutput: ReadonlyMap<string, string>
+  /** call id → how a running tool stands per the agent's live events, until its result is recorded */
+  toolStatus: ReadonlyMap<string, 'running' | 'ok' | 'error'>
   dag: ConversationDag
 }
 
@@ -32,7 +40,12 @@ export class ConversationStore {
   private usage: { input: number; output: number }
   private readonly dtoTitle: string
   private streaming = ''
+  private thinking = ''
+  /** the run and parent entry the streamed text belongs to */
+  private stream: { run: string; parent: string } | undefined
+  private agents: readonly AgentPlaceDto[]
   private toolOutput = new Map<string, string>()
+  private toolStatus = new Map<string, 'running' | 'ok' | 'error'>()
   private snap: ConversationSnapshot
   private readonly listeners = new Set<() => void>()
 
@@ -41,6 +54,7 @@ export class ConversationStore {
     this.dag = new ConversationDag(dto.id, dto.entries)
     this.selected = dto.selected
     this.running = dto.running
+    this.agents = dto.agents ?? []
     this.dtoTitle = dto.title
     // the node's count covers every entry; fall back to ours if it sends none
     this.usage = dto.usage !== undefined ? { ...dto.usage } : sumUsage(dto.entries)
@@ -56,13 +70,28 @@ export class ConversationStore {
 
   /** Applies a node event; returns whether it concerned this conversation. */
   apply (ev: ApiEvent): boolean {
-    if (ev.type === 'peer' || ev.conversation !== this.id) return false
+    if (!('conversation' in ev) || ev.conversation !== this.id) return false
     switch (ev.type) {
       case 'entries':
         this.addEntries(ev.entries)
         return true
       case 'token':
-        this.streaming += ev.delta
+      case 'reasoning': {
+        // A late piece of a message already recorded would linger: drop it.
+        if (this.dag.children(ev.parent).some(c => c.kind === 'assistant')) return true
+        if (this.stream?.run !== ev.run || this.stream.parent !== ev.parent) {
+          this.stream = { run: ev.run, parent: ev.parent }
+          this.streaming = ''
+          this.thinking = ''
+        }
+        if (ev.type === 'token') this.streaming += ev.delta
+        else this.thinking += ev.delta
+        break
+      }
+      case 'tool-start':
+      case 'tool-end':
+        if (this.toolStatus.get(ev.callId) === (ev.type === 'tool-start' ? 'running' : ev.status)) return true
+        this.toolStatus = new Map(this.toolStatus).set(ev.callId, ev.type === 'tool-start' ? 'running' : ev.status)
         break
       case 'tool-output': {
         const prev = this.toolOutput.get(ev.callId) ?? ''
@@ -73,7 +102,8 @@ export class ConversationStore {
       }
       case 'agent':
         this.running = ev.running
-        if (!ev.running) this.streaming = ''
+        this.agents = ev.agents ?? []
+        if (!ev.running) this.endStream()
         break
     }
     this.changed()
@@ -88,7 +118,7 @@ export class ConversationStore {
       this.dag.add(e)
       changed = true
       if (e.kind === 'assistant') {
-        this.streaming = ''
+        if (this.streamEndsAt(e)) this.endStream()
         if (e.body.usage !== undefined) {
           this.usage = { input: this.usage.input + e.body.usage.input, output: this.usage.output + e.body.usage.output }
         }
@@ -97,10 +127,26 @@ export class ConversationStore {
         next.delete(e.body.callId)
         this.toolOutput = next
       } else if (e.kind === 'agent.stopped') {
-        this.streaming = ''
+        if (this.streamEndsAt(e)) this.endStream()
+      }
+      if (e.kind === 'tool.result' && this.toolStatus.has(e.body.callId)) {
+        const next = new Map(this.toolStatus)
+        next.delete(e.body.callId)
+        this.toolStatus = next
       }
     }
     if (changed) this.changed()
+  }
+
+  /** Whether `e` records the end of the streamed message (it hangs where the stream would). */
+  private streamEndsAt (e: Entry): boolean {
+    return this.stream === undefined || e.parents[0] === this.stream.parent
+  }
+
+  private endStream (): void {
+    this.streaming = ''
+    this.thinking = ''
+    this.stream = undefined
   }
 
   /** Shows the branch through `entry` (the caller tells the node). */
@@ -127,11 +173,15 @@ export class ConversationStore {
       id: this.id,
       title: this.dag.title() || this.dtoTitle,
       running: this.running,
+      agents: this.agents,
       usage: this.usage,
       streaming: this.streaming,
+      thinking: this.thinking,
       toolOutput: this.toolOutput,
+      toolStatus: this.toolStatus,
       dag: this.dag
     }
+    if (this.stream !== undefined) s.streamParent = this.stream.parent
     if (root?.kind === 'conversation' && root.body.cwd !== undefined) s.cwd = root.body.cwd
     if (this.selected !== undefined) s.selected = this.selected
     return s

@@ -3,6 +3,14 @@
 // Electron MessagePort. Requests get exactly one response; events stream in between.
 import type { Entry } from './entry'
 
+/** A device an agent runs on: this one, or a paired one that announced it (presence). */
+export interface AgentPlaceDto {
+  device: string
+  /** the device's name (the start of its key when it has none) */
+  name: string
+  self: boolean
+}
+
 export interface ConversationSummaryDto {
   id: string
   title: string
@@ -11,7 +19,10 @@ export interface ConversationSummaryDto {
   size: number
   heads: number
   waiting: number
+  /** an agent runs for it, on this device or on a connected one (`agents` says where) */
   running: boolean
+  /** where its agent runs: this device first; more than one only while two sides heal */
+  agents: AgentPlaceDto[]
 }
 
 export interface ConversationDto {
@@ -22,6 +33,7 @@ export interface ConversationDto {
   /** the entry this device looks at (its branch is shown) */
   selected?: string
   running: boolean
+  agents: AgentPlaceDto[]
   usage: { input: number; output: number }
 }
 
@@ -33,6 +45,20 @@ export interface DeviceDto {
   suspected: boolean
   lastSeen?: number
   behind: number
+  /** the conversations whose agents run on the device (another device's: as it announces them while connected) */
+  agents: Array<{ conversation: string; title: string }>
+}
+
+/** This node's network: the switch, and who it is connected to. */
+export interface NetStateDto {
+  /** the network switch (net.set): off = no connections at all */
+  online: boolean
+  /** paired devices connected now */
+  peers: number
+  /** paired devices other than this one */
+  paired: number
+  /** the private DHT's bootstrap nodes (host:port); empty: the public HyperDHT */
+  bootstrap: string[]
 }
 
 /** The agent a message went to when it runs on another device (that device picks the message up). */
@@ -65,7 +91,8 @@ export interface ApiMethods {
   'devices.list': { params: Record<string, never>; result: DeviceDto[] }
   'devices.invite': { params: Record<string, never>; result: { code: string; expiresAt: number } }
   'devices.join': { params: { code: string }; result: { inviter: string } }
-  'net.set': { params: { on: boolean }; result: Record<string, never> }
+  'net.get': { params: Record<string, never>; result: NetStateDto }
+  'net.set': { params: { on: boolean }; result: NetStateDto }
   'settings.get': { params: Record<string, never>; result: SettingsDto }
   'settings.set': { params: Partial<Omit<SettingsDto, 'apiKeySet'>> & { apiKey?: string }; result: SettingsDto }
   /** OpenAI-compatible servers answering on this node's machine (Ollama, llama.cpp, LM Studio, vLLM) */
@@ -74,13 +101,26 @@ export interface ApiMethods {
 
 export type ApiMethod = keyof ApiMethods
 
+/**
+ * What an agent streams while it works, from this device's agents or a connected device's:
+ * `device` runs it, `run` names the agent's run, and streamed text names `parent`, the entry
+ * its assistant message will be a child of (show it only on the branch that ends there).
+ */
+export type AgentStreamEvent =
+  | { type: 'token'; conversation: string; device: string; run: string; parent: string; delta: string }
+  | { type: 'reasoning'; conversation: string; device: string; run: string; parent: string; delta: string }
+  | { type: 'tool-start'; conversation: string; device: string; run: string; callId: string; tool: string; args: unknown }
+  | { type: 'tool-output'; conversation: string; device: string; run: string; callId: string; chunk: string }
+  | { type: 'tool-end'; conversation: string; device: string; run: string; callId: string; status: 'ok' | 'error' }
+
 /** What the node pushes to every connected UI. */
 export type ApiEvent =
   | { type: 'entries'; conversation: string; entries: Entry[] }
-  | { type: 'token'; conversation: string; delta: string }
-  | { type: 'tool-output'; conversation: string; callId: string; chunk: string }
-  | { type: 'agent'; conversation: string; running: boolean }
+  | AgentStreamEvent
+  /** where the conversation's agent runs changed (here, or on a connected device) */
+  | { type: 'agent'; conversation: string; running: boolean; agents: AgentPlaceDto[] }
   | { type: 'peer'; device: string; state: 'connected' | 'disconnected' | 'suspected' | 'recovered' }
+  | { type: 'net'; state: NetStateDto }
 
 /** The wire format (JSON): client → node requests, node → client responses and events. */
 export type ClientMessage = { id: number; method: ApiMethod; params: unknown }

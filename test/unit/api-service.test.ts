@@ -44,8 +44,13 @@ async function rejection (p: Promise<unknown>): Promise<string> {
 
 /** Makes the conversation's model a slow scripted one (its `llm` setting, as `arbor chat --script` keeps it). */
 async function slowModel (node: ArborNode, conversation: string, dir: string): Promise<void> {
-  const script = path.join(dir, 'slow.json')
-  fs.writeFileSync(script, JSON.stringify({ default: { text: 'x'.repeat(400), chunkSize: 4, delayMsPerChunk: 50 } }))
+  await scriptedModel(node, conversation, dir, { default: { text: 'x'.repeat(400), chunkSize: 4, delayMsPerChunk: 50 } })
+}
+
+/** Gives the conversation a scripted model of its own. */
+async function scriptedModel (node: ArborNode, conversation: string, dir: string, json: unknown): Promise<void> {
+  const script = path.join(dir, `script-${conversation.slice(0, 8)}.json`)
+  fs.writeFileSync(script, JSON.stringify(json))
   const dag = await node.history.open(conversation)
   const tip = dag.branch(node.history.selected(conversation)).at(-1) as Entry
   const [meta] = await node.history.append(conversation, [{ kind: 'meta', body: { key: 'llm', value: { provider: 'fake', script }, hlc: tickHlc(null, Date.now(), node.device) }, parents: [tip.id] }])
@@ -79,6 +84,7 @@ describe('ApiService', () => {
     expect(kinds).toEqual(['conversation', 'user', 'agent.started', 'assistant', 'agent.stopped'])
     const running = mine.flatMap(e => e.type === 'agent' ? [e.running] : [])
     expect(running).toEqual([true, false])
+    expect(mine.flatMap(e => e.type === 'agent' ? [e.agents] : [])).toEqual([[{ device: node.device, name: 'laptop', self: true }], []])
     // the first token comes after the agent was announced running, the last entry before it ended
     expect(mine.findIndex(e => e.type === 'agent')).toBeLessThan(mine.findIndex(e => e.type === 'token'))
 
@@ -176,6 +182,7 @@ describe('ApiService', () => {
     const inv = await api.request('devices.invite', {})
     expect(inv.code).toMatch(/^[a-z0-9]{40,}$/)
     expect(inv.expiresAt).toBeGreaterThan(Date.now())
+    expect(devices[0]?.agents).toEqual([])
     await api.request('net.set', { on: false })
     expect(node.sync.isOnline).toBe(false)
     await api.request('net.set', { on: true })
@@ -183,6 +190,61 @@ describe('ApiService', () => {
     // peer events are passed on as they are
     node.sync.emit('peer', { device: 'd'.repeat(64), state: 'connected' })
     expect(events.at(-1)).toEqual({ type: 'peer', device: 'd'.repeat(64), state: 'connected' })
+  })
+
+  it('streams reasoning and text with the branch they extend and the run, and tools starting and ending, in order with the entries', async () => {
+    const { node, api, events, dir, work } = await start()
+    await api.request('settings.set', { provider: 'fake' })
+    fs.writeFileSync(path.join(work, 'notes.txt'), 'hello\n')
+    const { id } = await api.request('conversation.create', { title: 'look around', cwd: work })
+    await scriptedModel(node, id, dir, [
+      { reasoning: 'I should look at the files first.', toolCalls: [{ name: 'list_dir', args: { path: '.' } }], chunkSize: 5 },
+      { reasoning: 'One file.', text: 'There is notes.txt.', chunkSize: 5 }
+    ])
+    await api.request('message.send', { conversation: id, text: 'what is here?' })
+    await until(() => events.some(e => e.type === 'agent' && e.conversation === id && !e.running), 'the agent to end')
+
+    const mine = events.filter(e => 'conversation' in e && e.conversation === id)
+    const entries = mine.flatMap(e => e.type === 'entries' ? e.entries : [])
+    const started = entries.find(e => e.kind === 'agent.started') as Entry
+    const intent = entries.find(e => e.kind === 'tool.intent') as Entry & { kind: 'tool.intent' }
+    const result = entries.find(e => e.kind === 'tool.result') as Entry & { kind: 'tool.result' }
+    const streamed = (type: 'token' | 'reasoning', parent: string): string => mine.flatMap(e => e.type === type && e.parent === parent ? [e.delta] : []).join('')
+    // the first model call hangs its message on agent.started, the second on the tool's result
+    expect(streamed('reasoning', started.id)).toBe('I should look at the files first.')
+    expect(streamed('token', started.id)).toBe('')
+    expect(streamed('reasoning', result.id)).toBe('One file.')
+    expect(streamed('token', result.id)).toBe('There is notes.txt.')
+    const runs = new Set(mine.flatMap(e => 'run' in e ? [e.run] : []))
+    expect(runs.size).toBe(1) // one run throughout
+    expect(mine.every(e => !('device' in e) || e.device === node.device)).toBe(true)
+
+    // the tool: start after its intent is recorded, end before its result is
+    const at = (pred: (e: ApiEvent) => boolean): number => mine.findIndex(pred)
+    const toolStart = at(e => e.type === 'tool-start')
+    const end = at(e => e.type === 'tool-end')
+    expect(mine[toolStart]).toMatchObject({ type: 'tool-start', callId: intent.body.callId, tool: 'list_dir', args: { path: '.' } })
+    expect(mine[end]).toMatchObject({ type: 'tool-end', callId: intent.body.callId, status: 'ok' })
+    expect(at(e => e.type === 'entries' && e.entries.some(x => x.id === intent.id))).toBeLessThan(toolStart)
+    expect(toolStart).toBeLessThan(end)
+    expect(end).toBeLessThan(at(e => e.type === 'entries' && e.entries.some(x => x.id === result.id)))
+    expect(result.body.output).toContain('notes.txt')
+    const open = await api.request('conversation.open', { id })
+    expect(open.entries.filter(e => e.kind === 'assistant').map(e => (e.body as { reasoning?: string }).reasoning)).toEqual(['I should look at the files first.', 'One file.'])
+  })
+
+  it('net.get tells the network state; every change of it is an event, whoever flipped the switch', async () => {
+    const { node, api, events } = await start()
+    const bootstrap = testnet.bootstrap.map(b => `${b.host}:${b.port}`)
+    expect(await api.request('net.get', {})).toEqual({ online: true, peers: 0, paired: 0, bootstrap })
+    expect(await api.request('net.set', { on: false })).toEqual({ online: false, peers: 0, paired: 0, bootstrap })
+    expect(events.filter(e => e.type === 'net')).toEqual([{ type: 'net', state: { online: false, peers: 0, paired: 0, bootstrap } }])
+    await api.request('net.set', { on: false }) // no change: no event
+    expect(events.filter(e => e.type === 'net')).toHaveLength(1)
+    await node.setOnline(true) // as `arbor net on` does, through the node
+    expect(events.filter(e => e.type === 'net').at(-1)).toEqual({ type: 'net', state: { online: true, peers: 0, paired: 0, bootstrap } })
+    expect((await api.request('net.get', {})).online).toBe(true)
+    expect(await rejection(api.call('net.get', { on: true }))).toMatch(/unknown field/)
   })
 
   it('settings.detect reports the local servers found (the finder is injectable)', async () => {

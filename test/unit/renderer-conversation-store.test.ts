@@ -1,9 +1,9 @@
 // The open conversation on the client, and the sidebar list, kept current from node events.
 import { describe, expect, it } from 'vitest'
-import type { ConversationDto, ConversationSummaryDto } from '../../src/shared/api'
+import type { ApiEvent, ConversationDto, ConversationSummaryDto } from '../../src/shared/api'
 import type { Entry } from '../../src/shared/entry'
 import { ConversationStore, MAX_LIVE_OUTPUT } from '../../src/renderer/conversation-store'
-import { applyListEvent, filterConversations, formatCount, formatWhen, sortConversations } from '../../src/renderer/conversation-list'
+import { applyListEvent, filterConversations, formatCount, formatWhen, placesText, sortConversations } from '../../src/renderer/conversation-list'
 
 const DEV = 'd'.repeat(64)
 const C = 'c'.repeat(64)
@@ -14,8 +14,13 @@ const assistant = (n: number, parent: string, text: string, usage?: { input: num
   ({ v: 1, id: id(n), conversation: C, parents: [parent], author: { device: DEV }, ts: n, kind: 'assistant', body: usage === undefined ? { text } : { text, usage } })
 
 function dto (entries: Entry[], extra: Partial<ConversationDto> = {}): ConversationDto {
-  return { id: C, title: 'Fix the build', entries, running: false, usage: { input: 5, output: 1 }, ...extra }
+  return { id: C, title: 'Fix the build', entries, running: false, agents: [], usage: { input: 5, output: 1 }, ...extra }
 }
+
+const HERE = { device: DEV, name: 'laptop', self: true }
+const SERVER = { device: 'b'.repeat(64), name: 'server', self: false }
+/** A streamed piece of the run `run`, for a message that will be a child of `parent`. */
+const token = (delta: string, parent: string, run = 'r1', conversation = C): ApiEvent => ({ type: 'token', conversation, device: DEV, run, parent, delta })
 
 describe('ConversationStore', () => {
   it('starts from conversation.open and follows live entries, tokens and the running flag', () => {
@@ -25,11 +30,12 @@ describe('ConversationStore', () => {
     s.subscribe(() => notified++)
     expect(s.snapshot()).toMatchObject({ title: 'Fix the build', cwd: '/home/me/proj', selected: u.id, running: false, streaming: '', usage: { input: 5, output: 1 } })
 
-    expect(s.apply({ type: 'agent', conversation: C, running: true })).toBe(true)
-    s.apply({ type: 'token', conversation: C, delta: 'Hel' })
-    s.apply({ type: 'token', conversation: C, delta: 'lo!' })
-    expect(s.snapshot().streaming).toBe('Hello!')
-    expect(s.apply({ type: 'token', conversation: 'e'.repeat(64), delta: 'other' })).toBe(false)
+    expect(s.apply({ type: 'agent', conversation: C, running: true, agents: [HERE] })).toBe(true)
+    s.apply(token('Hel', u.id))
+    s.apply(token('lo!', u.id))
+    expect(s.snapshot()).toMatchObject({ streaming: 'Hello!', streamParent: u.id, agents: [HERE] })
+    expect(s.apply(token('other', u.id, 'r1', 'e'.repeat(64)))).toBe(false)
+    expect(s.apply({ type: 'net', state: { online: false, peers: 0, paired: 1, bootstrap: [] } })).toBe(false)
     expect(s.apply({ type: 'peer', device: DEV, state: 'connected' })).toBe(false)
 
     const before = s.snapshot()
@@ -45,22 +51,63 @@ describe('ConversationStore', () => {
     expect(notified).toBe(n) // nothing new: no re-render
     expect(s.snapshot().usage).toEqual({ input: 105, output: 8 })
 
-    s.apply({ type: 'token', conversation: C, delta: 'late' })
-    s.apply({ type: 'agent', conversation: C, running: false })
-    expect(s.snapshot()).toMatchObject({ running: false, streaming: '' })
+    // a late piece of the recorded message is dropped; a new stream ends with the agent
+    s.apply(token('late', u.id))
+    expect(s.snapshot().streaming).toBe('')
+    s.apply(token('more', id(3), 'r2'))
+    expect(s.snapshot()).toMatchObject({ streaming: 'more', streamParent: id(3) })
+    s.apply({ type: 'agent', conversation: C, running: false, agents: [] })
+    expect(s.snapshot()).toMatchObject({ running: false, streaming: '', agents: [] })
+    expect(s.snapshot().streamParent).toBeUndefined()
   })
 
   it('keeps live tool output per call, bounded, until the result is recorded', () => {
     const s = new ConversationStore(dto([root]))
-    s.apply({ type: 'tool-output', conversation: C, callId: 'c1', chunk: 'line 1\n' })
-    s.apply({ type: 'tool-output', conversation: C, callId: 'c1', chunk: 'line 2\n' })
-    s.apply({ type: 'tool-output', conversation: C, callId: 'c2', chunk: 'x'.repeat(MAX_LIVE_OUTPUT + 10) })
+    s.apply({ type: 'tool-output', conversation: C, device: DEV, run: 'r1', callId: 'c1', chunk: 'line 1\n' })
+    s.apply({ type: 'tool-output', conversation: C, device: DEV, run: 'r1', callId: 'c1', chunk: 'line 2\n' })
+    s.apply({ type: 'tool-output', conversation: C, device: DEV, run: 'r1', callId: 'c2', chunk: 'x'.repeat(MAX_LIVE_OUTPUT + 10) })
     expect(s.snapshot().toolOutput.get('c1')).toBe('line 1\nline 2\n')
     expect(s.snapshot().toolOutput.get('c2')).toHaveLength(MAX_LIVE_OUTPUT)
     const result: Entry = { v: 1, id: id(9), conversation: C, parents: [C], author: { device: DEV }, ts: 9, kind: 'tool.result', body: { callId: 'c1', status: 'ok', output: 'line 1\nline 2\n' } }
     s.addEntries([result])
     expect(s.snapshot().toolOutput.has('c1')).toBe(false)
     expect(s.snapshot().toolOutput.has('c2')).toBe(true)
+  })
+
+  it('keeps the streamed text with the branch it extends, with its reasoning, until its message is recorded', () => {
+    const a = user(2, C, 'a')
+    const b = user(3, C, 'b')
+    const s = new ConversationStore(dto([root, a, b], { selected: a.id, running: true, agents: [HERE] }))
+    s.apply({ type: 'reasoning', conversation: C, device: DEV, run: 'r1', parent: a.id, delta: 'Let me think. ' })
+    s.apply({ type: 'reasoning', conversation: C, device: DEV, run: 'r1', parent: a.id, delta: 'Done.' })
+    s.apply(token('Answer', a.id))
+    expect(s.snapshot()).toMatchObject({ thinking: 'Let me think. Done.', streaming: 'Answer', streamParent: a.id })
+    // an answer recorded on another branch does not end this stream
+    s.addEntries([assistant(4, b.id, 'answer to b')])
+    expect(s.snapshot()).toMatchObject({ streaming: 'Answer', streamParent: a.id })
+    // the next model call of the run starts a new message after a new tip
+    s.addEntries([assistant(5, a.id, 'Answer')])
+    expect(s.snapshot()).toMatchObject({ streaming: '', thinking: '' })
+    s.apply(token('Next', id(5)))
+    expect(s.snapshot()).toMatchObject({ streaming: 'Next', thinking: '', streamParent: id(5) })
+    // an agent that stops there ends it too
+    const stopped: Entry = { v: 1, id: id(6), conversation: C, parents: [id(5)], author: { device: DEV, agent: 'agent#0' }, ts: 6, kind: 'agent.stopped', body: { epoch: 0, reason: 'cancelled' } }
+    s.addEntries([stopped])
+    expect(s.snapshot().streaming).toBe('')
+  })
+
+  it('follows tools starting and ending live, until their results are recorded', () => {
+    const s = new ConversationStore(dto([root], { running: true, agents: [SERVER] }))
+    s.apply({ type: 'tool-start', conversation: C, device: SERVER.device, run: 'r1', callId: 'c1', tool: 'bash', args: { command: 'ls' } })
+    expect(s.snapshot().toolStatus.get('c1')).toBe('running')
+    const v = s.snapshot().version
+    s.apply({ type: 'tool-start', conversation: C, device: SERVER.device, run: 'r1', callId: 'c1', tool: 'bash', args: { command: 'ls' } })
+    expect(s.snapshot().version).toBe(v) // nothing new
+    s.apply({ type: 'tool-end', conversation: C, device: SERVER.device, run: 'r1', callId: 'c1', status: 'error' })
+    expect(s.snapshot().toolStatus.get('c1')).toBe('error')
+    const result: Entry = { v: 1, id: id(9), conversation: C, parents: [C], author: { device: DEV }, ts: 9, kind: 'tool.result', body: { callId: 'c1', status: 'error', output: 'no such file' } }
+    s.addEntries([result])
+    expect(s.snapshot().toolStatus.has('c1')).toBe(false)
   })
 
   it('shows the selected branch and follows it as it grows', () => {
@@ -83,7 +130,7 @@ describe('ConversationStore', () => {
 })
 
 const summary = (id: string, title: string, updatedAt: number, extra: Partial<ConversationSummaryDto> = {}): ConversationSummaryDto =>
-  ({ id, title, createdAt: 0, updatedAt, size: 1, heads: 1, waiting: 0, running: false, ...extra })
+  ({ id, title, createdAt: 0, updatedAt, size: 1, heads: 1, waiting: 0, running: false, agents: [], ...extra })
 
 describe('conversation list', () => {
   const list = [summary('1', 'Fix the build', 10), summary('2', 'Café menu', 30), summary('3', 'build a shed', 20), summary('4', '', 5)]
@@ -100,14 +147,19 @@ describe('conversation list', () => {
     expect(filterConversations(list, '   ')).toHaveLength(4)
   })
 
-  it('applies events: running flags, activity, and unknown conversations', () => {
-    const a = applyListEvent(list, { type: 'agent', conversation: '3', running: true })
-    expect(a.list.find(c => c.id === '3')?.running).toBe(true)
-    expect(applyListEvent(a.list, { type: 'agent', conversation: '3', running: true }).list).toBe(a.list)
+  it('applies events: running flags and where, activity, and unknown conversations', () => {
+    const a = applyListEvent(list, { type: 'agent', conversation: '3', running: true, agents: [HERE] })
+    expect(a.list.find(c => c.id === '3')).toMatchObject({ running: true, agents: [HERE] })
+    expect(applyListEvent(a.list, { type: 'agent', conversation: '3', running: true, agents: [HERE] }).list).toBe(a.list)
+    // the agent moves: still running, somewhere else
+    const moved = applyListEvent(a.list, { type: 'agent', conversation: '3', running: true, agents: [SERVER] })
+    expect(moved.list.find(c => c.id === '3')).toMatchObject({ running: true, agents: [SERVER] })
+    expect(placesText([HERE, SERVER])).toBe('here and on server')
     const e = applyListEvent(list, { type: 'entries', conversation: '1', entries: [user(99, C, 'x')] })
     expect(e.list.find(c => c.id === '1')).toMatchObject({ updatedAt: 99, size: 2 })
     expect(applyListEvent(list, { type: 'entries', conversation: 'new', entries: [] }).unknown).toBe(true)
-    expect(applyListEvent(list, { type: 'token', conversation: 'new', delta: 'x' })).toEqual({ list, unknown: false })
+    expect(applyListEvent(list, token('x', C, 'r1', 'new'))).toEqual({ list, unknown: false })
+    expect(applyListEvent(list, { type: 'net', state: { online: true, peers: 0, paired: 0, bootstrap: [] } })).toEqual({ list, unknown: false })
   })
 
   it('formats times and counts briefly', () => {

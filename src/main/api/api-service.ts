@@ -3,7 +3,7 @@
 // MessagePort both hand requests to call() and forward subscribe()'s events.
 import path from 'node:path'
 import { z } from 'zod'
-import type { ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSummaryDto, SettingsDto } from '../../shared/api'
+import type { ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSummaryDto, DeviceDto, NetStateDto, SettingsDto } from '../../shared/api'
 import { conversationJson } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { consoleLogger, type Logger } from '../../shared/logger'
@@ -14,6 +14,8 @@ import type { ArborNode } from '../node'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 import { usageTotal } from '../runtime/agent/step-planner'
 import type { PeerEvent } from '../sync/sync-node'
+import { AgentLocations } from './agent-locations'
+import { streamEventFromPeer, streamEventOf } from './live-events'
 
 /** An answer to a request the node cannot carry out as asked: its message is for the user. */
 export class ApiError extends Error {
@@ -55,6 +57,7 @@ const PARAMS = {
   'devices.list': none,
   'devices.invite': none,
   'devices.join': z.strictObject({ code: z.string().trim().min(1, 'is empty').max(1000) }),
+  'net.get': none,
   'net.set': z.strictObject({ on: z.boolean() }),
   'settings.get': none,
   'settings.set': z.strictObject({
@@ -100,11 +103,20 @@ export class ApiService {
   /** conversations a message.send is starting an agent for */
   private readonly starting = new Set<string>()
   private readonly handlers: Handlers
+  private readonly locations: AgentLocations
+  /** the last network state sent, to send only changes */
+  private lastNet = ''
 
   constructor (node: ArborNode, opts: ApiServiceOptions = {}) {
     this.node = node
     this.version = opts.version ?? (typeof __ARBOR_VERSION__ === 'string' ? __ARBOR_VERSION__ : 'dev')
     this.log = opts.log ?? consoleLogger('api')
+    this.locations = new AgentLocations({
+      self: () => ({ device: node.device, name: node.cluster.name }),
+      isRunningHere: c => node.agents.isRunning(c),
+      runningHere: () => node.agents.runs().map(a => a.conversation),
+      peers: () => node.sync.peers()
+    })
     this.handlers = {
       hello: async () => ({ device: node.device, name: node.cluster.name, version: this.version }),
       'conversations.list': async p => this.list(p.query),
@@ -119,13 +131,17 @@ export class ApiService {
       },
       'message.send': async p => this.send(p.conversation, p.text, p.parent),
       'agent.cancel': async p => {
-        await node.agents.cancel(this.resolve(p.conversation))
+        const id = this.resolve(p.conversation)
+        const elsewhere = this.locations.of(id, false)[0]
+        if (!node.agents.isRunning(id) && elsewhere !== undefined) throw new ApiError(`the agent of this conversation runs on ${elsewhere.name}; stop it there`)
+        await node.agents.cancel(id)
         return {}
       },
-      'devices.list': async () => node.devices(),
+      'devices.list': async () => this.devices(),
       'devices.invite': async () => node.invite({}),
       'devices.join': async (p, ctx) => node.join(p.code, ctx.signal ?? new AbortController().signal),
-      'net.set': async p => { await node.setOnline(p.on); return {} },
+      'net.get': async () => this.netState(),
+      'net.set': async p => { await node.setOnline(p.on); return this.netState() },
       'settings.get': async () => this.settings(),
       'settings.set': async p => this.setSettings(p),
       'settings.detect': async () => (opts.detectLocalServers ?? detectLocalServers)()
@@ -172,20 +188,76 @@ export class ApiService {
       if (ev.joined.length > 0) this.emit({ type: 'entries', conversation: ev.conversation, entries: ev.joined })
     }))
     const onAgent = (ev: AgentEvent): void => {
-      if (ev.type === 'token') this.emit({ type: 'token', conversation: ev.conversation, delta: ev.delta })
-      else if (ev.type === 'tool-output') this.emit({ type: 'tool-output', conversation: ev.conversation, callId: ev.callId, chunk: ev.chunk })
-      // 'entry' events arrive through the history; tool-start/-end are its tool.intent/result entries
+      // entries arrive through the history (tool.intent/result record what tool-start/-end announce)
+      const out = streamEventOf(ev, node.device)
+      if (out !== null) this.emit(out)
     }
-    const onRunning = (ev: { conversation: string; running: boolean }): void => { this.emit({ type: 'agent', conversation: ev.conversation, running: ev.running }) }
-    const onPeer = (ev: PeerEvent): void => { this.emit({ type: 'peer', device: ev.device, state: ev.state }) }
+    const onRunning = (ev: { conversation: string; running: boolean }): void => { this.emitAgent(ev.conversation, ev.running) }
+    const onPeer = (ev: PeerEvent): void => {
+      this.emit({ type: 'peer', device: ev.device, state: ev.state })
+      this.presenceChanged()
+      this.netChanged()
+    }
+    const onPresence = (): void => { this.presenceChanged() }
+    const onLive = (msg: { device: string; conversation: string; event: Record<string, unknown> }): void => {
+      const out = streamEventFromPeer(msg)
+      if (out !== null) this.emit(out)
+    }
+    const onOnline = (): void => { this.netChanged() }
     node.agentEvents.on('event', onAgent)
     node.agentEvents.on('running', onRunning)
     node.sync.on('peer', onPeer)
+    node.sync.on('presence', onPresence)
+    node.sync.on('live', onLive)
+    node.sync.on('online', onOnline)
     this.unhook.push(() => {
       node.agentEvents.off('event', onAgent)
       node.agentEvents.off('running', onRunning)
       node.sync.off('peer', onPeer)
+      node.sync.off('presence', onPresence)
+      node.sync.off('live', onLive)
+      node.sync.off('online', onOnline)
     })
+    this.lastNet = JSON.stringify(this.netState())
+  }
+
+  /** Where a conversation's agent runs changed here (`here`: whether it runs on this node). */
+  private emitAgent (conversation: string, here?: boolean): void {
+    const agents = this.locations.of(conversation, here)
+    this.emit({ type: 'agent', conversation, running: agents.length > 0, agents })
+  }
+
+  /** A peer announced its agents, came, went or fell silent: tell the UIs what moved. */
+  private presenceChanged (): void {
+    for (const c of this.locations.refresh()) this.emitAgent(c)
+  }
+
+  private netChanged (): void {
+    const state = this.netState()
+    const key = JSON.stringify(state)
+    if (key === this.lastNet) return
+    this.lastNet = key
+    this.emit({ type: 'net', state })
+  }
+
+  private netState (): NetStateDto {
+    const { sync, device } = this.node
+    const peers = sync.peers()
+    return {
+      online: sync.isOnline,
+      peers: peers.filter(p => p.connected).length,
+      paired: this.node.cluster.devices().filter(d => d.key !== device).length,
+      bootstrap: (sync.bootstrap ?? []).map(b => `${b.host.includes(':') ? `[${b.host}]` : b.host}:${b.port}`)
+    }
+  }
+
+  private async devices (): Promise<DeviceDto[]> {
+    const titles = new Map(this.node.history.list().map(s => [s.id, s.title]))
+    this.presenceChanged()
+    return (await this.node.devices()).map(d => ({
+      ...d,
+      agents: this.locations.on(d.device).map(conversation => ({ conversation, title: titles.get(conversation) ?? '' }))
+    }))
   }
 
   private emit (ev: ApiEvent): void {
@@ -213,7 +285,10 @@ export class ApiService {
     const q = query?.trim().toLowerCase() ?? ''
     return this.node.history.list()
       .filter(s => q === '' || s.title.toLowerCase().includes(q) || s.id.startsWith(q))
-      .map(s => ({ id: s.id, title: s.title, createdAt: s.createdAt, updatedAt: s.updatedAt, size: s.size, heads: s.heads.length, waiting: s.waiting, running: this.node.agents.isRunning(s.id) }))
+      .map(s => {
+        const agents = this.locations.of(s.id)
+        return { id: s.id, title: s.title, createdAt: s.createdAt, updatedAt: s.updatedAt, size: s.size, heads: s.heads.length, waiting: s.waiting, running: agents.length > 0, agents }
+      })
   }
 
   private async open (ref: string): Promise<ConversationDto> {
@@ -222,12 +297,14 @@ export class ApiService {
     const { entries } = conversationJson(dag)
     const usage = usageTotal(entries)
     const selected = this.node.history.selected(id) ?? dag.branch().at(-1)?.id
+    const agents = this.locations.of(id)
     return {
       id,
       title: dag.title(),
       entries,
       ...(selected !== undefined ? { selected } : {}),
-      running: this.node.agents.isRunning(id),
+      running: agents.length > 0,
+      agents,
       usage: { input: usage.input, output: usage.output }
     }
   }
@@ -246,9 +323,9 @@ export class ApiService {
   }
 
   /**
-   * Posts a user message and starts the conversation's agent to answer it. While an agent
-   * runs for the conversation on this node the message is refused (later the running agent
-   * will take it up).
+   * Posts a user message for the conversation's agent: it runs here if it belongs here (or to
+   * nobody yet); otherwise the device it runs on picks the message up (placement). While an
+   * agent runs for the conversation on this node the message is refused.
    */
   private async send (ref: string, text: string, parent: string | undefined): Promise<ApiMethods['message.send']['result']> {
     const { node } = this

@@ -179,19 +179,27 @@ export class SyncNode extends EventEmitter {
     if (on === this.online) return
     this.online = on
     const swarm = this.swarm
-    if (!on) {
-      if (swarm !== null && this.joinedTopic !== null) await swarm.leave(this.joinedTopic)
-      this.joinedTopic = null
-      this.discovery = null
-      for (const s of [...this.sessions]) s.close('the network was turned off on this device')
-      if (swarm !== null) await swarm.suspend()
-    } else {
-      if (swarm !== null) await swarm.resume()
-      await this.refresh()
+    try {
+      if (!on) {
+        if (swarm !== null && this.joinedTopic !== null) await swarm.leave(this.joinedTopic)
+        this.joinedTopic = null
+        this.discovery = null
+        for (const s of [...this.sessions]) s.close('the network was turned off on this device')
+        if (swarm !== null) await swarm.suspend()
+      } else {
+        if (swarm !== null) await swarm.resume()
+        await this.refresh()
+      }
+    } finally {
+      // Whoever flipped the switch (UI, CLI), every UI learns the state.
+      this.emit('online', on)
     }
   }
 
   get isOnline (): boolean { return this.online }
+
+  /** The private DHT's bootstrap nodes (`--bootstrap`); undefined: the public HyperDHT. */
+  get bootstrap (): readonly BootstrapNode[] | undefined { return this.opts.bootstrap }
 
   /** The swarm (for pairing, which meets on its own topics), or null without a network. */
   get hyperswarm (): Hyperswarm | null { return this.swarm }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { HistoryStore } from '../../history/history-store'
 import type { Entry } from '../../../shared/entry'
 import type { Clock } from '../clock'
@@ -94,7 +95,7 @@ export class AgentHost {
     const tip = opts.leaf ?? dag.branch(history.selected(conversation)).at(-1)?.id
     if (tip === undefined) throw new Error(`conversation ${conversation.slice(0, 12)} has no entries yet`)
     const config = await this.opts.configFor(conversation)
-    const run: AgentRun = { conversation, epoch: opts.epoch ?? currentEpoch(dag.entries()), reason: opts.reason ?? 'user', cursor: { tip } }
+    const run: AgentRun = { id: randomBytes(8).toString('hex'), conversation, epoch: opts.epoch ?? currentEpoch(dag.entries()), reason: opts.reason ?? 'user', cursor: { tip } }
     if (opts.previous !== undefined) run.previous = opts.previous
     const onEvent = this.opts.onEvent ?? (() => {})
     const deps: AgentDeps = {

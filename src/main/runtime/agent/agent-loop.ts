@@ -8,13 +8,17 @@ import type { SandboxPolicy } from '../../tools/sandbox-policy'
 import { idemKey, planNext, toIrMessages } from './step-planner'
 import type { AgentRef } from '../placement/placement'
 
-/** What an agent reports while it works, for the UI and the CLI. */
+/**
+ * What an agent reports while it works, for the UI and the CLI. `run` names the agent's run
+ * (AgentRun.id); streamed text names `parent`, the entry its assistant message will attach
+ * to, so a UI shows it only on the branch it extends.
+ */
 export type AgentEvent =
-  | { type: 'token'; conversation: string; delta: string }
-  | { type: 'reasoning'; conversation: string; delta: string }
-  | { type: 'tool-start'; conversation: string; callId: string; tool: string; args: unknown }
-  | { type: 'tool-output'; conversation: string; callId: string; chunk: string }
-  | { type: 'tool-end'; conversation: string; callId: string; status: string }
+  | { type: 'token'; conversation: string; run: string; parent: string; delta: string }
+  | { type: 'reasoning'; conversation: string; run: string; parent: string; delta: string }
+  | { type: 'tool-start'; conversation: string; run: string; callId: string; tool: string; args: unknown }
+  | { type: 'tool-output'; conversation: string; run: string; callId: string; chunk: string }
+  | { type: 'tool-end'; conversation: string; run: string; callId: string; status: ToolResult['status'] }
   | { type: 'entry'; conversation: string; entry: Entry }
 
 /**
@@ -38,6 +42,8 @@ export interface AgentDeps {
 }
 
 export interface AgentRun {
+  /** names this run in live events (kept across restarts of the same run) */
+  id: string
   conversation: string
   epoch: number
   reason: EntryOf<'agent.started'>['body']['reason']
@@ -99,6 +105,8 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
       case 'model': {
         deps.fault?.('before-model', {})
         let result
+        // The reply will be a child of the current tip: streamed text belongs to that branch.
+        const parent = run.cursor.tip
         try {
           result = await deps.provider.chat({
             model: deps.model,
@@ -106,8 +114,8 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
             tools: specs,
             signal,
             onEvent: ev => {
-              if (ev.type === 'text') deps.onEvent({ type: 'token', conversation, delta: ev.delta })
-              else if (ev.type === 'reasoning') deps.onEvent({ type: 'reasoning', conversation, delta: ev.delta })
+              if (ev.type === 'text') deps.onEvent({ type: 'token', conversation, run: run.id, parent, delta: ev.delta })
+              else if (ev.type === 'reasoning') deps.onEvent({ type: 'reasoning', conversation, run: run.id, parent, delta: ev.delta })
             }
           })
         } catch (err) {
@@ -138,7 +146,7 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
         deps.fault?.('after-intent', { tool: step.call.name })
         const res = tool === undefined
           ? { status: 'error' as const, output: `there is no tool named "${step.call.name}"; the tools are: ${[...deps.tools.keys()].join(', ')}` }
-          : await runOne(deps, conversation, tool, step.call, key, signal)
+          : await runOne(deps, run, tool, step.call, key, signal)
         deps.fault?.('after-tool', { tool: step.call.name })
         if (signal.aborted) {
           await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'cancelled', output: res.output }, parents: [] })
@@ -156,15 +164,16 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
 }
 
 /** Runs one tool call (arguments checked, time limit kept); a tool that throws crashes the agent. */
-async function runOne (deps: AgentDeps, conversation: string, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal): Promise<ToolResult> {
-  deps.onEvent({ type: 'tool-start', conversation, callId: call.id, tool: tool.name, args: call.args })
+async function runOne (deps: AgentDeps, run: AgentRun, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal): Promise<ToolResult> {
+  const { conversation, id } = run
+  deps.onEvent({ type: 'tool-start', conversation, run: id, callId: call.id, tool: tool.name, args: call.args })
   const res = await runTool(tool, call.args, {
     cwd: deps.sandbox.cwd,
     signal,
     idemKey: key,
     sandbox: deps.sandbox,
-    onOutput: chunk => deps.onEvent({ type: 'tool-output', conversation, callId: call.id, chunk })
+    onOutput: chunk => deps.onEvent({ type: 'tool-output', conversation, run: id, callId: call.id, chunk })
   })
-  deps.onEvent({ type: 'tool-end', conversation, callId: call.id, status: res.status })
+  deps.onEvent({ type: 'tool-end', conversation, run: id, callId: call.id, status: res.status })
   return res
 }

@@ -1,0 +1,216 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import createTestnet from 'hyperdht/testnet.js'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import WebSocket from 'ws'
+import type { ApiEvent, ApiMethod, ApiMethods, ServerMessage } from '../../src/shared/api'
+import { tempDirs, until } from '../helpers/temp-dir'
+
+// Two devices as a user sees them: two `arbor serve` processes (separate data directories)
+// paired on a HyperDHT testnet on loopback, Chromium showing the laptop's web UI, the
+// server driven through its own API and CLI. The scripted `fake` model answers on the server.
+const BIN = path.resolve('bin/arbor.js')
+const SHOTS = path.resolve('test-results')
+const dirs = tempDirs('arbor-ui2-')
+let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
+let bootstrap = ''
+let context: BrowserContext | undefined
+let page: Page
+
+interface Device { name: string; dir: string; proc: ChildProcess; log: string; url: string; api: ApiSocket }
+const devices: Device[] = []
+
+/** A client of a node's API over its WebSocket, as the browser speaks it. */
+class ApiSocket {
+  readonly events: ApiEvent[] = []
+  private next = 1
+  private readonly waiting = new Map<number, (m: ServerMessage) => void>()
+  private constructor (private readonly ws: WebSocket) {
+    ws.on('message', data => {
+      const m = JSON.parse(String(data)) as ServerMessage
+      if ('event' in m) this.events.push(m.event)
+      else this.waiting.get(m.id)?.(m)
+    })
+  }
+
+  static open (url: string): Promise<ApiSocket> {
+    const u = new URL(url)
+    const token = new URLSearchParams(u.hash.slice(1)).get('token') ?? ''
+    const ws = new WebSocket(`ws://${u.host}/api?token=${token}`, { origin: u.origin })
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve(new ApiSocket(ws)))
+      ws.once('error', reject)
+    })
+  }
+
+  request<M extends ApiMethod> (method: M, params: ApiMethods[M]['params']): Promise<ApiMethods[M]['result']> {
+    const id = this.next++
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, m => {
+        this.waiting.delete(id)
+        if ('error' in m) reject(new Error(`${method}: ${m.error.message}`))
+        else resolve((m as { result: unknown }).result as ApiMethods[M]['result'])
+      })
+      this.ws.send(JSON.stringify({ id, method, params }))
+    })
+  }
+
+  close (): void { this.ws.close() }
+}
+
+/** `arbor serve` for one device; resolves once it prints its address and its API answers. */
+async function serve (name: string): Promise<Device> {
+  const dir = await dirs.make()
+  fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({ provider: 'fake' }))
+  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', name], { env: { ...process.env, ARBOR_DATA: dir, ARBOR_BOOTSTRAP: bootstrap, HOME: dir } })
+  const dev = { name, dir, proc, log: '', url: '' } as Device
+  devices.push(dev)
+  proc.stdout?.on('data', d => { dev.log += String(d) })
+  proc.stderr?.on('data', d => { dev.log += String(d) })
+  const address = /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/
+  await until(() => address.test(dev.log), `${name}'s node to print its address`, 30_000)
+  dev.url = (dev.log.match(address) as RegExpMatchArray)[0]
+  dev.api = await ApiSocket.open(dev.url)
+  return dev
+}
+
+/** Runs `arbor ...` against a device (through its running node). Asynchronous: the testnet lives in this process. */
+function arbor (dev: Device, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return new Promise(resolve => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ARBOR_DATA: dev.dir, ARBOR_BOOTSTRAP: bootstrap, HOME: dev.dir }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, out: stdout, err: stderr })
+    })
+  })
+}
+
+async function shot (name: string): Promise<void> {
+  fs.mkdirSync(SHOTS, { recursive: true })
+  const png = await page.screenshot({ path: path.join(SHOTS, `ui-two-${name}.png`) })
+  // not blank: a real page compresses to far more than a flat colour does
+  expect(png.byteLength).toBeGreaterThan(8_000)
+}
+
+beforeAll(async () => {
+  testnet = await createTestnet(3)
+  bootstrap = testnet.bootstrap.map(b => `${b.host}:${b.port}`).join(',')
+  const dataDir = await dirs.make()
+  const [, , ctx] = await Promise.all([
+    serve('laptop'),
+    serve('server'),
+    chromium.launchPersistentContext(dataDir, {
+      executablePath: '/usr/bin/chromium',
+      viewport: { width: 1200, height: 800 },
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+    })
+  ])
+  context = ctx
+  page = await ctx.newPage()
+}, 60_000)
+
+afterAll(async () => {
+  await context?.close()
+  for (const d of devices) {
+    d.api?.close()
+    if (d.proc.exitCode === null && d.proc.signalCode === null) {
+      const exited = new Promise(resolve => d.proc.once('exit', resolve))
+      d.proc.kill('SIGTERM')
+      await exited
+    }
+  }
+  // What each node said, to read when this test fails.
+  if (process.env.ARBOR_TEST_LOGS !== undefined) for (const d of devices) console.log(`--- ${d.name}\n${d.log.slice(-3000)}`)
+  await testnet?.destroy()
+  await dirs.cleanup()
+})
+
+describe('the web UI of one device, with a second device paired', () => {
+  it('shows the other device\'s entries and agent live, and the network switch cuts and restores sync', async () => {
+    const [laptop, server] = devices as [Device, Device]
+    const errors: string[] = []
+    page.on('pageerror', e => errors.push(String(e)))
+
+    // pair through the API, as the Devices screen does
+    const { code } = await laptop.api.request('devices.invite', {})
+    await server.api.request('devices.join', { code })
+    await until(async () => (await laptop.api.request('net.get', {})).peers === 1, 'the laptop to connect to the server', 30_000)
+    const serverKey = (await server.api.request('hello', {})).device
+
+    await page.goto(laptop.url)
+    const sidebar = page.getByRole('complementary', { name: 'Conversations' })
+    const network = sidebar.getByRole('status', { name: 'Network' })
+    await expect.poll(() => network.textContent(), { timeout: 10_000 }).toBe('Online · 1 of 1 device connected')
+
+    // the server starts a conversation (its scripted model answers "slowly" slowly, thinking first)
+    const script = path.join(server.dir, 'script.json')
+    fs.writeFileSync(script, JSON.stringify({ rules: [{ match: 'slowly', reply: { reasoning: 'Let me think about that slowly.', text: 'z'.repeat(4000), chunkSize: 4, delayMsPerChunk: 100 } }] }))
+    const chat = await arbor(server, 'chat', '--new', 'Hello from the server', '--provider', 'fake', '--script', script)
+    expect(chat.code, chat.err).toBe(0)
+    const conversation = (chat.out.match(/^conversation ([0-9a-f]{64})$/m) as RegExpMatchArray)[1] as string
+
+    // it arrives in the laptop's list live; opened, it shows the server's turn
+    const item = sidebar.getByRole('button', { name: 'Hello from the server' })
+    await item.waitFor({ timeout: 20_000 })
+    await item.click()
+    const log = page.getByRole('log', { name: 'Messages on this branch' })
+    await log.getByText('You said: Hello from the server').waitFor({ timeout: 20_000 })
+
+    // the tree marks its turns (the start, the message) as the other device's
+    await page.getByRole('button', { name: 'Show the conversation tree' }).click()
+    const tree = page.getByRole('tree', { name: 'Conversation tree' })
+    await expect.poll(() => tree.getByRole('treeitem').count(), { timeout: 10_000 }).toBe(2)
+    expect(await tree.getByRole('treeitem').filter({ hasText: `from ${serverKey.slice(0, 8)}` }).count()).toBe(2)
+    await shot('tree')
+    await tree.press('Escape')
+    await tree.waitFor({ state: 'detached', timeout: 5_000 })
+
+    // a message sent on the server: it arrives live, its agent shows as running there, thinking and writing
+    await server.api.request('message.send', { conversation, text: 'Now answer slowly' })
+    await log.getByText('Now answer slowly').waitFor({ timeout: 20_000 })
+    await page.getByRole('status').filter({ hasText: 'agent running on server' }).waitFor({ timeout: 20_000 })
+    const writing = page.getByRole('region', { name: 'Agent is writing' })
+    await writing.getByText('Let me think about that slowly.').waitFor({ timeout: 20_000 })
+    await writing.getByText(/zzzz/).waitFor({ timeout: 20_000 })
+    expect(await page.getByRole('button', { name: 'Stop the agent' }).count()).toBe(0) // not this device's to stop
+    expect(await page.locator('#composer-hint').textContent()).toBe('The agent is working on server; a message you send goes to it')
+    await shot('remote-agent')
+
+    // the Devices screen says what each device runs
+    await page.getByRole('button', { name: 'Devices', exact: true }).click()
+    const table = page.getByRole('table', { name: 'Devices' })
+    await table.getByRole('row').filter({ hasText: 'server' }).getByRole('list', { name: 'Agents running on server' }).getByText('Hello from the server').waitFor({ timeout: 10_000 })
+    expect(await table.getByRole('row').filter({ hasText: 'this device' }).getByText('none').count()).toBe(1)
+    await shot('devices')
+    await server.api.request('agent.cancel', { conversation })
+    await table.getByRole('list', { name: 'Agents running on server' }).waitFor({ state: 'detached', timeout: 20_000 })
+
+    // the network switch: off, the laptop says so and hears nothing from the server
+    const netSwitch = page.getByRole('checkbox', { name: 'Network on' })
+    expect(await netSwitch.isChecked()).toBe(true)
+    await netSwitch.uncheck()
+    await expect.poll(() => network.textContent(), { timeout: 10_000 }).toBe('Offline: network off')
+    expect(await netSwitch.isChecked()).toBe(false)
+    await until(async () => (await server.api.request('net.get', {})).peers === 0, 'the server to lose the laptop', 20_000)
+    await server.api.request('message.send', { conversation, text: 'Written while apart' })
+    const { id: apart } = await server.api.request('conversation.create', { title: 'Made while apart' })
+    await until(async () => !(await server.api.request('conversation.open', { id: conversation })).running, 'the server\'s agent to answer', 20_000)
+    await page.getByRole('button', { name: 'Back to chat' }).click()
+    await log.getByText('Now answer slowly').waitFor({ timeout: 5_000 })
+    await new Promise(resolve => setTimeout(resolve, 1500)) // time enough for anything to arrive, were it connected
+    expect(await log.getByText('Written while apart').count()).toBe(0)
+    expect(await sidebar.getByRole('button', { name: 'Made while apart' }).count()).toBe(0)
+    expect((await laptop.api.request('conversations.list', {})).some(c => c.id === apart)).toBe(false)
+    await shot('offline')
+
+    // on again: what was written meanwhile arrives, in the open conversation and the list
+    await page.getByRole('button', { name: 'Devices', exact: true }).click()
+    await page.getByRole('checkbox', { name: 'Network on' }).check()
+    await page.getByRole('button', { name: 'Back to chat' }).click()
+    await log.getByText('You said: Written while apart').waitFor({ timeout: 30_000 })
+    await sidebar.getByRole('button', { name: 'Made while apart' }).waitFor({ timeout: 20_000 })
+    await expect.poll(() => network.textContent(), { timeout: 20_000 }).toBe('Online · 1 of 1 device connected')
+    await shot('online-again')
+    expect(errors).toEqual([])
+  }, 90_000)
+})
