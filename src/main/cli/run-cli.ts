@@ -7,6 +7,7 @@ import type { Entry } from '../../shared/entry'
 import { consoleLogger } from '../../shared/logger'
 import { HistoryIndexFile, indexFilePath, sortSummaries, type ConversationSummary } from '../history/history-index'
 import type { HistoryStore } from '../history/history-store'
+import type { SecretStore } from '../secret-store'
 import type { NodeCommandOptions } from './node-commands'
 import { asciiTree } from './ascii-tree'
 import { dataDir } from './data-dir'
@@ -81,6 +82,8 @@ type Values = { [K in keyof typeof OPTIONS]?: typeof OPTIONS[K]['type'] extends 
 export interface CliContext {
   store?: HistoryStore
   node?: NodeCommands
+  /** the node's API key store (in the desktop app, encrypted by Electron main) */
+  secrets?: SecretStore
 }
 
 /** The commands only a node can carry out (pairing, devices, the network). */
@@ -217,7 +220,7 @@ function branchOf (store: HistoryStore, dag: ConversationDag, leaf: string | und
 }
 
 const COMMANDS: Record<string, Handler> = {
-  async chat (store, args, values, io) {
+  async chat (store, args, values, io, ctx) {
     const isNew = values.new === true
     need(args, isNew ? 1 : 2, isNew ? 'message: arbor chat --new <message>' : 'conversation and message: arbor chat <conv> <message> (or --new <message>)')
     if (values['no-sandbox'] === true && values.sandbox === true) throw new CliError('--sandbox and --no-sandbox contradict each other', 2)
@@ -236,6 +239,7 @@ const COMMANDS: Record<string, Handler> = {
         ...(values.cwd !== undefined ? { cwd: path.resolve(io.cwd, values.cwd) } : {}),
         ...(values['no-sandbox'] === true ? { sandboxOff: true } : values.sandbox === true ? { sandboxOff: false } : {}),
         dataDir: store.dir,
+        ...(ctx.secrets !== undefined ? { secrets: ctx.secrets } : {}),
         env: io.env,
         out: io.out,
         err: io.err,
