@@ -39,7 +39,7 @@ export class NodeProcess {
   private secrets: ParentSecretStore | null = null
   private opening: Promise<void> | null = null
   private closing: Promise<void> | null = null
-  private stopping: Promise<void> | null = null
+  private stopped: Promise<void> | null = null
   private readonly started: Promise<void>
   private resolveStarted!: () => void
   private rejectStarted!: (err: Error) => void
@@ -62,15 +62,18 @@ export class NodeProcess {
   /** Ports being served now. */
   get connections (): number { return this.server?.size ?? 0 }
 
+  /** Whether it is closing (a shutdown message or stop() came). */
+  get stopping (): boolean { return this.closing !== null }
+
   /** Closes the node, then exits (0, or 1 if closing failed). Calls after the first do nothing more. */
   stop (): Promise<void> {
-    if (this.stopping === null) {
-      this.stopping = this.close().then(
+    if (this.stopped === null) {
+      this.stopped = this.close().then(
         () => { this.opts.exit(0) },
         (err: Error) => { this.log.error(`the node did not close cleanly: ${err.stack ?? err.message}`); this.opts.exit(1) }
       )
     }
-    return this.stopping
+    return this.stopped
   }
 
   close (): Promise<void> {

@@ -1,9 +1,7 @@
 // Where a node keeps its secrets (the model API key). One interface, two homes: a private
 // file for `arbor serve` and the CLI, and — in the desktop app — Electron's main process,
 // which encrypts them with the system keychain (src/main/electron/secret-vault.ts).
-import fs from 'node:fs'
 import path from 'node:path'
-import { AgentConfigError } from './agent-config'
 import { readJsonFile, writeFileAtomic } from './json-file'
 
 export type SecretName = 'apiKey'
@@ -44,14 +42,9 @@ export class FileSecretStore implements SecretStore {
 
   /** Every stored secret (read anew each time: the CLI may have changed the file). */
   async all (): Promise<Secrets> {
-    const json = await readJsonFile(this.file, m => new AgentConfigError(m)) as Record<string, unknown> | undefined
+    const json = await readJsonFile(this.file) as Record<string, unknown> | undefined
     const out: Secrets = {}
     if (typeof json?.apiKey === 'string' && json.apiKey !== '') out.apiKey = json.apiKey
     return out
-  }
-
-  /** Removes the file (after its secrets moved somewhere safer). */
-  async remove (): Promise<void> {
-    await fs.promises.rm(this.file, { force: true })
   }
 }

@@ -11,11 +11,10 @@ if (parent === undefined || parent === null) {
 }
 
 const node = new NodeProcess({ parent, exit: code => process.exit(code) })
-// SIGTERM (utilityProcess.kill()) closes cleanly; a second one ends it at once.
-let terminating = false
+// SIGTERM (utilityProcess.kill()) closes cleanly — unless a close is under way already:
+// then main has waited long enough for it, and this process ends at once.
 process.on('SIGTERM', () => {
-  if (terminating) process.exit(1)
-  terminating = true
+  if (node.stopping) process.exit(1)
   void node.stop()
 })
 // Ctrl-C in the terminal reaches the whole process group: main quits and shuts the node down cleanly.
