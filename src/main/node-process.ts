@@ -39,7 +39,7 @@ export class NodeProcess {
   private secrets: ParentSecretStore | null = null
   private opening: Promise<void> | null = null
   private closing: Promise<void> | null = null
-  private stopped: Promise<void> | null = null
+  private exiting: Promise<void> | null = null
   private readonly started: Promise<void>
   private resolveStarted!: () => void
   private rejectStarted!: (err: Error) => void
@@ -67,13 +67,13 @@ export class NodeProcess {
 
   /** Closes the node, then exits (0, or 1 if closing failed). Calls after the first do nothing more. */
   stop (): Promise<void> {
-    if (this.stopped === null) {
-      this.stopped = this.close().then(
+    if (this.exiting === null) {
+      this.exiting = this.close().then(
         () => { this.opts.exit(0) },
         (err: Error) => { this.log.error(`the node did not close cleanly: ${err.stack ?? err.message}`); this.opts.exit(1) }
       )
     }
-    return this.stopped
+    return this.exiting
   }
 
   close (): Promise<void> {
