@@ -138,6 +138,7 @@ export class NodeProcess {
 
   private async shut (): Promise<void> {
     this.opts.parent.off('message', this.listener)
+    if (this.opening === null) this.rejectStarted(new Error('the node was stopped before main started it'))
     for (const port of this.early.splice(0)) port.close()
     await this.opening?.catch(() => undefined)
     this.server?.close()

@@ -80,9 +80,14 @@ export async function openSecretVault (o: { dataDir: string; safeStorage: SafeSt
   const vault = new EncryptedSecretStore(o.dataDir, o.safeStorage, o.log)
   const old = await plain.get('apiKey').catch((err: Error) => { o.log.warn(`could not read ${plain.file}: ${err.message}`); return undefined })
   if (old !== undefined) {
-    await vault.set('apiKey', old)
-    await plain.set('apiKey', undefined)
-    o.log.info(`moved the API key from ${plain.file} into ${vault.file}, encrypted`)
+    try {
+      await vault.set('apiKey', old)
+      await plain.set('apiKey', undefined)
+      o.log.info(`moved the API key from ${plain.file} into ${vault.file}, encrypted`)
+    } catch (err) {
+      // Not fatal: the key stays where it was, and the next start tries again.
+      o.log.warn(`could not move the API key from ${plain.file} into ${vault.file}: ${(err as Error).message}`)
+    }
   }
   return vault
 }
