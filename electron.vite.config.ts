@@ -40,6 +40,8 @@ export default defineConfig({
       rolldownOptions: {
         input: {
           index: resolve(root, 'src/main/electron/main.ts'),
+          // the desktop app's node, which main forks as a utilityProcess
+          node: resolve(root, 'src/main/electron/node-entry.ts'),
           cli: resolve(root, 'src/main/cli/main.ts')
         },
         output: { format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js' }

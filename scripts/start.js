@@ -6,7 +6,8 @@ import { electronStartDecision, findElectronBinary } from './electron-check.js'
 
 const root = resolve(import.meta.dirname, '..')
 
-if (!existsSync(join(root, 'out/main/index.js'))) {
+// The shell and the node it forks (a build from before the node ran apart lacks node.js).
+if (!['out/main/index.js', 'out/main/node.js'].every(f => existsSync(join(root, f)))) {
   const build = spawnSync('npx', ['electron-vite', 'build'], {
     cwd: root, stdio: 'inherit', shell: process.platform === 'win32'
   })

@@ -2,7 +2,6 @@
 // (its `llm` and `sandbox` meta entries) + the environment -> an AgentConfig. Used by
 // `arbor chat` and by the node's long-lived agent host (the API).
 import fs from 'node:fs'
-import fsp from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
@@ -14,6 +13,7 @@ import { systemPrompt } from './runtime/agent/system-prompt'
 import { defaultHiddenPaths } from './tools/sandbox/hidden-paths'
 import { sandboxProbe } from './tools/sandbox/sandbox-probe'
 import { defaultTools } from './tools/tool-registry'
+import { readJsonFile, writeFileAtomic } from './json-file'
 
 /** An error meant for the user (no model set up, unreadable settings). */
 export class AgentConfigError extends Error {
@@ -23,7 +23,7 @@ export class AgentConfigError extends Error {
   }
 }
 
-/** This device's settings (`<data>/settings.json`); the API key is kept apart, in secrets.json. */
+/** This device's settings (`<data>/settings.json`); the API key is kept apart, in a SecretStore (secret-store.ts). */
 export const NodeSettingsSchema = z.object({
   provider: z.enum(['openai', 'fake']).optional(),
   baseURL: z.string().optional(),
@@ -38,11 +38,10 @@ export interface LlmSetting { provider?: string; model?: string; baseURL?: strin
 export const NO_MODEL_MESSAGE = 'no model is set up: set OPENAI_API_KEY (and OPENAI_BASE_URL for a local server such as Ollama, e.g. http://127.0.0.1:11434/v1), or pass --provider openai --base-url URL, or try the offline scripted model with --provider fake'
 
 const settingsFile = (dataDir: string): string => path.join(dataDir, 'settings.json')
-const secretsFile = (dataDir: string): string => path.join(dataDir, 'secrets.json')
 
 /** The node's settings; {} when none were saved. */
 export async function readNodeSettings (dataDir: string): Promise<NodeSettings> {
-  const json = await readJson(settingsFile(dataDir))
+  const json = await readJsonFile(settingsFile(dataDir), m => new AgentConfigError(m))
   if (json === undefined) return {}
   const parsed = NodeSettingsSchema.safeParse(json)
   if (!parsed.success) throw new AgentConfigError(`${settingsFile(dataDir)} is not valid: ${z.prettifyError(parsed.error)}; fix or delete it`)
@@ -50,20 +49,7 @@ export async function readNodeSettings (dataDir: string): Promise<NodeSettings> 
 }
 
 export async function writeNodeSettings (dataDir: string, settings: NodeSettings): Promise<void> {
-  await writeAtomic(settingsFile(dataDir), JSON.stringify(settings, null, 2) + '\n', 0o644)
-}
-
-// TODO(electron): in the desktop app the key is to be encrypted with safeStorage before it is written here.
-/** The stored API key, if any (secrets.json, mode 0600). */
-export async function readApiKey (dataDir: string): Promise<string | undefined> {
-  const json = await readJson(secretsFile(dataDir)) as { apiKey?: unknown } | undefined
-  return typeof json?.apiKey === 'string' && json.apiKey !== '' ? json.apiKey : undefined
-}
-
-/** Stores the API key (readable by this user only); undefined or '' removes it. */
-export async function writeApiKey (dataDir: string, apiKey: string | undefined): Promise<void> {
-  const secrets = apiKey === undefined || apiKey === '' ? {} : { apiKey }
-  await writeAtomic(secretsFile(dataDir), JSON.stringify(secrets) + '\n', 0o600)
+  await writeFileAtomic(settingsFile(dataDir), JSON.stringify(settings, null, 2) + '\n', 0o644)
 }
 
 /** The conversation's saved model settings (its `llm` meta entry). */
@@ -164,28 +150,4 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
     sandboxed,
     warnings
   }
-}
-
-async function readJson (file: string): Promise<unknown> {
-  let text: string
-  try {
-    text = await fsp.readFile(file, 'utf8')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw new AgentConfigError(`cannot read ${file}: ${(err as Error).message}`)
-  }
-  try {
-    return JSON.parse(text) as unknown
-  } catch (err) {
-    throw new AgentConfigError(`${file} is not valid JSON (${(err as Error).message}); fix or delete it`)
-  }
-}
-
-/** Writes a file whole or not at all, with `mode` from its first byte. */
-async function writeAtomic (file: string, text: string, mode: number): Promise<void> {
-  await fsp.mkdir(path.dirname(file), { recursive: true })
-  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
-  await fsp.writeFile(tmp, text, { mode })
-  await fsp.chmod(tmp, mode) // exactly this mode, whatever the umask
-  await fsp.rename(tmp, file)
 }

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
-import { readApiKey, readNodeSettings, resolveAgentConfig } from './agent-config'
+import { readNodeSettings, resolveAgentConfig } from './agent-config'
 import { AgentHost, type AgentConfig, type StartOptions } from './runtime/agent/agent-host'
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
@@ -13,6 +13,7 @@ import { ClusterStore } from './sync/cluster-store'
 import { PairingHost, createInvite, joinCluster } from './sync/pairing'
 import { SyncNode, type BootstrapNode } from './sync/sync-node'
 import { LocalApiServer, socketPath } from './api/local-socket'
+import { FileSecretStore, type SecretStore } from './secret-store'
 import type { CliContext, CliIo, NodeCommands } from './cli/run-cli'
 
 /** When a direct connection is not made, pairing falls back to polling DHT records this often. */
@@ -35,6 +36,8 @@ export interface ArborNodeOptions {
   swarm?: boolean
   /** how agents run here, instead of this node's settings (tests: a scripted model and tools) */
   agentConfig?: (conversation: string) => Promise<AgentConfig>
+  /** where the API key is kept (default: <data>/secrets.json; the desktop app: encrypted by Electron main) */
+  secrets?: SecretStore
 }
 
 /** What the node's agent host reports: every agent event, and agents starting and ending. */
@@ -58,6 +61,7 @@ export class ArborNode implements NodeCommands {
   readonly agentEvents = new EventEmitter<NodeAgentEvents>()
   /** where each conversation's agent runs: pickup, healing, revival, resume */
   readonly placement: AgentPlacement
+  readonly secrets: SecretStore
   private readonly opts: ArborNodeOptions
   private readonly log: Logger
   private readonly life: Lifecycle
@@ -70,6 +74,7 @@ export class ArborNode implements NodeCommands {
     this.opts = opts
     this.dataDir = path.resolve(opts.dataDir)
     this.log = opts.log ?? consoleLogger('node')
+    this.secrets = opts.secrets ?? new FileSecretStore(this.dataDir)
     this.history = new HistoryStore({ dir: this.dataDir, log: this.logFor('history') })
     this.cluster = new ClusterStore({ file: path.join(this.dataDir, 'sync', 'cluster.json'), ...(opts.name !== undefined ? { name: opts.name } : {}), log: this.logFor('cluster') })
     this.sync = new SyncNode({
@@ -141,7 +146,7 @@ export class ArborNode implements NodeCommands {
           const p = params as { argv: string[]; cwd: string; env: NodeJS.ProcessEnv }
           const { runCli } = await import('./cli/run-cli')
           const io: CliIo = { out: t => ctx.notify({ out: t }), err: t => ctx.notify({ err: t }), env: p.env, cwd: p.cwd, signal: ctx.signal }
-          const cliCtx: CliContext = { store: this.history, node: this }
+          const cliCtx: CliContext = { store: this.history, node: this, secrets: this.secrets }
           return runCli(p.argv, io, cliCtx)
         }
       })
@@ -181,7 +186,7 @@ export class ArborNode implements NodeCommands {
 
   /** How a conversation's agent runs here: this node's settings + the conversation's + the environment. */
   async agentConfig (conversation: string): ReturnType<typeof resolveAgentConfig> {
-    const [settings, apiKey, dag] = await Promise.all([readNodeSettings(this.dataDir), readApiKey(this.dataDir), this.history.open(conversation)])
+    const [settings, apiKey, dag] = await Promise.all([readNodeSettings(this.dataDir), this.secrets.get('apiKey'), this.history.open(conversation)])
     return resolveAgentConfig({ store: this.history, dag, dataDir: this.dataDir, env: this.opts.env ?? process.env, settings, ...(apiKey !== undefined ? { apiKey } : {}) })
   }
 

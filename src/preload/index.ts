@@ -1,13 +1,18 @@
-// Preload (sandboxed, bundled to CJS): the only bridge between renderer and Electron.
-import { contextBridge } from 'electron'
+// Preload (sandboxed, bundled to CJS): the only bridge between renderer and Electron. It
+// exposes no Electron API to the page: only the version, and the node's API ports, which
+// it passes on as window messages (a MessagePort cannot cross contextBridge).
+import { contextBridge, ipcRenderer } from 'electron'
 import { version } from '../../package.json'
+import { API_PORT, NODE_DOWN, type ArborBridge, type BridgeMessage } from '../shared/desktop-bridge'
 
-export interface ArborBridge {
-  readonly version: string
-  /** Issue 6: the API MessagePort to the node arrives here; null until then. */
-  readonly api: null
-}
-
-const arbor: ArborBridge = { version, api: null }
+const arbor: ArborBridge = { version, api: 'message-port' }
 
 contextBridge.exposeInMainWorld('arbor', arbor)
+
+// To this window only; its page is a file:// one, whose origin cannot be named, hence '*'.
+ipcRenderer.on(API_PORT, event => {
+  window.postMessage({ type: API_PORT } satisfies BridgeMessage, '*', [...event.ports])
+})
+ipcRenderer.on(NODE_DOWN, (_event, reason: unknown) => {
+  window.postMessage({ type: NODE_DOWN, reason: String(reason) } satisfies BridgeMessage, '*')
+})

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState, type JSX } from 'react'
-import type { ArborBridge } from '../preload/index'
+import type { ArborBridge } from '../shared/desktop-bridge'
 import type { ApiEvent, ApiMethods, ConversationSummaryDto } from '../shared/api'
 import { errorText, useApi, useConnectionStatus } from './api-context'
 import { ChatView } from './ChatView'

@@ -122,8 +122,8 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
                 placeholder={loaded?.apiKeySet === true ? 'a key is stored; type to replace it' : provider === 'compatible' ? 'optional for local servers' : 'sk-…'} aria-describedby={`${ids.key}-state`} />
               <span id={`${ids.key}-state`} className="field-note">
                 {loaded?.apiKeySet === true
-                  ? <>A key is stored (it is never shown). <button type="button" className="link" onClick={forgetKey} disabled={busy}>Forget the stored key</button></>
-                  : 'No key is stored.'}
+                  ? <>A key is stored {loaded.apiKeyStorage} (it is never shown). <button type="button" className="link" onClick={forgetKey} disabled={busy}>Forget the stored key</button></>
+                  : loaded !== undefined ? `No key is stored. A key you enter is kept ${loaded.apiKeyStorage}.` : 'No key is stored.'}
               </span>
             </>
             )

@@ -3,6 +3,7 @@ import { createRoot } from 'react-dom/client'
 import { App } from './App'
 import { ApiClient } from './api-client'
 import { ApiContext } from './api-context'
+import { MessagePortConnector } from './transport-messageport'
 import { apiSocketUrl, hashWithoutToken, tokenFromHash, webSocketTransport } from './transport-websocket'
 import './styles.css'
 
@@ -19,15 +20,17 @@ if (fromHash !== undefined) {
 }
 const token = fromHash ?? sessionStorage.getItem(TOKEN_KEY) ?? undefined
 
-// In the desktop app the preload will hand over a MessagePort (window.arbor.api); until
-// then every page speaks to the node over a WebSocket on its own origin.
-const client = new ApiClient({ connect: () => webSocketTransport(apiSocketUrl(window.location.href, token)) }).start()
+// In the desktop app (the preload put window.arbor there) main sends the node's API ports;
+// in a browser the page speaks to `arbor serve` over a WebSocket on its own origin.
+const desktop = window.arbor !== undefined
+const connect = desktop ? new MessagePortConnector(window).connect : () => webSocketTransport(apiSocketUrl(window.location.href, token))
+const client = new ApiClient({ connect }).start()
 window.addEventListener('online', () => client.retryNow())
 
 createRoot(container).render(
   <StrictMode>
     <ApiContext.Provider value={client}>
-      <App hasToken={token !== undefined} />
+      <App hasToken={desktop || token !== undefined} />
     </ApiContext.Provider>
   </StrictMode>
 )

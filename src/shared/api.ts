@@ -75,6 +75,8 @@ export interface SettingsDto {
   model?: string
   /** whether a key is stored (the key itself never leaves the node) */
   apiKeySet: boolean
+  /** where a key is kept, in words (encrypted by the system keychain, or a private file) */
+  apiKeyStorage: string
   defaultCwd?: string
 }
 
@@ -94,7 +96,7 @@ export interface ApiMethods {
   'net.get': { params: Record<string, never>; result: NetStateDto }
   'net.set': { params: { on: boolean }; result: NetStateDto }
   'settings.get': { params: Record<string, never>; result: SettingsDto }
-  'settings.set': { params: Partial<Omit<SettingsDto, 'apiKeySet'>> & { apiKey?: string }; result: SettingsDto }
+  'settings.set': { params: Partial<Omit<SettingsDto, 'apiKeySet' | 'apiKeyStorage'>> & { apiKey?: string }; result: SettingsDto }
   /** OpenAI-compatible servers answering on this node's machine (Ollama, llama.cpp, LM Studio, vLLM) */
   'settings.detect': { params: Record<string, never>; result: Array<{ name: string; baseURL: string; models: string[] }> }
 }

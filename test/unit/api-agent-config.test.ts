@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import { createLlm, readApiKey, readNodeSettings, writeApiKey, writeNodeSettings } from '../../src/main/agent-config'
+import { createLlm, readNodeSettings, writeNodeSettings } from '../../src/main/agent-config'
+import { FileSecretStore } from '../../src/main/secret-store'
 import type { OpenAIProvider } from '../../src/main/llm/openai-provider'
 import { tempDirs } from '../helpers/temp-dir'
 
@@ -40,15 +41,20 @@ describe('agent config: which model a conversation runs with', () => {
 
   it('settings and the key live in the data directory; the key file is private; bad files are named', async () => {
     const dir = await dirs.make()
+    const secrets = new FileSecretStore(dir)
     expect(await readNodeSettings(dir)).toEqual({})
-    expect(await readApiKey(dir)).toBeUndefined()
+    expect(await secrets.get('apiKey')).toBeUndefined()
     await writeNodeSettings(dir, { provider: 'fake', model: 'm' })
-    await writeApiKey(dir, 'sk-1')
+    await secrets.set('apiKey', 'sk-1')
     expect(await readNodeSettings(dir)).toEqual({ provider: 'fake', model: 'm' })
-    expect(await readApiKey(dir)).toBe('sk-1')
+    expect(await secrets.get('apiKey')).toBe('sk-1')
     expect(fs.statSync(path.join(dir, 'secrets.json')).mode & 0o777).toBe(0o600)
-    await writeApiKey(dir, undefined)
-    expect(await readApiKey(dir)).toBeUndefined()
+    expect(secrets.description).toBe(`in ${path.join(dir, 'secrets.json')}, readable only by you`)
+    await secrets.set('apiKey', undefined)
+    expect(await secrets.get('apiKey')).toBeUndefined()
+    fs.writeFileSync(path.join(dir, 'secrets.json'), '{ nope')
+    await expect(secrets.get('apiKey')).rejects.toThrow(/secrets\.json is not valid JSON/)
+    expect(fs.readdirSync(dir).filter(f => f.endsWith('.tmp'))).toEqual([])
     fs.writeFileSync(path.join(dir, 'settings.json'), '{ nope')
     await expect(readNodeSettings(dir)).rejects.toThrow(/settings\.json is not valid JSON/)
     fs.writeFileSync(path.join(dir, 'settings.json'), '{"provider": "other"}')

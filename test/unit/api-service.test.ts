@@ -8,6 +8,7 @@ import { tickHlc } from '../../src/shared/hlc'
 import { memoryLogger } from '../../src/shared/logger'
 import { AGENT_BUSY_MESSAGE, ApiService } from '../../src/main/api/api-service'
 import { ArborNode } from '../../src/main/node'
+import type { SecretName, SecretStore } from '../../src/main/secret-store'
 import { tempDirs, until } from '../helpers/temp-dir'
 
 // The API against a real node in a temp dir, on a loopback testnet (no other device), with
@@ -24,10 +25,10 @@ afterEach(async () => {
   await dirs.cleanup()
 })
 
-async function start (): Promise<{ node: ArborNode; api: ApiService; events: ApiEvent[]; dir: string; work: string }> {
+async function start (secrets?: SecretStore): Promise<{ node: ArborNode; api: ApiService; events: ApiEvent[]; dir: string; work: string }> {
   const dir = await dirs.make()
   const work = await dirs.make()
-  const node = new ArborNode({ dataDir: dir, api: false, bootstrap: testnet.bootstrap, name: 'laptop', env: { HOME: dir }, log: memoryLogger() })
+  const node = new ArborNode({ dataDir: dir, api: false, bootstrap: testnet.bootstrap, name: 'laptop', env: { HOME: dir }, log: memoryLogger(), ...(secrets !== undefined ? { secrets } : {}) })
   await node.ready()
   const api = new ApiService(node, { version: 'test' })
   open.push({ node, api })
@@ -133,9 +134,10 @@ describe('ApiService', () => {
 
   it('keeps settings; the API key is stored apart, readable by this user only, and never returned', async () => {
     const { api, dir, work } = await start()
-    expect(await api.request('settings.get', {})).toEqual({ provider: 'openai', apiKeySet: false })
+    const apiKeyStorage = `in ${path.join(dir, 'secrets.json')}, readable only by you`
+    expect(await api.request('settings.get', {})).toEqual({ provider: 'openai', apiKeySet: false, apiKeyStorage })
     const set = await api.request('settings.set', { provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKey: 'sk-very-secret', defaultCwd: work })
-    expect(set).toEqual({ provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKeySet: true, defaultCwd: work })
+    expect(set).toEqual({ provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKeySet: true, apiKeyStorage, defaultCwd: work })
     expect(await api.request('settings.get', {})).toEqual(set)
     expect(JSON.stringify(set)).not.toContain('sk-very-secret')
     expect(fs.readFileSync(path.join(dir, 'settings.json'), 'utf8')).not.toContain('sk-very-secret')
@@ -143,7 +145,7 @@ describe('ApiService', () => {
 
     // partial updates keep the rest; '' clears
     expect(await api.request('settings.set', { model: 'qwen' })).toMatchObject({ model: 'qwen', baseURL: 'http://127.0.0.1:11434/v1', apiKeySet: true })
-    expect(await api.request('settings.set', { apiKey: '', baseURL: '' })).toEqual({ provider: 'openai', model: 'qwen', apiKeySet: false, defaultCwd: work })
+    expect(await api.request('settings.set', { apiKey: '', baseURL: '' })).toEqual({ provider: 'openai', model: 'qwen', apiKeySet: false, apiKeyStorage, defaultCwd: work })
 
     // a new conversation works in the default directory
     const { id } = await api.request('conversation.create', {})
@@ -153,6 +155,25 @@ describe('ApiService', () => {
     expect(await rejection(api.call('settings.set', { provider: 'anthropic' }))).toMatch(/provider/)
     expect(await rejection(api.call('settings.set', { apiKeySet: true }))).toMatch(/unknown field.*apiKeySet/)
     expect(await rejection(api.call('settings.set', { defaultCwd: 'relative/dir' }))).toMatch(/defaultCwd must be an absolute path/)
+  })
+
+  it('keeps the key in the node\'s SecretStore when it has another one (the desktop app\'s), and the agent gets it from there', async () => {
+    const kept = new Map<SecretName, string>()
+    const vault: SecretStore = {
+      description: 'encrypted by the system keychain',
+      get: async name => kept.get(name),
+      set: async (name, value) => { if (value === undefined || value === '') kept.delete(name); else kept.set(name, value) }
+    }
+    const { node, api, dir, work } = await start(vault)
+    const set = await api.request('settings.set', { provider: 'openai', baseURL: 'http://127.0.0.1:9/v1', apiKey: 'sk-in-the-vault' })
+    expect(set).toMatchObject({ apiKeySet: true, apiKeyStorage: 'encrypted by the system keychain' })
+    expect(kept.get('apiKey')).toBe('sk-in-the-vault')
+    expect(fs.existsSync(path.join(dir, 'secrets.json'))).toBe(false)
+    const { id } = await api.request('conversation.create', { cwd: work })
+    const { config } = await node.agentConfig(id)
+    expect((config.provider as unknown as { apiKey?: string }).apiKey).toBe('sk-in-the-vault')
+    await api.request('settings.set', { apiKey: '' })
+    expect(kept.size).toBe(0)
   })
 
   it('answers bad requests with clear errors and writes nothing', async () => {

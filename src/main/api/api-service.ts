@@ -7,7 +7,7 @@ import type { ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSumm
 import { conversationJson } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { readApiKey, readNodeSettings, writeApiKey, writeNodeSettings, type NodeSettings } from '../agent-config'
+import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../agent-config'
 import type { EntriesEvent } from '../history/history-store'
 import { detectLocalServers, type LocalServer } from '../llm/local-servers'
 import type { ArborNode } from '../node'
@@ -361,12 +361,13 @@ export class ApiService {
   // ------------------------------------------------------------ settings
 
   private async settings (): Promise<SettingsDto> {
-    const [s, key] = await Promise.all([readNodeSettings(this.node.dataDir), readApiKey(this.node.dataDir)])
+    const [s, key] = await Promise.all([readNodeSettings(this.node.dataDir), this.node.secrets.get('apiKey')])
     return {
       provider: s.provider ?? 'openai',
       ...(s.baseURL !== undefined ? { baseURL: s.baseURL } : {}),
       ...(s.model !== undefined ? { model: s.model } : {}),
       apiKeySet: key !== undefined,
+      apiKeyStorage: this.node.secrets.description,
       ...(s.defaultCwd !== undefined ? { defaultCwd: s.defaultCwd } : {})
     }
   }
@@ -381,7 +382,7 @@ export class ApiService {
       else if (v !== undefined) next[k] = k === 'defaultCwd' ? path.resolve(v) : v
     }
     await writeNodeSettings(dir, next)
-    if (p.apiKey !== undefined) await writeApiKey(dir, p.apiKey)
+    if (p.apiKey !== undefined) await this.node.secrets.set('apiKey', p.apiKey)
     return this.settings()
   }
 }

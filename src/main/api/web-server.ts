@@ -11,9 +11,9 @@ import { pipeline } from 'node:stream/promises'
 import type { Duplex } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { WebSocketServer, WebSocket, type RawData } from 'ws'
-import type { ServerMessage } from '../../shared/api'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { ApiError, type ApiService } from './api-service'
+import { ApiConnection } from './api-connection'
+import type { ApiService } from './api-service'
 
 export const DEFAULT_WEB_PORT = 7777
 
@@ -172,35 +172,17 @@ export class WebServer {
   }
 
   private serveClient (ws: WebSocket): void {
-    const { api } = this.opts
-    const gone = new AbortController()
-    const send = (msg: ServerMessage): void => {
-      if (ws.readyState !== WebSocket.OPEN) return
-      if (ws.bufferedAmount > MAX_BUFFERED_BYTES) { ws.close(1013, 'the client reads too slowly'); return }
-      ws.send(JSON.stringify(msg))
-    }
-    const unsubscribe = api.subscribe(event => { send({ event }) })
-    ws.on('close', () => { unsubscribe(); gone.abort() })
-    ws.on('error', err => { this.log.warn(`a web client's connection failed: ${err.message}`) })
-    ws.on('message', (data: RawData, isBinary: boolean) => {
-      let msg: unknown
-      try {
-        if (isBinary) throw new Error('binary')
-        msg = JSON.parse(rawText(data))
-      } catch {
-        send({ id: -1, error: { message: 'messages are JSON text: {"id": number, "method": string, "params": object}' } })
-        return
+    const conn = new ApiConnection(this.opts.api, {
+      log: this.log,
+      send: msg => {
+        if (ws.readyState !== WebSocket.OPEN) return
+        if (ws.bufferedAmount > MAX_BUFFERED_BYTES) { ws.close(1013, 'the client reads too slowly'); return }
+        ws.send(JSON.stringify(msg))
       }
-      const m = msg as { id?: unknown; method?: unknown; params?: unknown } | null
-      const id = m !== null && typeof m === 'object' && Number.isSafeInteger(m.id) ? m.id as number : -1
-      if (id === -1) { send({ id, error: { message: 'a request needs an integer "id"' } }); return }
-      api.call(m?.method, m?.params, { signal: gone.signal })
-        .then(result => { send({ id, result: result ?? null }) })
-        .catch((err: unknown) => {
-          if (!(err instanceof ApiError)) this.log.warn(`${String(m?.method)} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`)
-          send({ id, error: { message: err instanceof Error ? err.message : String(err) } })
-        })
     })
+    ws.on('close', () => { conn.close() })
+    ws.on('error', err => { this.log.warn(`a web client's connection failed: ${err.message}`) })
+    ws.on('message', (data: RawData, isBinary: boolean) => { conn.receive(isBinary ? data : rawText(data)) })
   }
 
   // ------------------------------------------------------------ static files

@@ -3,7 +3,8 @@ import type { ConversationDag } from '../../shared/conversation-dag'
 import type { Entry, EntryOf } from '../../shared/entry'
 import { maxHlc, tickHlc, type Hlc } from '../../shared/hlc'
 import type { HistoryStore } from '../history/history-store'
-import { AgentConfigError, conversationLlm, createLlm, readApiKey, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../agent-config'
+import { AgentConfigError, conversationLlm, createLlm, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../agent-config'
+import { FileSecretStore, type SecretStore } from '../secret-store'
 import { AgentHost } from '../runtime/agent/agent-host'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 import { usageTotal } from '../runtime/agent/step-planner'
@@ -23,6 +24,8 @@ export interface ChatOptions {
   /** true: turn the sandbox off for this conversation; false: on again; undefined: as it is */
   sandboxOff?: boolean
   dataDir: string
+  /** where the API key is kept (default: <data>/secrets.json; the running node's store when run through it) */
+  secrets?: SecretStore
   env: NodeJS.ProcessEnv
   out: (text: string) => void
   err: (text: string) => void
@@ -75,7 +78,7 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
   let resolved: Awaited<ReturnType<typeof resolveAgentConfig>>
   try {
     // This device's settings (as the app saves them) fill in what the conversation leaves open.
-    const [settings, apiKey] = await Promise.all([readNodeSettings(o.dataDir), readApiKey(o.dataDir)])
+    const [settings, apiKey] = await Promise.all([readNodeSettings(o.dataDir), (o.secrets ?? new FileSecretStore(o.dataDir)).get('apiKey')])
     const made = createLlm({ llm, settings, ...(apiKey !== undefined ? { apiKey } : {}), ...(root.body.model !== undefined ? { rootModel: root.body.model } : {}), env: o.env })
     if (o.sandboxOff !== undefined) await setMeta(store, dag, 'sandbox', !o.sandboxOff)
     const cwd = o.cwd !== undefined && !o.newConversation ? path.resolve(o.cwd) : undefined

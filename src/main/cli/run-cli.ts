@@ -7,6 +7,7 @@ import type { Entry } from '../../shared/entry'
 import { consoleLogger } from '../../shared/logger'
 import { HistoryIndexFile, indexFilePath, sortSummaries, type ConversationSummary } from '../history/history-index'
 import type { HistoryStore } from '../history/history-store'
+import type { SecretStore } from '../secret-store'
 import type { NodeCommandOptions } from './node-commands'
 import { asciiTree } from './ascii-tree'
 import { dataDir } from './data-dir'
@@ -92,6 +93,8 @@ type Values = { [K in keyof typeof OPTIONS]?: typeof OPTIONS[K]['type'] extends 
 export interface CliContext {
   store?: HistoryStore
   node?: NodeCommands
+  /** the node's API key store (in the desktop app, encrypted by Electron main) */
+  secrets?: SecretStore
 }
 
 /** The commands only a node can carry out (pairing, devices, the network). */
@@ -257,6 +260,7 @@ const COMMANDS: Record<string, Handler> = {
         ...(values['no-sandbox'] === true ? { sandboxOff: true } : values.sandbox === true ? { sandboxOff: false } : {}),
         dataDir: store.dir,
         ...(ctx.node !== undefined ? { node: ctx.node } : {}),
+        ...(ctx.secrets !== undefined ? { secrets: ctx.secrets } : {}),
         env: io.env,
         out: io.out,
         err: io.err,
