@@ -159,8 +159,8 @@ describe('decide', () => {
         const a = decide(viewOf(world, self))
         if (self === owner.device) expect(a).toEqual({ do: 'start', leaf: message.id, epoch: owner.epoch, reason: 'user' })
         else expect(a).toEqual({ do: 'nothing' })
-        // its own message was started by whoever sent it: never a second time
-        const mineToo = { ...message, author: { device: self } }
+        // its own message was started by whoever sent it (not fresh): never a second time
+        const mineToo = { ...message, id: 'f'.repeat(64), author: { device: self } }
         const own = { ...viewOf(world, self), work: [{ kind: 'message' as const, leaf: mineToo, message: mineToo }] }
         if (self === owner.device) expect(decide(own)).toEqual({ do: 'nothing' })
       }

@@ -113,6 +113,10 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
   try {
     if (node !== undefined) {
       const where = await node.posted(conversation, userEntry as Entry)
+      if (where.runs === 'here' && where.queued === true) {
+        o.err('the agent is busy with this conversation: your message is queued, and answered when its current turn ends\n')
+        return 0
+      }
       if (where.runs === 'elsewhere') {
         o.err(where.reachable
           ? `the agent of this conversation runs on ${where.name}: it answers there, and the answer syncs here\n`

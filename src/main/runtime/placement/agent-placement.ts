@@ -46,7 +46,8 @@ export interface PlacementStatus {
 
 /** What a message posted on this device leads to. */
 export type PostOutcome =
-  | { runs: 'here' }
+  /** queued: the agent here is busy and answers it when its current run ends */
+  | { runs: 'here'; queued?: boolean }
   | { runs: 'elsewhere'; device: string; name: string; reachable: boolean }
 
 interface Known { owner: AgentRef | null; autoRevival: boolean }
@@ -119,6 +120,11 @@ export class AgentPlacement {
     const top = topRef([k.owner, ...this.opts.peers.announced(conversation)])
     const self = this.opts.history.device
     if (top === null || top.device === self) {
+      // Busy here: the message waits its turn; the agent takes it up when the current run ends.
+      if (this.opts.agents.isRunning(conversation)) {
+        this.addFresh(conversation, [entry.id])
+        return { runs: 'here', queued: true }
+      }
       await this.run(conversation, { leaf: entry.id, epoch: top?.epoch ?? 0, reason: 'user' })
       return { runs: 'here' }
     }

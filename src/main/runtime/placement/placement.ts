@@ -150,9 +150,8 @@ export function decide (v: PlacementView): PlacementAction {
   // The owner's turns cut short (only the current owner's: older ones were taken over), and new messages.
   const work = v.work.filter(w => w.kind === 'message' ? v.fresh.has(w.message.id) : w.agent.device === top.device && w.agent.epoch === top.epoch)
   if (top.device === v.self) {
-    // Own messages are started by whoever sends them; here: a peer's message, or our own cut-short turn.
-    const mine = work.filter(w => w.kind === 'turn' || w.message.author.device !== v.self)
-    const w = newestWork(mine)
+    // A fresh message (a peer's, or ours queued while the agent was busy), or our own cut-short turn.
+    const w = newestWork(work)
     if (w === undefined) return { do: 'nothing' }
     return { do: 'start', leaf: w.leaf.id, epoch: top.epoch, reason: w.kind === 'turn' ? 'restart' : 'user' }
   }
