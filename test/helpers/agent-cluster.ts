@@ -53,6 +53,8 @@ export interface AgentClusterOptions {
   suspectAfterMs?: number
   /** how long the slow tool takes */
   slowMs?: number
+  /** the scripted model (default CLUSTER_SCRIPT) */
+  script?: FakeScript
 }
 
 /**
@@ -71,7 +73,7 @@ export class AgentCluster {
   private readonly opts: Required<AgentClusterOptions>
 
   constructor (opts: AgentClusterOptions = {}) {
-    this.opts = { n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 400, ...opts }
+    this.opts = { n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 400, script: CLUSTER_SCRIPT, ...opts }
     this.names = Array.from({ length: this.opts.n }, (_, i) => `d${i}`)
   }
 
@@ -93,7 +95,7 @@ export class AgentCluster {
   async start (i: number): Promise<ArborNode> {
     const name = this.names[i] as string
     const dir = this.dataDirs[i] as string
-    const provider = new FakeProvider(CLUSTER_SCRIPT)
+    const provider = new FakeProvider(this.opts.script)
     const config: AgentConfig = {
       provider,
       model: 'fake-1',

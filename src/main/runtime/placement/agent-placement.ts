@@ -69,6 +69,7 @@ export class AgentPlacement {
   private readonly fresh = new Map<string, Set<string>>()
   private sweepTimer: NodeJS.Timeout | null = null
   private closed = false
+  private opened = false
   private readonly onEntries = (ev: EntriesEvent): void => { this.entriesArrived(ev) }
 
   constructor (opts: AgentPlacementOptions) {
@@ -81,6 +82,7 @@ export class AgentPlacement {
     // Opt-in conversations are watched for a dead owner; the others wait for events.
     for (const s of history.list()) if (s.autoRevival === true) await this.learn(s.id)
     for (const conversation of await this.readState()) this.reconcile(conversation)
+    this.opened = true
     this.sweepTimer = setInterval(() => { this.sweep() }, this.opts.sweepMs ?? 1000)
     this.sweepTimer.unref()
   }
@@ -186,6 +188,8 @@ export class AgentPlacement {
     let set = this.fresh.get(conversation)
     if (set === undefined) this.fresh.set(conversation, set = new Set())
     for (const id of ids) set.add(id)
+    // Kept on disk: a message that arrived just before a crash is still answered after it.
+    if (!this.closed && this.opened) this.writeState().catch((err: Error) => { this.opts.log.warn(`could not record waiting messages in ${this.opts.stateFile}: ${err.message}`) })
   }
 
   /** What this device knows of a conversation's placement, read once and kept up to date. */
@@ -263,10 +267,16 @@ export class AgentPlacement {
     void this.opts.agents.wait(conversation).then(() => { this.reconcile(conversation); return this.writeState() }).catch(failed)
   }
 
+  /** The conversations to look at again after a restart: agents that ran here, messages waiting for them. */
   private async readState (): Promise<string[]> {
     try {
-      const raw = JSON.parse(await fs.readFile(this.opts.stateFile, 'utf8')) as { running?: unknown }
-      return Array.isArray(raw.running) ? raw.running.filter((c): c is string => typeof c === 'string') : []
+      const raw = JSON.parse(await fs.readFile(this.opts.stateFile, 'utf8')) as { running?: unknown; waiting?: unknown }
+      const running = Array.isArray(raw.running) ? raw.running.filter((c): c is string => typeof c === 'string') : []
+      const waiting = raw.waiting !== null && typeof raw.waiting === 'object' ? raw.waiting as Record<string, unknown> : {}
+      for (const [conversation, ids] of Object.entries(waiting)) {
+        if (Array.isArray(ids)) this.addFresh(conversation, ids.filter((id): id is string => typeof id === 'string'))
+      }
+      return [...new Set([...running, ...this.fresh.keys()])]
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
       this.opts.log.warn(`could not read ${this.opts.stateFile} (${(err as Error).message}); agents cut short by a crash will not continue by themselves`)
@@ -281,7 +291,8 @@ export class AgentPlacement {
       if (this.closed) return // a clean close stops every agent: nothing is left to continue
       const running = this.opts.agents.runs().map(r => r.conversation).sort()
       await fs.mkdir(path.dirname(this.opts.stateFile), { recursive: true })
-      await fs.writeFile(this.opts.stateFile + '.tmp', JSON.stringify({ running }))
+      const waiting = Object.fromEntries([...this.fresh].map(([c, ids]) => [c, [...ids].sort()]))
+      await fs.writeFile(this.opts.stateFile + '.tmp', JSON.stringify({ running, waiting }))
       await fs.rename(this.opts.stateFile + '.tmp', this.opts.stateFile)
     })
     return this.writing

@@ -84,13 +84,24 @@ export function workAt (dag: ConversationDag, head: Entry): OpenWork | null {
       case 'agent.stopped': return null
       case 'agent.started': return { kind: 'turn', leaf: head, agent: { device: cur.author.device, epoch: cur.body.epoch } }
       // a message answered by nothing (a note or meta after it does not answer it)
-      case 'user': return { kind: 'message', leaf: head, message: cur }
+      case 'user': return answered(dag, cur) ? null : { kind: 'message', leaf: head, message: cur }
       case 'conversation': return null
     }
     const p: string | undefined = cur.parents[0]
     cur = p === undefined ? undefined : dag.get(p)
   }
   return null
+}
+
+/** Whether an agent took a message up on some branch: a turn starts after it, past notes and settings. */
+function answered (dag: ConversationDag, message: Entry): boolean {
+  const todo = [...dag.children(message.id)]
+  for (let i = 0; i < todo.length && i < MAX_WALK; i++) {
+    const e = todo[i] as Entry
+    if (e.kind === 'agent.started' || e.kind === 'assistant') return true
+    if (e.kind === 'note' || e.kind === 'meta') todo.push(...dag.children(e.id))
+  }
+  return false
 }
 
 /** The newest of some work (the one a single agent takes first). */

@@ -1,0 +1,359 @@
+// The five guarantees of DESIGN.md for agents across devices, as a model-based test in the
+// manner of Jepsen and PropEr statem: fast-check generates sequences of commands — start
+// agents, messages, slow external tools, pauses, kills, restarts, isolations, heals, resumes,
+// auto-revival switches — over three full nodes (ArborNode: history on disk, sync, agents,
+// placement) on an in-process network. After every command: at most one agent per
+// conversation per connected component (once healing has had its bounded time), and every
+// live device accepts start, message and resume. At the end: restart and heal everything,
+// wait a bounded quiet period, then no acknowledged entry is lost on any device, all hold
+// the same history, at most one agent runs per conversation, no external step ran twice
+// (the tools' ledger, by idempotency key), and nothing waits on a device.
+//
+// ARBOR_LONG=1 runs 1,000 cases instead of 20 (ARBOR_RUNS=n: n). A failure prints the seed, the path and the
+// shrunk command list; replay with fc.assert(..., { seed, path, endOnFailure: true }).
+import { afterEach, describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import type { Entry } from '../../src/shared/entry'
+import { tickHlc } from '../../src/shared/hlc'
+import { openWork, ownerOf, topRef } from '../../src/main/runtime/placement/placement'
+import { AgentCluster } from '../helpers/agent-cluster'
+import type { FakeScript } from '../../src/main/llm/fake-provider'
+import { until } from '../helpers/temp-dir'
+
+const LONG = process.env.ARBOR_LONG === '1'
+const NUM_RUNS = LONG ? 1000 : Number(process.env.ARBOR_RUNS ?? 20)
+const N = 3
+const SLOW_MS = 200 // one step of the slow external tool
+const LONG_STEPS = 30 // a long turn: this many slow steps, far longer than healing may take
+// Healing must end with one agent within this: the loser's current step, presence, margin.
+const HEAL_MS = 2_500
+
+/** "long": LONG_STEPS slow external steps; "slow": one; anything else is echoed. */
+const SCRIPT: FakeScript = {
+  rules: [
+    { match: '^long', reply: [...Array.from({ length: LONG_STEPS }, () => ({ toolCalls: [{ name: 'slow', args: {} }] })), { text: 'long work done' }] },
+    { match: '^slow', reply: [{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'slow work done' }] }
+  ],
+  default: { text: 'You said: {{lastUser}}' }
+}
+const QUIET_MS = 30_000 // the final quiet period
+
+// ------------------------------------------------------------------ model and real system
+
+interface Model {
+  /** devices running (not killed) */
+  up: boolean[]
+  /** conversations started so far (their number; the real ids are in the system) */
+  conversations: number
+}
+
+interface Real {
+  c: AgentCluster
+  /** conversation ids, in the order they were started */
+  convs: string[]
+  /** every entry a device acknowledged (it returned from writing it), by conversation */
+  acked: Map<string, Set<string>>
+  /** devices whose links the test cut (isolate): they stay cut until a heal */
+  isolated: Set<number>
+  step: number
+}
+
+const name = (i: number): string => `d${i}`
+
+/** Devices linked to i, directly or through others (a connected component of live devices). */
+function component (r: Real, i: number): number[] {
+  const seen = new Set([i])
+  const todo = [i]
+  while (todo.length > 0) {
+    const a = todo.pop() as number
+    for (let b = 0; b < N; b++) if (!seen.has(b) && r.c.linked(a, b)) { seen.add(b); todo.push(b) }
+  }
+  return [...seen].sort()
+}
+
+/** Conversations with two agents running in one connected component. */
+function doubleAgents (r: Real): string[] {
+  const bad: string[] = []
+  for (const conv of r.convs) {
+    const on = r.c.runningOn(conv)
+    const comps = new Set(on.map(i => component(r, i).join(',')))
+    if (comps.size < on.length) bad.push(`${conv.slice(0, 8)} on ${on.map(name).join('+')}`)
+  }
+  return bad
+}
+
+async function checkAfterCommand (r: Real): Promise<void> {
+  // Guarantee 4: one agent per side, except while healing, which ends within HEAL_MS.
+  await until(() => doubleAgents(r).length === 0, `one agent per side (${doubleAgents(r).join('; ')})`, HEAL_MS)
+}
+
+function ack (r: Real, conv: string, e: Entry): void {
+  const set = r.acked.get(conv) ?? new Set<string>()
+  set.add(e.id)
+  r.acked.set(conv, set)
+}
+
+/** A conversation device i holds (its root arrived), chosen by k; undefined if none. */
+function heldConv (r: Real, i: number, k: number): string | undefined {
+  const held = r.convs.filter(c => r.c.node(i).history.summary(c) !== undefined)
+  return held.length === 0 ? undefined : held[k % held.length]
+}
+
+// ------------------------------------------------------------------ commands
+
+type Cmd = fc.AsyncCommand<Model, Real>
+
+abstract class OnDevice implements Cmd {
+  constructor (readonly dev: number) {}
+  check (m: Readonly<Model>): boolean { return m.up[this.dev] === true }
+  abstract run (m: Model, r: Real): Promise<void>
+  abstract toString (): string
+}
+
+/** Starts a conversation on a device and its agent with a first message (guarantee 1). */
+class StartAgent extends OnDevice {
+  constructor (dev: number, readonly autoRevival: boolean) { super(dev) }
+  async run (m: Model, r: Real): Promise<void> {
+    const node = r.c.node(this.dev)
+    const root = await node.history.createConversation({ title: `c${m.conversations}`, autoRevival: this.autoRevival })
+    r.convs.push(root.id)
+    ack(r, root.id, root)
+    m.conversations++
+    const msg = await r.c.post(this.dev, root.id, `hello ${r.step}`)
+    ack(r, root.id, msg)
+    // sync latency, not a fault: the devices linked to this one get the conversation
+    await until(() => component(r, this.dev).every(i => r.c.node(i).history.summary(root.id) !== undefined), 'the new conversation on the linked devices', 5_000)
+    expect(node.agents.isRunning(root.id) || (await node.history.open(root.id)).children(msg.id).length > 0).toBe(true)
+  }
+
+  toString (): string { return `start(${name(this.dev)}${this.autoRevival ? ', auto-revival' : ''})` }
+}
+
+type Work = 'note' | 'slow' | 'long'
+
+/** Posts a message on any conversation the device holds: accepted, connected or not (guarantee 1). */
+class Message extends OnDevice {
+  constructor (dev: number, readonly k: number, readonly work: Work) { super(dev) }
+  override check (m: Readonly<Model>): boolean { return super.check(m) && m.conversations > 0 }
+  async run (_m: Model, r: Real): Promise<void> {
+    const conv = heldConv(r, this.dev, this.k)
+    if (conv === undefined) return
+    const msg = await r.c.post(this.dev, conv, `${this.work} ${r.step}`)
+    ack(r, conv, msg)
+  }
+
+  toString (): string { return `${this.work === 'note' ? 'message' : this.work + 'Tool'}(${name(this.dev)}, #${this.k})` }
+}
+
+/** Moves a conversation's agent to the device (guarantee 1: resume works disconnected too). */
+class Resume extends OnDevice {
+  constructor (dev: number, readonly k: number) { super(dev) }
+  override check (m: Readonly<Model>): boolean { return super.check(m) && m.conversations > 0 }
+  async run (_m: Model, r: Real): Promise<void> {
+    const conv = heldConv(r, this.dev, this.k)
+    if (conv === undefined) return
+    const node = r.c.node(this.dev)
+    if (node.agents.isRunning(conv)) return // already here: the UI offers no resume
+    const ref = await node.resume(conv)
+    // the new agent's start is written as it begins: the history names it owner at once
+    await until(async () => {
+      const top = topRef([ownerOf((await node.history.open(conv)).entries())])
+      return top?.device === ref.device && top.epoch === ref.epoch
+    }, `the resumed agent (epoch ${ref.epoch}) to own the conversation`, 5_000)
+  }
+
+  toString (): string { return `resume(${name(this.dev)}, #${this.k})` }
+}
+
+class ToggleRevival extends OnDevice {
+  constructor (dev: number, readonly k: number) { super(dev) }
+  override check (m: Readonly<Model>): boolean { return super.check(m) && m.conversations > 0 }
+  async run (_m: Model, r: Real): Promise<void> {
+    const conv = heldConv(r, this.dev, this.k)
+    if (conv === undefined) return
+    const h = r.c.node(this.dev).history
+    const dag = await h.open(conv)
+    const now = h.summary(conv)?.autoRevival === true
+    const tip = dag.branch(h.selected(conv)).at(-1) as Entry
+    const [e] = await h.append(conv, [{ kind: 'meta', body: { key: 'autoRevival', value: !now, hlc: tickHlc(null, Date.now(), h.device) }, parents: [tip.id] }])
+    ack(r, conv, e as Entry)
+  }
+
+  toString (): string { return `toggleRevival(${name(this.dev)}, #${this.k})` }
+}
+
+class Pause implements Cmd {
+  constructor (readonly ms: number) {}
+  check (): boolean { return true }
+  async run (): Promise<void> { await new Promise(resolve => setTimeout(resolve, this.ms)) }
+  toString (): string { return `pause(${this.ms})` }
+}
+
+/** The device dies: cut off first, so nothing it writes while going down gets out until it restarts. */
+class Kill extends OnDevice {
+  override check (m: Readonly<Model>): boolean { return super.check(m) && m.up.filter(Boolean).length > 1 }
+  async run (m: Model, r: Real): Promise<void> {
+    r.c.net.isolate(name(this.dev))
+    await r.c.stop(this.dev)
+    m.up[this.dev] = false
+  }
+
+  toString (): string { return `kill(${name(this.dev)})` }
+}
+
+class Restart implements Cmd {
+  constructor (readonly dev: number) {}
+  check (m: Readonly<Model>): boolean { return m.up[this.dev] === false }
+  async run (m: Model, r: Real): Promise<void> {
+    await r.c.start(this.dev)
+    m.up[this.dev] = true
+    r.isolated.delete(this.dev)
+    // it comes back linked to every live device that is not isolated
+    await Promise.all(r.c.devices.map(async (d, j) => {
+      if (d !== null && j !== this.dev && !r.isolated.has(j)) await r.c.net.connect(name(this.dev), name(j))
+    }))
+  }
+
+  toString (): string { return `restart(${name(this.dev)})` }
+}
+
+class Isolate extends OnDevice {
+  async run (_m: Model, r: Real): Promise<void> {
+    r.c.net.isolate(name(this.dev))
+    r.isolated.add(this.dev)
+  }
+
+  toString (): string { return `isolate(${name(this.dev)})` }
+}
+
+class IsolateAll implements Cmd {
+  check (): boolean { return true }
+  async run (_m: Model, r: Real): Promise<void> {
+    r.c.net.cutAll()
+    for (let i = 0; i < N; i++) r.isolated.add(i)
+  }
+
+  toString (): string { return 'isolateAll' }
+}
+
+class Heal implements Cmd {
+  check (): boolean { return true }
+  async run (_m: Model, r: Real): Promise<void> {
+    await r.c.net.healAll()
+    r.isolated.clear()
+  }
+
+  toString (): string { return 'heal' }
+}
+
+/** A command, then the per-command invariants. */
+class Checked implements Cmd {
+  constructor (readonly cmd: Cmd) {}
+  check (m: Readonly<Model>): boolean { return this.cmd.check(m) }
+  async run (m: Model, r: Real): Promise<void> {
+    r.step++
+    await this.cmd.run(m, r)
+    await checkAfterCommand(r)
+  }
+
+  toString (): string { return this.cmd.toString() }
+}
+
+const devArb = fc.nat({ max: N - 1 })
+// Weights by repetition (fc.commands picks uniformly): agents and their work most, faults often.
+const commands = [
+  fc.tuple(devArb, fc.boolean()).map(([d, a]) => new StartAgent(d, a)),
+  fc.tuple(devArb, fc.boolean()).map(([d, a]) => new StartAgent(d, a)),
+  fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'note')),
+  fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'slow')),
+  fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'long')),
+  fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'long')),
+  fc.tuple(devArb, fc.nat()).map(([d, k]) => new Resume(d, k)),
+  fc.tuple(devArb, fc.nat()).map(([d, k]) => new Resume(d, k)),
+  fc.tuple(devArb, fc.nat()).map(([d, k]) => new ToggleRevival(d, k)),
+  fc.constantFrom(0, 50, 300, 1000).map(ms => new Pause(ms)),
+  devArb.map(d => new Kill(d)),
+  devArb.map(d => new Restart(d)),
+  devArb.map(d => new Isolate(d)),
+  fc.constant(new IsolateAll()),
+  fc.constant(new Heal())
+].map(arb => arb.map((cmd: Cmd) => new Checked(cmd)))
+
+// ------------------------------------------------------------------ the final checks
+
+async function finalChecks (r: Real): Promise<void> {
+  const { c } = r
+  for (let i = 0; i < N; i++) if (c.devices[i] === null) await c.start(i)
+  await c.net.healAll()
+
+  // a bounded quiet period: no agent runs, every device holds the same history, nothing waits
+  const level = async (): Promise<boolean> => {
+    if (r.convs.some(conv => c.runningOn(conv).length > 0)) return false
+    for (const conv of r.convs) {
+      const sets = await Promise.all(c.devices.map(async d => {
+        if (d === null || d.node.history.summary(conv) === undefined) return ''
+        return [...(await d.node.history.open(conv)).entries()].map(e => e.id).sort().join()
+      }))
+      if (new Set(sets).size !== 1) return false
+    }
+    return true
+  }
+  await until(level, 'agents to finish and every device to hold the same history', QUIET_MS)
+
+  for (const conv of r.convs) {
+    const dags = await Promise.all(c.devices.map(d => d?.node.history.open(conv)))
+    for (const [i, dag] of dags.entries()) {
+      // Guarantee 2: every acknowledged entry, on every device; nothing waiting for a parent.
+      const lost = [...r.acked.get(conv) ?? []].filter(id => dag?.has(id) !== true)
+      expect(lost, `entries lost on ${name(i)}`).toEqual([])
+      expect(dag?.waiting() ?? [], `entries waiting on ${name(i)}`).toEqual([])
+    }
+    // Guarantee 3 (nothing waits on a device): every cut-short turn of the current owner was
+    // continued — by the owner after its restart, or by a reviver.
+    const dag = dags[0]
+    if (dag === undefined) continue
+    const top = ownerOf(dag.entries())
+    const stuck = openWork(dag).filter(w => w.kind === 'turn' && top !== null && w.agent.device === top.device && w.agent.epoch === top.epoch)
+    expect(stuck.map(w => w.leaf.kind), `turns left cut short in ${conv.slice(0, 8)}`).toEqual([])
+  }
+  // Available: every message was taken up by an agent (all devices are back, so every owner is live).
+  for (const conv of r.convs) {
+    const dag = await c.node(0).history.open(conv)
+    const unanswered = [...r.acked.get(conv) ?? []].filter(id => dag.get(id)?.kind === 'user' && openWork(dag).some(w => w.kind === 'message' && w.message.id === id))
+    expect(unanswered, `messages nobody answered in ${conv.slice(0, 8)}`).toEqual([])
+  }
+  // Guarantee 5: no external step ran twice.
+  const keys = c.ledger.map(l => l.idemKey)
+  const twice = keys.filter((k, i) => keys.indexOf(k) !== i)
+  expect(twice, 'external steps run twice').toEqual([])
+}
+
+// ------------------------------------------------------------------ the property
+
+let running: AgentCluster | null = null
+afterEach(async () => {
+  await running?.close()
+  running = null
+})
+
+describe('agents across devices (model-based)', () => {
+  it('keeps the five guarantees under generated faults', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 20, size: 'large' }), async cmds => {
+        const c = new AgentCluster({ n: N, heartbeatMs: 100, suspectAfterMs: 500, slowMs: SLOW_MS, script: SCRIPT })
+        running = c
+        try {
+          await c.ready()
+          const r: Real = { c, convs: [], acked: new Map(), isolated: new Set(), step: 0 }
+          const setup = (): { model: Model; real: Real } => ({ model: { up: [true, true, true], conversations: 0 }, real: r })
+          await fc.asyncModelRun(setup, cmds)
+          await finalChecks(r)
+        } finally {
+          running = null
+          await c.close()
+        }
+      }),
+      { numRuns: NUM_RUNS, verbose: 1 }
+    )
+  }, LONG ? 6 * 3600_000 : 600_000)
+})
