@@ -6,6 +6,7 @@ import { Markdown } from './Markdown'
 import { Transcript } from './Transcript'
 import { TreeView } from './TreeView'
 import { buildTranscript, groupTurns } from './transcript'
+import { nearBottom } from './transcript-window'
 
 export function ChatView ({ store, connected }: { store: ConversationStore; connected: boolean }): JSX.Element {
   const client = useApi()
@@ -18,6 +19,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running }), [branch, dag, running])
   const turns = useMemo(() => groupTurns(items), [items])
   const headCount = useMemo(() => dag.headIds().length, [dag, size])
+  const runningTool = useMemo(() => items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending')), [items])
   const tip = branch[branch.length - 1]
   const [error, setError] = useState<string | undefined>()
   const [focusAt, setFocusAt] = useState<{ id: string; dir: -1 | 1 } | undefined>()
@@ -41,11 +43,13 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
     client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
   }, [client, store])
 
-  // a row picked in the tree: show its branch and go back to the transcript
+  // a row picked in the tree: show its branch, at that turn, and go back to the transcript
+  const [reveal, setReveal] = useState<{ id: string } | undefined>()
   const onPick = useCallback((entry: string) => {
     store.select(entry)
     setShowTree(false)
-    stick.current = true
+    stick.current = false
+    setReveal({ id: entry })
     client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
   }, [client, store])
 
@@ -56,16 +60,16 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   // Follow the bottom while the reader is there; leave them alone when they scrolled up.
   const onScroll = (): void => {
     const el = scrollRef.current
-    if (el !== null) stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48
+    if (el !== null && el.clientHeight > 0) stick.current = nearBottom(el.scrollHeight, el.scrollTop, el.clientHeight)
   }
-  useLayoutEffect(() => {
+  const follow = useCallback((): void => {
     const el = scrollRef.current
     if (el !== null && stick.current) el.scrollTop = el.scrollHeight
-  }, [snap, turns])
+  }, [])
+  useLayoutEffect(follow, [snap, turns, follow])
 
   useEffect(() => { composerRef.current?.focus() }, [store.id])
 
-  const runningTool = items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending'))
   const canSend = connected && !running
 
   return (
@@ -91,7 +95,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         {turns.length === 0
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}
-        <Transcript turns={turns} toolOutput={snap.toolOutput} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} />
+        <Transcript turns={turns} toolOutput={snap.toolOutput} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
         {running && snap.streaming !== ''
           ? (
             <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
