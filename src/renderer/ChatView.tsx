@@ -10,7 +10,8 @@ import { nearBottom } from './transcript-window'
 
 export function ChatView ({ store, connected }: { store: ConversationStore; connected: boolean }): JSX.Element {
   const client = useApi()
-  const snap = useSyncExternalStore(store.subscribe, store.snapshot)
+  // not per streamed token: StreamingReply alone re-renders for those
+  const snap = useSyncExternalStore(store.subscribe, store.view)
   const { dag, selected, running } = snap
   const size = dag.size
   // rebuilt when entries, the selection or the running state change; not per streamed token
@@ -96,12 +97,8 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}
         <Transcript turns={turns} toolOutput={snap.toolOutput} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
-        {running && snap.streaming !== ''
-          ? (
-            <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
-              <article className="assistant"><Markdown text={snap.streaming} /><span className="caret" aria-hidden="true" /></article>
-            </section>
-            )
+        {running && snap.hasStreaming
+          ? <StreamingReply store={store} onFollow={follow} />
           : running && !runningTool
             ? <div className="working" role="status"><span className="spinner small" aria-hidden="true" />Working…</div>
             : !running && items[items.length - 1]?.kind === 'user'
@@ -120,6 +117,17 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         onStop={stop}
       />
     </div>
+  )
+}
+
+/** The reply being streamed: re-renders per token on its own, then keeps the end in view. */
+function StreamingReply ({ store, onFollow }: { store: ConversationStore; onFollow: () => void }): JSX.Element {
+  const text = useSyncExternalStore(store.subscribe, store.streamingText)
+  useLayoutEffect(onFollow, [text, onFollow])
+  return (
+    <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
+      <article className="assistant"><Markdown text={text} /><span className="caret" aria-hidden="true" /></article>
+    </section>
   )
 }
 

@@ -24,6 +24,13 @@ export interface ConversationSnapshot {
   dag: ConversationDag
 }
 
+/**
+ * The snapshot minus the streamed text itself: it changes with everything but the growth of
+ * a reply being streamed, so the chat does not re-render per token (the reply being written
+ * subscribes to `streamingText` on its own).
+ */
+export type ConversationView = Omit<ConversationSnapshot, 'streaming'> & { hasStreaming: boolean }
+
 export class ConversationStore {
   readonly id: string
   readonly dag: ConversationDag
@@ -34,6 +41,7 @@ export class ConversationStore {
   private streaming = ''
   private toolOutput = new Map<string, string>()
   private snap: ConversationSnapshot
+  private viewSnap: ConversationView
   private readonly listeners = new Set<() => void>()
 
   constructor (dto: ConversationDto) {
@@ -45,9 +53,16 @@ export class ConversationStore {
     // the node's count covers every entry; fall back to ours if it sends none
     this.usage = dto.usage !== undefined ? { ...dto.usage } : sumUsage(dto.entries)
     this.snap = this.makeSnapshot(0)
+    this.viewSnap = viewOf(this.snap)
   }
 
   snapshot = (): ConversationSnapshot => this.snap
+
+  /** The snapshot without the streamed text: a new object only when more than that changed. */
+  view = (): ConversationView => this.viewSnap
+
+  /** The assistant text streamed since the last assistant entry. */
+  streamingText = (): string => this.streaming
 
   subscribe = (fn: () => void): (() => void) => {
     this.listeners.add(fn)
@@ -63,7 +78,8 @@ export class ConversationStore {
         return true
       case 'token':
         this.streaming += ev.delta
-        break
+        this.changed(true)
+        return true
       case 'tool-output': {
         const prev = this.toolOutput.get(ev.callId) ?? ''
         let next = prev + ev.chunk
@@ -115,8 +131,10 @@ export class ConversationStore {
     return this.dag.branch(this.selected)
   }
 
-  private changed (): void {
+  /** `tokenOnly`: only the streamed text grew, which the view leaves out. */
+  private changed (tokenOnly = false): void {
     this.snap = this.makeSnapshot(this.snap.version + 1)
+    if (!tokenOnly || this.viewSnap.hasStreaming !== (this.streaming !== '')) this.viewSnap = viewOf(this.snap)
     for (const fn of [...this.listeners]) fn()
   }
 
@@ -136,4 +154,9 @@ export class ConversationStore {
     if (this.selected !== undefined) s.selected = this.selected
     return s
   }
+}
+
+function viewOf (snap: ConversationSnapshot): ConversationView {
+  const { streaming, ...rest } = snap
+  return { ...rest, hasStreaming: streaming !== '' }
 }
