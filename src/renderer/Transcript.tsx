@@ -54,10 +54,12 @@ export const Transcript = memo(function Transcript ({ turns, toolOutput, scrollR
   const latest = useRef({ offsets, win, ids })
   latest.current = { offsets, win, ids }
   /**
-   * The first turn in view and its distance from the scroller's top, as last drawn; `pinned`
-   * (a revealed turn) holds until that turn is drawn and put there.
+   * The first turn in view and its top in the scroller's content, as last drawn: when it
+   * moves, what is above it changed size, and the scroll position moves as much. In content
+   * coordinates, so a scroll whose event has not come yet is not undone. `pinned` (a revealed
+   * turn): `at` is its wanted distance from the viewport's top, held until it is drawn there.
    */
-  const anchor = useRef<{ id: string; offset: number; pinned?: boolean } | undefined>(undefined)
+  const anchor = useRef<{ id: string; at: number; pinned?: boolean } | undefined>(undefined)
 
   const slots = (): HTMLElement[] => {
     const list = listRef.current
@@ -76,7 +78,7 @@ export const Transcript = memo(function Transcript ({ turns, toolOutput, scrollR
     const r0 = sc.getBoundingClientRect()
     for (const el of slots()) {
       const r = el.getBoundingClientRect()
-      if (r.bottom > r0.top && r.top < r0.bottom) { anchor.current = { id: el.dataset.turn as string, offset: r.top - r0.top }; return }
+      if (r.bottom > r0.top && r.top < r0.bottom) { anchor.current = { id: el.dataset.turn as string, at: r.top - r0.top + sc.scrollTop }; return }
     }
   }, [])
 
@@ -93,7 +95,8 @@ export const Transcript = memo(function Transcript ({ turns, toolOutput, scrollR
     const a = anchor.current
     const el = a === undefined ? null : listRef.current?.querySelector<HTMLElement>(`:scope > [data-turn="${a.id}"]`) ?? null
     if (a !== undefined && el !== null) {
-      const delta = el.getBoundingClientRect().top - sc.getBoundingClientRect().top - a.offset
+      const inView = el.getBoundingClientRect().top - sc.getBoundingClientRect().top
+      const delta = a.pinned === true ? inView - a.at : inView + sc.scrollTop - a.at
       if (Math.abs(delta) >= 0.5) sc.scrollTop += delta
       a.pinned = false
     } else if (a?.pinned === true && !latest.current.ids.has(a.id)) {
@@ -126,7 +129,7 @@ export const Transcript = memo(function Transcript ({ turns, toolOutput, scrollR
     const base = list.getBoundingClientRect().top - sc.getBoundingClientRect().top + sc.scrollTop
     const top = offsets[i] as number
     sc.scrollTop = base + top - REVEAL_MARGIN
-    anchor.current = { id: (turns[i] as Turn).id, offset: REVEAL_MARGIN, pinned: true }
+    anchor.current = { id: (turns[i] as Turn).id, at: REVEAL_MARGIN, pinned: true }
     setView({ top: top - REVEAL_MARGIN, height: sc.clientHeight })
   }, [reveal]) // only when asked: not when turns or heights change later
 
