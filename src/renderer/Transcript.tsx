@@ -1,4 +1,4 @@
-import { memo, useCallback, useEffect, useId, useLayoutEffect, useMemo, useRef, useState, type JSX, type KeyboardEvent, type RefObject } from 'react'
+import { createContext, memo, useCallback, useContext, useEffect, useId, useLayoutEffect, useMemo, useRef, useState, type JSX, type KeyboardEvent, type RefObject } from 'react'
 import type { Fork } from './branch-nav'
 import { formatCount } from './conversation-list'
 import { Markdown } from './Markdown'
@@ -31,6 +31,9 @@ export interface TranscriptProps extends TranscriptActions {
 
 interface View { top: number; height: number }
 
+/** Tool cards opened or closed by hand, by call id: a card scrolled out of the window and back keeps its state. */
+const ToolCardsOpen = createContext<Map<string, boolean> | undefined>(undefined)
+
 /** px between the scroller's top and a revealed turn */
 const REVEAL_MARGIN = 8
 
@@ -45,6 +48,7 @@ const REVEAL_MARGIN = 8
 export const Transcript = memo(function Transcript ({ turns, toolOutput, scrollRef, stickRef, onFollow, reveal, ...actions }: TranscriptProps): JSX.Element {
   const listRef = useRef<HTMLDivElement>(null)
   const heights = useRef(new Map<string, number>()) // measured, by turn id
+  const [toolsOpen] = useState(() => new Map<string, boolean>())
   const [measured, setMeasured] = useState(0) // bumped when `heights` changed
   // `measured` stands for the mutable heights
   const offsets = useMemo(() => turnOffsets(turns, t => heights.current.get(t.id) ?? estimateTurnHeight(t)), [turns, measured])
@@ -190,7 +194,7 @@ export const Transcript = memo(function Transcript ({ turns, toolOutput, scrollR
   return (
     <div ref={listRef} className="transcript" role="log" aria-label="Messages on this branch" aria-live="polite">
       <div className="transcript-spacer" aria-hidden="true" style={{ height: offsets[win.start] }} />
-      {drawn}
+      <ToolCardsOpen.Provider value={toolsOpen}>{drawn}</ToolCardsOpen.Provider>
       <div className="transcript-spacer" aria-hidden="true" style={{ height: total - (offsets[win.end] as number) }} />
     </div>
   )
@@ -392,7 +396,9 @@ function prettyArgs (args: unknown): string {
 
 export function ToolCard ({ tool, live }: { tool: ToolCallView; live: string | undefined }): JSX.Element {
   const active = tool.status === 'running' || tool.status === 'pending'
-  const [open, setOpen] = useState<boolean | undefined>(undefined)
+  const remembered = useContext(ToolCardsOpen)
+  const [open, setOpenState] = useState<boolean | undefined>(() => remembered?.get(tool.callId))
+  const setOpen = (v: boolean): void => { remembered?.set(tool.callId, v); setOpenState(v) }
   const expanded = open ?? (active || tool.status === 'error')
   const bodyId = useId()
   const output = tool.output ?? live

@@ -39,6 +39,15 @@ function middleCovered (scroller: Locator, itemSelector: string): Promise<boolea
   }, itemSelector)
 }
 
+/** Scrolls the transcript up a third of a screen at a time until `found` holds. */
+async function scrollUpUntil (found: () => Promise<boolean>, steps = 40): Promise<void> {
+  for (let i = 0; i < steps && !(await found()); i++) {
+    await scroller().evaluate(e => { e.scrollTop -= 250 })
+    await page.evaluate(() => new Promise(resolve => requestAnimationFrame(resolve)))
+  }
+  expect(await found()).toBe(true)
+}
+
 const transcript = (): Locator => page.getByRole('log', { name: 'Messages on this branch' })
 const scroller = (): Locator => page.locator('.scroll')
 const tree = (): Locator => page.getByRole('tree', { name: 'Conversation tree' })
@@ -72,6 +81,14 @@ describe('a 10,000-entry conversation in the web UI', () => {
     await expect.poll(() => transcript().getByText(big.last.text).isVisible()).toBe(true)
     expect(await turns.count()).toBeLessThan(120)
     expect(big.mainTurns * 2).toBeGreaterThan(1500)
+    // a tool call opened near the end stays open after it was scrolled out of the drawn window and back
+    const cards = transcript().locator('button[aria-expanded]')
+    await scrollUpUntil(async () => await cards.count() > 0)
+    const card = cards.last()
+    const cardText = (await card.textContent() ?? '').replace(/^[▸▾]/, '') // the chevron turns when opened
+    expect(cardText).toContain('bash')
+    await card.click()
+    expect(await card.getAttribute('aria-expanded')).toBe('true')
     await shot('end')
 
     // the middle: drawn turns fill the view, still bounded
@@ -99,9 +116,12 @@ describe('a 10,000-entry conversation in the web UI', () => {
     const moved = await scroller().evaluate(e => (e.querySelector('[data-probe="anchor"]') as HTMLElement).getBoundingClientRect().top - e.getBoundingClientRect().top)
     expect(Math.abs(moved - anchored - 800)).toBeLessThan(2)
 
-    // back to the end: the last message again
+    // back to the end: the last message again, and the tool call still open
     await scrollTo(scroller(), 1)
     await expect.poll(() => transcript().getByText(big.last.text).isVisible(), { timeout: 10_000 }).toBe(true)
+    const again = cards.filter({ hasText: cardText })
+    await scrollUpUntil(async () => await again.count() > 0)
+    expect(await again.getAttribute('aria-expanded')).toBe('true')
     expect(errors).toEqual([])
   }, 60_000)
 
