@@ -33,7 +33,10 @@ export async function startServe (dataDir: string, o: { name?: string; timeoutMs
   let log = ''
   child.stdout?.on('data', d => { log += String(d) })
   child.stderr?.on('data', d => { log += String(d) })
-  const exited = new Promise<void>(resolve => child.once('exit', () => resolve()))
+  // if this process ends without stop() (a crash, a broken pipe), the node must not outlive it
+  const orphanGuard = (): void => { child.kill('SIGKILL') }
+  process.once('exit', orphanGuard)
+  const exited = new Promise<void>(resolve => child.once('exit', () => { process.off('exit', orphanGuard); resolve() }))
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
     await exited
