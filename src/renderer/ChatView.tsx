@@ -7,10 +7,12 @@ import { Markdown } from './Markdown'
 import { Transcript } from './Transcript'
 import { TreeView } from './TreeView'
 import { buildTranscript, groupTurns } from './transcript'
+import { nearBottom } from './transcript-window'
 
 export function ChatView ({ store, connected }: { store: ConversationStore; connected: boolean }): JSX.Element {
   const client = useApi()
-  const snap = useSyncExternalStore(store.subscribe, store.snapshot)
+  // not per streamed token: StreamingReply alone re-renders for those
+  const snap = useSyncExternalStore(store.subscribe, store.view)
   const { dag, selected, running } = snap
   const size = dag.size
   // rebuilt when entries, the selection or the running state change; not per streamed token
@@ -19,6 +21,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running }), [branch, dag, running])
   const turns = useMemo(() => groupTurns(items), [items])
   const headCount = useMemo(() => dag.headIds().length, [dag, size])
+  const runningTool = useMemo(() => items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending')), [items])
   const tip = branch[branch.length - 1]
   const [error, setError] = useState<string | undefined>()
   const [focusAt, setFocusAt] = useState<{ id: string; dir: -1 | 1 } | undefined>()
@@ -46,13 +49,15 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
     client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
   }, [client, store])
 
-  // a row picked in the tree: show its branch and go back to the transcript
+  // a row picked in the tree: show its branch, at that turn, and go back to the transcript
+  const [reveal, setReveal] = useState<{ id: string } | undefined>()
   const onPick = useCallback((entry: string) => {
     store.select(entry)
     setShowTree(false)
+    stick.current = false
+    setReveal({ id: entry })
     // the tree had focus and is gone: the message box is where one goes next
     requestAnimationFrame(() => composerRef.current?.focus())
-    stick.current = true
     client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
   }, [client, store])
 
@@ -81,16 +86,16 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   // Follow the bottom while the reader is there; leave them alone when they scrolled up.
   const onScroll = (): void => {
     const el = scrollRef.current
-    if (el !== null) stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48
+    if (el !== null && el.clientHeight > 0) stick.current = nearBottom(el.scrollHeight, el.scrollTop, el.clientHeight)
   }
-  useLayoutEffect(() => {
+  const follow = useCallback((): void => {
     const el = scrollRef.current
     if (el !== null && stick.current) el.scrollTop = el.scrollHeight
-  }, [snap, turns])
+  }, [])
+  useLayoutEffect(follow, [snap, turns, follow])
 
   useEffect(() => { composerRef.current?.focus() }, [store.id])
 
-  const runningTool = items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending'))
   // This device can stop only its own agent; another device's shows where it runs.
   const runningHere = running && (snap.agents.length === 0 || snap.agents.some(a => a.self))
   // A message while another device's agent works goes to that agent, which takes it up next.
@@ -98,7 +103,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const elsewhere = snap.agents.filter(a => !a.self)
   const where = elsewhere.length > 0 ? ` ${placesText(snap.agents)}` : ''
   // Streamed text shows only on the branch it extends (not on one the reader switched to).
-  const streamHere = running && snap.streamParent !== undefined && snap.streamParent === tip?.id && (snap.streaming !== '' || snap.thinking !== '')
+  const streamHere = running && snap.streamParent !== undefined && snap.streamParent === tip?.id && (snap.hasStreaming || snap.thinking !== '')
 
   return (
     <div className="chat">
@@ -123,19 +128,9 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         {turns.length === 0
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}
-        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} continueAt={continueAt} onContinue={startContinue} />
+        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} continueAt={continueAt} onContinue={startContinue} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
         {streamHere
-          ? (
-            <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
-              <article className="assistant">
-                {snap.thinking !== ''
-                  ? <details className="reasoning" open><summary>Thinking…</summary><div className="reasoning-text">{snap.thinking}</div></details>
-                  : null}
-                {snap.streaming !== '' ? <Markdown text={snap.streaming} /> : null}
-                <span className="caret" aria-hidden="true" />
-              </article>
-            </section>
-            )
+          ? <StreamingReply store={store} thinking={snap.thinking} onFollow={follow} />
           : running && !runningTool
             ? <div className="working" role="status"><span className="spinner small" aria-hidden="true" />Working{where}…</div>
             : !running && items[items.length - 1]?.kind === 'user'
@@ -158,6 +153,23 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         onStop={stop}
       />
     </div>
+  )
+}
+
+/** The reply being streamed: re-renders per token on its own, then keeps the end in view. */
+function StreamingReply ({ store, thinking, onFollow }: { store: ConversationStore; thinking: string; onFollow: () => void }): JSX.Element {
+  const text = useSyncExternalStore(store.subscribe, store.streamingText)
+  useLayoutEffect(onFollow, [text, thinking, onFollow])
+  return (
+    <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
+      <article className="assistant">
+        {thinking !== ''
+          ? <details className="reasoning" open><summary>Thinking…</summary><div className="reasoning-text">{thinking}</div></details>
+          : null}
+        {text !== '' ? <Markdown text={text} /> : null}
+        <span className="caret" aria-hidden="true" />
+      </article>
+    </section>
   )
 }
 

@@ -32,6 +32,13 @@ export interface ConversationSnapshot {
   dag: ConversationDag
 }
 
+/**
+ * The snapshot minus the streamed text itself: it changes with everything but the growth of
+ * a reply being streamed, so the chat does not re-render per token (the reply being written
+ * subscribes to `streamingText` on its own).
+ */
+export type ConversationView = Omit<ConversationSnapshot, 'streaming'> & { hasStreaming: boolean }
+
 export class ConversationStore {
   readonly id: string
   readonly dag: ConversationDag
@@ -47,6 +54,7 @@ export class ConversationStore {
   private toolOutput = new Map<string, string>()
   private toolStatus = new Map<string, 'running' | 'ok' | 'error'>()
   private snap: ConversationSnapshot
+  private viewSnap: ConversationView
   private readonly listeners = new Set<() => void>()
 
   constructor (dto: ConversationDto) {
@@ -59,9 +67,16 @@ export class ConversationStore {
     // the node's count covers every entry; fall back to ours if it sends none
     this.usage = dto.usage !== undefined ? { ...dto.usage } : sumUsage(dto.entries)
     this.snap = this.makeSnapshot(0)
+    this.viewSnap = viewOf(this.snap)
   }
 
   snapshot = (): ConversationSnapshot => this.snap
+
+  /** The snapshot without the streamed text: a new object only when more than that changed. */
+  view = (): ConversationView => this.viewSnap
+
+  /** The assistant text streamed since the last assistant entry. */
+  streamingText = (): string => this.streaming
 
   subscribe = (fn: () => void): (() => void) => {
     this.listeners.add(fn)
@@ -79,14 +94,19 @@ export class ConversationStore {
       case 'reasoning': {
         // A late piece of a message already recorded would linger: drop it.
         if (this.dag.children(ev.parent).some(c => c.kind === 'assistant')) return true
+        let fresh = false
         if (this.stream?.run !== ev.run || this.stream.parent !== ev.parent) {
           this.stream = { run: ev.run, parent: ev.parent }
           this.streaming = ''
           this.thinking = ''
+          fresh = true
         }
-        if (ev.type === 'token') this.streaming += ev.delta
-        else this.thinking += ev.delta
-        break
+        if (ev.type === 'reasoning') { this.thinking += ev.delta; break }
+        this.streaming += ev.delta
+        // Only the streamed text grew (the view leaves it out): the chat need not re-render.
+        if (fresh) break
+        this.changed(true)
+        return true
       }
       case 'tool-start':
       case 'tool-end':
@@ -161,8 +181,10 @@ export class ConversationStore {
     return this.dag.branch(this.selected)
   }
 
-  private changed (): void {
+  /** `tokenOnly`: only the streamed text grew, which the view leaves out. */
+  private changed (tokenOnly = false): void {
     this.snap = this.makeSnapshot(this.snap.version + 1)
+    if (!tokenOnly || this.viewSnap.hasStreaming !== (this.streaming !== '')) this.viewSnap = viewOf(this.snap)
     for (const fn of [...this.listeners]) fn()
   }
 
@@ -186,4 +208,9 @@ export class ConversationStore {
     if (this.selected !== undefined) s.selected = this.selected
     return s
   }
+}
+
+function viewOf (snap: ConversationSnapshot): ConversationView {
+  const { streaming, ...rest } = snap
+  return { ...rest, hasStreaming: streaming !== '' }
 }

@@ -127,6 +127,26 @@ describe('ConversationStore', () => {
     s.addEntries([meta])
     expect(s.snapshot().title).toBe('Renamed')
   })
+
+  it('keeps the view (all but the streamed text) the same object while a reply streams', () => {
+    const u = user(2, C, 'hello')
+    const s = new ConversationStore(dto([root, u]))
+    s.apply({ type: 'agent', conversation: C, running: true, agents: [] })
+    const idle = s.view()
+    expect(idle).toMatchObject({ running: true, hasStreaming: false })
+    s.apply(token('Hel', u.id))
+    const started = s.view()
+    expect(started).not.toBe(idle) // the reply appears: the chat re-renders once
+    expect(started.hasStreaming).toBe(true)
+    for (const d of ['lo', ' the', 're']) s.apply(token(d, u.id))
+    expect(s.view()).toBe(started) // growth alone: no re-render of the chat
+    expect(s.streamingText()).toBe('Hello there')
+    expect(s.snapshot().streaming).toBe('Hello there')
+    s.addEntries([assistant(3, u.id, 'Hello there')])
+    expect(s.view()).not.toBe(started)
+    expect(s.view()).toMatchObject({ hasStreaming: false })
+    expect(s.streamingText()).toBe('')
+  })
 })
 
 const summary = (id: string, title: string, updatedAt: number, extra: Partial<ConversationSummaryDto> = {}): ConversationSummaryDto =>
