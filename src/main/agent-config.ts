@@ -28,7 +28,9 @@ export const NodeSettingsSchema = z.object({
   provider: z.enum(['openai', 'fake']).optional(),
   baseURL: z.string().optional(),
   model: z.string().optional(),
-  defaultCwd: z.string().optional()
+  defaultCwd: z.string().optional(),
+  /** the fake provider's script (a JSON file): a scripted, offline model for demos and tests */
+  script: z.string().optional()
 })
 export type NodeSettings = z.infer<typeof NodeSettingsSchema>
 
@@ -79,7 +81,7 @@ export function createLlm (o: { llm: LlmSetting; settings?: NodeSettings; apiKey
       ...(model !== undefined && model !== '' ? { model } : {}),
       ...(baseURL !== undefined && baseURL !== '' ? { baseURL } : {}),
       ...(keyFits ? { apiKey: o.apiKey } : {}),
-      ...(o.llm.script !== undefined ? { script: o.llm.script } : {})
+      ...((o.llm.script ?? node.script) !== undefined ? { script: o.llm.script ?? node.script } : {})
     }, o.env)
   } catch (err) {
     throw new AgentConfigError((err as Error).message)

@@ -27,10 +27,18 @@ async function shot (name: string): Promise<Buffer> {
 beforeAll(async () => {
   const data = await dirs.make()
   dataDir = data
-  fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake' }))
+  // The scripted model: "files" makes it run bash; anything else is echoed.
+  const script = path.join(data, 'script.json')
+  fs.writeFileSync(script, JSON.stringify({
+    rules: [{ match: 'files', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo hello from the sandbox && ls -a' } }] }, { text: 'The tool said: {{lastToolOutput}}' }] }],
+    default: { text: 'You said: {{lastUser}}' }
+  }))
+  fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
   let log = ''
   // A bootstrap that answers nothing: this node stays alone, offline.
-  node = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', 'ui-test'], { env: { ...process.env, ARBOR_DATA: data, ARBOR_BOOTSTRAP: '127.0.0.1:9', HOME: data } })
+  // agents work in their own directory, outside Arbor's data (which tools never see)
+  const workspaces = await dirs.make()
+  node = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', 'ui-test'], { env: { ...process.env, ARBOR_DATA: data, ARBOR_BOOTSTRAP: '127.0.0.1:9', HOME: data, ARBOR_WORKSPACES: workspaces } })
   node.stdout?.on('data', d => { log += String(d) })
   node.stderr?.on('data', d => { log += String(d) })
   await until(() => /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/.test(log), 'the node to print its URL', 20_000)
@@ -102,6 +110,30 @@ describe('the web UI served by arbor serve, in Chromium', () => {
 
     // the list shows it with its two branches; the UI never threw
     await page.getByRole('navigation', { name: 'Conversation list' }).getByText('Trip planning').waitFor({ state: 'visible', timeout: 5_000 })
+    expect(errors).toEqual([])
+  }, 60_000)
+
+  it('chats through a tool call: a card with its arguments, output and status, then the answer', async () => {
+    const errors: string[] = []
+    page.on('pageerror', e => errors.push(String(e)))
+    await page.goto(url)
+    await page.getByRole('button', { name: 'New conversation' }).first().click()
+    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Tools')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('textbox', { name: 'Message' }).fill('show me the files')
+    await page.keyboard.press('Enter')
+    await page.getByText(/The tool said: hello from the sandbox/).waitFor({ timeout: 20_000 })
+    const head = page.getByRole('button', { name: /bash.*echo hello from the sandbox.*done/ })
+    await head.waitFor({ state: 'visible', timeout: 5_000 })
+    if (await head.getAttribute('aria-expanded') !== 'true') await head.click()
+    const body = page.locator('.tool-card.status-ok .tool-body')
+    await body.getByText('effect: workspace').waitFor({ timeout: 5_000 })
+    expect(await body.getByLabel('Arguments').textContent()).toContain('echo hello from the sandbox')
+    await body.getByText(/hello from the sandbox/).first().waitFor({ timeout: 5_000 })
+    await shot('tool-call')
+    // collapsed again by its head
+    await head.click()
+    expect(await head.getAttribute('aria-expanded')).toBe('false')
     expect(errors).toEqual([])
   }, 60_000)
 
