@@ -161,7 +161,8 @@ export class AgentPlacement {
   private sweep (): void {
     const self = this.opts.history.device
     for (const [conversation, k] of this.known) {
-      if (k.autoRevival && k.owner !== null && k.owner.device !== self) this.reconcile(conversation)
+      // cheap checks first: only an opt-in conversation whose owner looks dead can need reviving
+      if (k.autoRevival && k.owner !== null && k.owner.device !== self && this.opts.peers.down(k.owner.device)) this.reconcile(conversation)
     }
     for (const run of this.opts.agents.runs()) this.reconcile(run.conversation)
   }
