@@ -119,8 +119,10 @@ export class AgentPlacement {
    */
   async posted (conversation: string, entry: Entry): Promise<PostOutcome> {
     const k = await this.learn(conversation)
-    const top = topRef([k.owner, ...this.opts.peers.announced(conversation)])
     const self = this.opts.history.device
+    // an agent just started here counts before its start entry is written
+    const run = this.opts.agents.runOf(conversation)
+    const top = topRef([k.owner, ...this.opts.peers.announced(conversation), run === undefined ? null : { device: self, epoch: run.epoch }])
     if (top === null || top.device === self) {
       // Busy here: the message waits its turn; the agent takes it up when the current run ends.
       if (this.opts.agents.isRunning(conversation)) {
