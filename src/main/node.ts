@@ -33,6 +33,8 @@ export interface ArborNodeOptions {
   env?: NodeJS.ProcessEnv
   /** false: no Hyperswarm; peers come only through `sync.attach` (the in-process network of tests) */
   swarm?: boolean
+  /** false: start with the network off (`arbor serve --offline`) until setOnline(true) */
+  online?: boolean
   /** how agents run here, instead of this node's settings (tests: a scripted model and tools) */
   agentConfig?: (conversation: string) => Promise<AgentConfig>
 }
@@ -79,6 +81,7 @@ export class ArborNode implements NodeCommands {
       ...(opts.heartbeatMs !== undefined ? { heartbeatMs: opts.heartbeatMs } : {}),
       ...(opts.suspectAfterMs !== undefined ? { suspectAfterMs: opts.suspectAfterMs } : {}),
       ...(opts.swarm === false ? { swarm: false } : {}),
+      ...(opts.online === false ? { online: false } : {}),
       // While an invite is open, unknown devices may connect, for pairing only.
       pairingOpen: () => this.joining || this.cluster.invites().some(i => i.usedBy === undefined && i.expiresAt > Date.now()),
       log: this.logFor('sync')
@@ -240,6 +243,7 @@ export class ArborNode implements NodeCommands {
   }
 
   async join (code: string, signal: AbortSignal): Promise<{ inviter: string }> {
+    if (!this.sync.isOnline) throw new Error('the network is off on this device: `arbor net on` first, then join')
     const swarm = this.sync.hyperswarm
     if (swarm === null) throw new Error('this node has no network')
     this.joining = true
@@ -280,6 +284,8 @@ export class ArborNode implements NodeCommands {
 
   async setOnline (on: boolean): Promise<void> {
     await this.sync.setOnline(on)
+    // A node started offline has its swarm only now: invites made meanwhile get answered.
+    if (on && this.pairing === null && !this.joining) await this.startPairingHost()
   }
 }
 

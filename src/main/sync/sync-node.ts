@@ -33,6 +33,8 @@ export interface SyncNodeOptions {
   bootstrap?: BootstrapNode[]
   /** false: no Hyperswarm, connections come only through attach() (in-process tests) */
   swarm?: boolean
+  /** false: start with the network off (`arbor serve --offline`): nothing is sent until setOnline(true) */
+  online?: boolean
   heartbeatMs?: number
   suspectAfterMs?: number
   /** while true, devices that are not paired may connect, for pairing only (no sync) */
@@ -99,6 +101,7 @@ export class SyncNode extends EventEmitter {
     this.log = opts.log ?? consoleLogger('sync')
     this.clock = opts.clock ?? systemClock
     this.detector = new FailureDetector(opts.suspectAfterMs ?? 5000)
+    this.online = opts.online ?? true
     this.life = new Lifecycle(() => this.open(), () => this.shut())
     this.sessionHost = this.makeSessionHost()
   }
@@ -111,21 +114,26 @@ export class SyncNode extends EventEmitter {
     await this.history.ready()
     this.history.on('entries', this.onEntries)
     this.history.on('feed', this.onFeed)
-    if (this.opts.swarm !== false) {
-      const bootstrap = this.opts.bootstrap
-      // A private DHT on loopback must bind loopback, or connections time out (notes/holepunch.md).
-      const loopback = bootstrap !== undefined && bootstrap.length > 0 && bootstrap.every(b => b.host === '127.0.0.1' || b.host === 'localhost')
-      const dht = new DHT({ ...(bootstrap !== undefined ? { bootstrap } : {}), ...(loopback ? { host: '127.0.0.1' } : {}), keyPair: this.history.keyPair })
-      this.swarm = new Hyperswarm({
-        keyPair: this.history.keyPair,
-        dht,
-        // Only paired devices get past the firewall (true = reject).
-        firewall: (remotePublicKey: Buffer) => !this.cluster.isTrusted(remotePublicKey.toString('hex')) && this.opts.pairingOpen?.() !== true
-      })
-      this.swarm.on('connection', (conn: NoiseSecretStream) => { this.attach(conn) })
-      await this.refresh()
-    }
+    // Started offline, the swarm is made only when the network is turned on: a DHT node
+    // contacts its bootstrap nodes as soon as it exists.
+    if (this.online) this.makeSwarm()
+    await this.refresh()
     this.tick()
+  }
+
+  private makeSwarm (): void {
+    if (this.opts.swarm === false || this.swarm !== null) return
+    const bootstrap = this.opts.bootstrap
+    // A private DHT on loopback must bind loopback, or connections time out (notes/holepunch.md).
+    const loopback = bootstrap !== undefined && bootstrap.length > 0 && bootstrap.every(b => b.host === '127.0.0.1' || b.host === 'localhost')
+    const dht = new DHT({ ...(bootstrap !== undefined ? { bootstrap } : {}), ...(loopback ? { host: '127.0.0.1' } : {}), keyPair: this.history.keyPair })
+    this.swarm = new Hyperswarm({
+      keyPair: this.history.keyPair,
+      dht,
+      // Only paired devices get past the firewall (true = reject).
+      firewall: (remotePublicKey: Buffer) => !this.cluster.isTrusted(remotePublicKey.toString('hex')) && this.opts.pairingOpen?.() !== true
+    })
+    this.swarm.on('connection', (conn: NoiseSecretStream) => { this.attach(conn) })
   }
 
   private async shut (): Promise<void> {
@@ -188,6 +196,7 @@ export class SyncNode extends EventEmitter {
         if (swarm !== null) await swarm.suspend()
       } else {
         if (swarm !== null) await swarm.resume()
+        else if (!this.life.closed) this.makeSwarm()
         await this.refresh()
       }
     } finally {
@@ -201,7 +210,7 @@ export class SyncNode extends EventEmitter {
   /** The private DHT's bootstrap nodes (`--bootstrap`); undefined: the public HyperDHT. */
   get bootstrap (): readonly BootstrapNode[] | undefined { return this.opts.bootstrap }
 
-  /** The swarm (for pairing, which meets on its own topics), or null without a network. */
+  /** The swarm (for pairing, which meets on its own topics), or null without a network (or before it was first turned on). */
   get hyperswarm (): Hyperswarm | null { return this.swarm }
 
   /** Runs the protocol on a connection (from the swarm, or from a test's in-process network). */
