@@ -13,7 +13,7 @@ import { ClusterStore } from './sync/cluster-store'
 import { PairingHost, createInvite, joinCluster } from './sync/pairing'
 import { SyncNode, type BootstrapNode } from './sync/sync-node'
 import { LocalApiServer, socketPath } from './api/local-socket'
-import type { CliContext, CliIo, NodeCommands } from './cli/run-cli'
+import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 
 /** When a direct connection is not made, pairing falls back to polling DHT records this often. */
 const PAIRING_POLL_MS = 1000
@@ -261,13 +261,15 @@ export class ArborNode implements NodeCommands {
     return { inviter: inviter.toString('hex') }
   }
 
-  async devices (): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; lastSeen?: number; behind: number }>> {
+  async devices (): Promise<DeviceRow[]> {
     const peers = new Map(this.sync.peers().map(p => [p.device, p]))
     const self = { device: this.device, name: this.cluster.name, self: true, connected: true, suspected: false, behind: 0 }
     return [self, ...this.cluster.devices().filter(d => d.key !== this.device).map(d => {
       const p = peers.get(d.key)
-      const row = { device: d.key, name: p?.name ?? d.name, self: false, connected: p?.connected ?? false, suspected: p?.suspected ?? false, behind: p?.behind ?? 0 }
-      return d.lastSeen !== undefined ? { ...row, lastSeen: d.lastSeen } : row
+      const row: DeviceRow = { device: d.key, name: p?.name ?? d.name, self: false, connected: p?.connected ?? false, suspected: p?.suspected ?? false, behind: p?.behind ?? 0 }
+      if (d.lastSeen !== undefined) row.lastSeen = d.lastSeen
+      if (p?.suspectedSince !== undefined) row.suspectedSince = p.suspectedSince
+      return row
     })]
   }
 

@@ -96,11 +96,24 @@ export interface CliContext {
   node?: NodeCommands
 }
 
+/** A device as `arbor devices` lists it. */
+export interface DeviceRow {
+  device: string
+  name: string
+  self: boolean
+  connected: boolean
+  suspected: boolean
+  /** when this node began to suspect it (ms since the epoch): how long failure detection took */
+  suspectedSince?: number
+  lastSeen?: number
+  behind: number
+}
+
 /** The commands only a node can carry out (pairing, devices, the network). */
 export interface NodeCommands {
   invite (opts: { expiresMs?: number }): Promise<{ code: string; expiresAt: number }>
   join (code: string, signal: AbortSignal): Promise<{ inviter: string }>
-  devices (): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; lastSeen?: number; behind: number }>>
+  devices (): Promise<DeviceRow[]>
   forget (device: string): Promise<string>
   setOnline (on: boolean): Promise<void>
   /** moves a conversation's agent to this device (a higher epoch) */

@@ -51,6 +51,8 @@ export interface PeerState {
   name: string
   connected: boolean
   suspected: boolean
+  /** when this device began to suspect it (its clock) */
+  suspectedSince?: number
   lastHeard?: number
   /** blocks it holds that this device has not indexed yet */
   behind: number
@@ -282,6 +284,8 @@ export class SyncNode extends EventEmitter {
         agents: s?.remoteAgents ?? []
       }
       if (last !== undefined) p.lastHeard = last
+      const since = this.detector.suspectedSince(d.key)
+      if (since !== undefined) p.suspectedSince = since
       return p
     })
   }
@@ -393,7 +397,7 @@ export class SyncNode extends EventEmitter {
         if (stillConnected) return
         this.peerEvent({ device: s.remoteDevice, state: 'disconnected' })
         this.lookupSoon(1000)
-        if (this.detector.lost(s.remoteDevice)) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })
+        if (this.detector.lost(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })
       }
     }
   }
