@@ -39,6 +39,13 @@ export interface SyncNodeOptions {
   suspectAfterMs?: number
   /** while true, devices that are not paired may connect, for pairing only (no sync) */
   pairingOpen?: () => boolean
+  /**
+   * How long a new connection may take to open the arbor channel (default 3000 ms); then it
+   * is dropped and the swarm connects again. Hyperswarm, when two devices dial each other at
+   * once, can leave each side holding a connection the other dropped: without this, nothing
+   * flows until the transport times out, some 12 s later.
+   */
+  openTimeoutMs?: number
   /** batch feed-length announcements for this long (a burst of appends is one message) */
   announceDelayMs?: number
   clock?: Clock
@@ -371,6 +378,7 @@ export class SyncNode extends EventEmitter {
       devices: () => this.cluster.devicesMessage(),
       mergeDevices: (msg, from) => { if (this.cluster.merge(msg, from)) this.devicesChanged() },
       presence: () => this.agents,
+      openTimeoutMs: this.opts.openTimeoutMs ?? 3000,
       feedCache: this.feedCache,
       localDigest: () => {
         if (this.digest === null) {

@@ -29,6 +29,8 @@ export interface SessionHost {
   onClose (s: SyncSession): void
   /** this device's feeds list digest (cached until a feed changes) */
   localDigest (): FeedsDigest
+  /** how long a new connection may take to open the arbor channel before it is dropped */
+  openTimeoutMs: number
   /** the feed lists peers sent before, by device: a reconnect with nothing changed sends only a digest */
   feedCache: Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>
 }
@@ -50,6 +52,7 @@ export class SyncSession {
   private channel: Protomux.Channel | null = null
   private msgs: Protomux.Message[] = []
   private closed = false
+  private openTimer: NodeJS.Timeout | null = null
 
   constructor (readonly stream: NoiseSecretStream, private readonly host: SessionHost) {
     this.remoteDevice = (stream.remotePublicKey as Buffer).toString('hex')
@@ -62,6 +65,10 @@ export class SyncSession {
     const proof = host.proof(stream.handshakeHash as Buffer, stream.isInitiator)
     if (proof === null) { this.close('this device is in no cluster yet'); return }
     stream.once('close', () => this.onClosed())
+    // A connection can be dead before the channel opens (see SyncNodeOptions.openTimeoutMs):
+    // drop it, so the swarm connects again instead of waiting on it.
+    this.openTimer = setTimeout(() => { if (this.hello === null) this.close(`the arbor channel did not open within ${host.openTimeoutMs} ms`) }, host.openTimeoutMs)
+    this.openTimer.unref()
     stream.on('error', (err: Error) => host.log.info(`connection to ${this.remoteDevice.slice(0, 12)} failed: ${err.message}`))
     host.history.replicate(stream)
     const mux = Protomux.from(stream)
@@ -117,6 +124,7 @@ export class SyncSession {
       return
     }
     this.hello = m
+    this.clearOpenTimer()
     this.host.onOpen(this)
   }
 
@@ -175,9 +183,15 @@ export class SyncSession {
     this.onClosed()
   }
 
+  private clearOpenTimer (): void {
+    if (this.openTimer !== null) clearTimeout(this.openTimer)
+    this.openTimer = null
+  }
+
   private onClosed (): void {
     if (this.closed) return
     this.closed = true
+    this.clearOpenTimer()
     this.host.onClose(this)
   }
 }
