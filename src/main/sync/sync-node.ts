@@ -300,12 +300,28 @@ export class SyncNode extends EventEmitter {
   /**
    * Whether a device is considered dead (placement's "suspected"): silent past the
    * detection window, its connection lost, or never heard from since this node started
-   * longer than the window ago.
+   * longer than the window ago — and no live peer hears it either (a device cut off from
+   * this one alone is not dead).
    */
   isDown (device: string): boolean {
+    if (this.hearing().includes(device)) return false
+    if (this.openSessions().some(s => !this.detector.isSuspected(s.remoteDevice) && s.remoteHears.has(device))) return false
     if (this.detector.isSuspected(device)) return true
-    if (this.openSessions().some(s => s.remoteDevice === device)) return false
     return this.detector.lastHeard(device) === undefined && this.clock.now() - this.startedAt >= this.detector.suspectAfterMs
+  }
+
+  /** The devices this one hears right now: connected and not suspected. */
+  private hearing (): string[] {
+    const out = new Set<string>()
+    for (const s of this.openSessions()) if (!this.detector.isSuspected(s.remoteDevice)) out.add(s.remoteDevice)
+    return [...out]
+  }
+
+  /** Heartbeats to every peer now (on every tick, and at once when who this device hears changes). */
+  private beat (): void {
+    const now = this.clock.now()
+    const hears = this.hearing()
+    for (const s of this.sessions) if (s.opened) s.heartbeat(now, hears)
   }
 
   /** Connected devices, not suspected, whose announced feeds include the conversation. */
@@ -355,8 +371,8 @@ export class SyncNode extends EventEmitter {
     const every = this.opts.heartbeatMs ?? 1000
     this.heartbeatTimer = this.clock.setTimeout(() => {
       const now = this.clock.now()
-      for (const s of this.sessions) if (s.opened) s.heartbeat(now)
       for (const device of this.detector.check(now)) this.peerEvent({ device, state: 'suspected' })
+      this.beat()
       // A connection can outlive its session (duplicate connections, pairing races): use it.
       if (this.online) this.attachPending()
       this.tick()
@@ -364,6 +380,8 @@ export class SyncNode extends EventEmitter {
   }
 
   private peerEvent (ev: PeerEvent): void {
+    // Peers learn at once that this device stopped (or started) hearing one: they may be cut off from it.
+    if (ev.state !== 'disconnected') this.beat()
     this.emit('peer', ev)
   }
 
@@ -396,6 +414,7 @@ export class SyncNode extends EventEmitter {
         if (this.detector.heard(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'recovered' })
       },
       onPresence: (s, agents) => { this.emit('presence', { device: s.remoteDevice, agents }) },
+      onHears: s => { this.emit('hears', { device: s.remoteDevice, hears: [...s.remoteHears] }) },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onClose: s => {
         this.sessions.delete(s)

@@ -25,6 +25,8 @@ export interface SessionHost {
   onOpen (s: SyncSession): void
   onHeard (s: SyncSession): void
   onPresence (s: SyncSession, agents: RunningAgent[]): void
+  /** the devices the peer hears changed (remoteHears) */
+  onHears (s: SyncSession): void
   onLive (s: SyncSession, msg: LiveMessage): void
   onClose (s: SyncSession): void
   /** this device's feeds list digest (cached until a feed changes) */
@@ -49,6 +51,8 @@ export class SyncSession {
   /** what the peer holds: feed key → length */
   readonly remoteFeeds = new Map<string, { conversation: string; length: number }>()
   remoteAgents: RunningAgent[] = []
+  /** the devices the peer said it hears, in its latest heartbeat */
+  remoteHears: ReadonlySet<string> = new Set()
   private channel: Protomux.Channel | null = null
   private msgs: Protomux.Message[] = []
   private closed = false
@@ -87,7 +91,7 @@ export class SyncSession {
         { encoding: c.json, onmessage: on(FeedsMessage, 'feeds', m => this.onFeeds(m)) },
         { encoding: c.json, onmessage: on(DevicesMessage, 'devices', m => host.mergeDevices(m, this.remoteDevice)) },
         { encoding: c.json, onmessage: on(PresenceMessage, 'presence', m => { this.remoteAgents = m.agents; host.onPresence(this, m.agents) }) },
-        { encoding: c.json, onmessage: on(HeartbeatMessage, 'heartbeat', () => {}) },
+        { encoding: c.json, onmessage: on(HeartbeatMessage, 'heartbeat', m => this.onHeartbeat(m)) },
         { encoding: c.json, onmessage: on(LiveMessage, 'live', m => host.onLive(this, m)) },
         { encoding: c.json, onmessage: on(FeedsDigest, 'feeds digest', m => this.onDigest(m)) },
         { encoding: c.json, onmessage: on(WantFeeds, 'want feeds', () => this.send(1, { full: true, feeds: localFeeds(host.history) } satisfies FeedsMessage)) }
@@ -128,6 +132,13 @@ export class SyncSession {
     this.host.onOpen(this)
   }
 
+  private onHeartbeat (m: HeartbeatMessage): void {
+    const hears = new Set(m.hears ?? [])
+    const changed = hears.size !== this.remoteHears.size || [...hears].some(d => !this.remoteHears.has(d))
+    this.remoteHears = hears
+    if (changed) this.host.onHears(this)
+  }
+
   private onDigest (m: FeedsDigest): void {
     const cached = this.host.feedCache.get(this.remoteDevice)
     if (cached !== undefined && cached.digest === m.digest) {
@@ -160,7 +171,7 @@ export class SyncSession {
   }
   sendDevices (): void { this.send(2, this.host.devices()) }
   sendPresence (agents: RunningAgent[]): void { this.send(3, { agents }) }
-  heartbeat (t: number): void { this.send(4, { t }) }
+  heartbeat (t: number, hears: string[]): void { this.send(4, { t, hears } satisfies HeartbeatMessage) }
   sendLive (msg: LiveMessage): void { this.send(5, msg) }
 
   /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
