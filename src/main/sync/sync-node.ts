@@ -301,9 +301,11 @@ export class SyncNode extends EventEmitter {
    * Whether a device is considered dead (placement's "suspected"): silent past the
    * detection window, its connection lost, or never heard from since this node started
    * longer than the window ago — and no live peer hears it either (a device cut off from
-   * this one alone is not dead).
+   * this one alone is not dead). With its network off this device knows nothing of the
+   * others: it is the one away, so none is taken for dead.
    */
   isDown (device: string): boolean {
+    if (!this.online) return false
     if (this.hearing().includes(device)) return false
     if (this.openSessions().some(s => !this.detector.isSuspected(s.remoteDevice) && s.remoteHears.has(device))) return false
     if (this.detector.isSuspected(device)) return true

@@ -124,7 +124,7 @@ export class AgentPlacement {
     }
     this.addFresh(conversation, [entry.id])
     this.reconcile(conversation) // a dead owner's opt-in agent may be revived here
-    return { runs: 'elsewhere', device: top.device, name: this.opts.peers.name(top.device), reachable: !this.opts.peers.down(top.device) }
+    return { runs: 'elsewhere', device: top.device, name: this.opts.peers.name(top.device), reachable: this.opts.peers.live(conversation).includes(top.device) }
   }
 
   /** Moves the agent here with a higher epoch, continuing from `leaf` (default: the branch shown here). */
