@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Entry, EntryOf } from '../../src/shared/entry'
 import { reviverOf } from '../../src/main/runtime/placement/placement'
+import { memoryLogger } from '../../src/shared/logger'
 import { AgentCluster, entriesOf } from '../helpers/agent-cluster'
 import { until } from '../helpers/temp-dir'
 
@@ -184,5 +185,15 @@ describe('placement across devices', () => {
     await c.node(1).setOnline(true)
     await c.net.healAll()
     await turnDone(c, 1, conv, msg)
+  })
+
+  it('a peer announcing an agent for a conversation whose history has not arrived here yet is no cause for a warning', async () => {
+    const log = memoryLogger()
+    const c = await startCluster({ n: 2, log })
+    c.net.cut('d0', 'd1')
+    const root = await c.node(0).history.createConversation({ title: 'not there yet' })
+    c.node(1).placement.reconcile(root.id) // what d0's presence makes d1 do
+    await new Promise(resolve => setTimeout(resolve, 200))
+    expect(log.lines.filter(l => l.level !== 'info')).toEqual([])
   })
 })

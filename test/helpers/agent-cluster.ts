@@ -4,6 +4,7 @@ import { FakeProvider, type FakeScript } from '../../src/main/llm/fake-provider'
 import type { AgentConfig } from '../../src/main/runtime/agent/agent-host'
 import type { Tool } from '../../src/main/tools/tool'
 import type { Entry } from '../../src/shared/entry'
+import type { Logger } from '../../src/shared/logger'
 import { InProcessNetwork } from './in-process-network'
 import { tempDirs } from './temp-dir'
 
@@ -53,6 +54,8 @@ export interface AgentClusterOptions {
   suspectAfterMs?: number
   /** how long the slow tool takes */
   slowMs?: number
+  /** where the nodes report (default: nowhere) */
+  log?: Logger
 }
 
 /**
@@ -71,7 +74,7 @@ export class AgentCluster {
   private readonly opts: Required<AgentClusterOptions>
 
   constructor (opts: AgentClusterOptions = {}) {
-    this.opts = { n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 400, ...opts }
+    this.opts = { n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 400, log: { info: () => {}, warn: () => {}, error: () => {} }, ...opts }
     this.names = Array.from({ length: this.opts.n }, (_, i) => `d${i}`)
   }
 
@@ -109,7 +112,7 @@ export class AgentCluster {
       heartbeatMs: this.opts.heartbeatMs,
       suspectAfterMs: this.opts.suspectAfterMs,
       agentConfig: async () => config,
-      log: { info: () => {}, warn: () => {}, error: () => {} }
+      log: this.opts.log
     })
     await node.ready()
     this.keys[i] = node.device

@@ -182,6 +182,15 @@ export class AgentPlacement {
     for (const id of ids) set.add(id)
   }
 
+  private holds (conversation: string): boolean {
+    try {
+      this.opts.history.resolve(conversation)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   /** What this device knows of a conversation's placement, read once and kept up to date. */
   private async learn (conversation: string): Promise<Known> {
     const have = this.known.get(conversation)
@@ -194,7 +203,9 @@ export class AgentPlacement {
 
   /** Takes the decision for a conversation again (serialised per conversation). */
   reconcile (conversation: string): void {
-    if (this.closed) return
+    // A peer may announce an agent for a conversation whose history has not reached this
+    // device yet: its entries call for the decision when they arrive.
+    if (this.closed || !this.holds(conversation)) return
     if (this.queue.has(conversation)) { this.again.add(conversation); return }
     const p = this.decideAndAct(conversation)
       .catch((err: Error) => { this.opts.log.warn(`placement of ${conversation.slice(0, 12)}: ${err.message}`) })
