@@ -68,6 +68,20 @@ describe('FailureDetector', () => {
     expect(d.check(10_000)).toEqual([])
   })
 
+  it('nextDeadline is when the earliest device not yet suspected will be, if it stays silent', () => {
+    const d = new FailureDetector(500)
+    expect(d.nextDeadline()).toBeUndefined()
+    d.heard(A, 100)
+    d.heard(B, 300)
+    expect(d.nextDeadline()).toBe(600)
+    d.heard(A, 400)
+    expect(d.nextDeadline()).toBe(800)
+    expect(d.check(800)).toEqual([B])
+    expect(d.nextDeadline()).toBe(900)
+    d.lost(A, 850)
+    expect(d.nextDeadline()).toBeUndefined()
+  })
+
   it('forget drops everything known about a device', () => {
     const d = new FailureDetector(100)
     d.heard(A, 0)

@@ -36,6 +36,17 @@ export class FailureDetector {
     return out
   }
 
+  /** When the next device not yet suspected will be, if nothing is heard from it meanwhile. */
+  nextDeadline (): number | undefined {
+    let next: number | undefined
+    for (const [device, at] of this.last) {
+      if (this.suspected.has(device)) continue
+      const due = at + this.suspectAfterMs
+      if (next === undefined || due < next) next = due
+    }
+    return next
+  }
+
   isSuspected (device: string): boolean { return this.suspected.has(device) }
   /** When the current suspicion of a device began (how long failover took to notice it). */
   suspectedSince (device: string): number | undefined { return this.suspected.get(device) }

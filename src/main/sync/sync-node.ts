@@ -93,6 +93,8 @@ export class SyncNode extends EventEmitter {
   private lookupTimer: ClockTimer | null = null
   private online = true
   private heartbeatTimer: ClockTimer | null = null
+  /** a check at the detection deadline that falls before the next heartbeat tick */
+  private deadlineTimer: ClockTimer | null = null
   private announceTimer: ClockTimer | null = null
   private readonly changed = new Set<string>()
   private agents: RunningAgent[] = []
@@ -149,6 +151,7 @@ export class SyncNode extends EventEmitter {
     this.history.off('entries', this.onEntries)
     this.history.off('feed', this.onFeed)
     if (this.heartbeatTimer !== null) this.clock.clearTimeout(this.heartbeatTimer)
+    if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
     if (this.announceTimer !== null) this.clock.clearTimeout(this.announceTimer)
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
     for (const s of [...this.sessions]) s.close('this device is shutting down')
@@ -372,13 +375,25 @@ export class SyncNode extends EventEmitter {
   private tick (): void {
     const every = this.opts.heartbeatMs ?? 1000
     this.heartbeatTimer = this.clock.setTimeout(() => {
-      const now = this.clock.now()
-      for (const device of this.detector.check(now)) this.peerEvent({ device, state: 'suspected' })
+      this.checkSilence()
       this.beat()
       // A connection can outlive its session (duplicate connections, pairing races): use it.
       if (this.online) this.attachPending()
       this.tick()
+      // Suspect a silent device when its window ends, not up to a heartbeat later.
+      if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
+      this.deadlineTimer = null
+      const due = this.detector.nextDeadline()
+      const now = this.clock.now()
+      if (due !== undefined && due < now + every) {
+        this.deadlineTimer = this.clock.setTimeout(() => { this.deadlineTimer = null; this.checkSilence() }, due - now)
+      }
     }, every)
+  }
+
+  /** Suspects the devices silent for the whole detection window. */
+  private checkSilence (): void {
+    for (const device of this.detector.check(this.clock.now())) this.peerEvent({ device, state: 'suspected' })
   }
 
   private peerEvent (ev: PeerEvent): void {
