@@ -149,7 +149,7 @@ export async function devices (node: NodeCommands | undefined, o: NodeCommandOpt
   const table = [['DEVICE', 'NAME', 'STATE', 'LAST SEEN', 'BEHIND']]
   for (const r of rows) {
     const since = r.suspectedSince !== undefined ? ` since ${new Date(r.suspectedSince).toLocaleTimeString()}` : ''
-    const state = r.self ? 'this device' : !live ? '-' : r.connected ? (r.suspected ? `suspected${since}` : 'online') : 'offline'
+    const state = r.self ? 'this device' : !live ? '-' : r.connected ? (r.suspected ? `suspected${since}` : 'online') : `offline${since}`
     table.push([r.device.slice(0, 12), r.name, state, r.self ? '-' : r.lastSeen !== undefined ? new Date(r.lastSeen).toLocaleString() : 'never', r.self || !live ? '-' : `${r.behind} entries`])
   }
   const widths = table[0]?.map((_, i) => Math.max(...table.map(row => (row[i] ?? '').length))) ?? []
