@@ -60,7 +60,7 @@ try {
   for (let run = 0; run < RUNS; run++) {
     const victim = NAMES[run % NAMES.length] as string
     const survivors = NAMES.filter(n => n !== victim)
-    await waitFor(allConnected, 'every pair of devices to connect', 120_000, 250)
+    if (run === 0) await waitFor(allConnected, 'every pair of devices to connect', 120_000, 250)
     const conv = (await cluster.ok(victim, 'new', '--title', `failover ${run}`, '--auto-revival', '--cwd', work)).trim()
     const entries = async (n: string): Promise<Entry[]> => {
       const r = await cluster.arbor(n, 'export', conv, '--format', 'json')
@@ -95,7 +95,10 @@ try {
     const reviver = [...key].find(([, k]) => k === r.author.device)?.[0] ?? '?'
     note(`run ${run + 1}/${RUNS}: killed ${victim}; suspected after ${since.map(ms => `${ms} ms`).join(' and ')}; revived on ${reviver} after ${r.ts - killedAt} ms`)
     // back online: it continues (and finishes) its own cut-short turn, and rejoins
+    const restartAt = Date.now()
     await cluster.serve(victim)
+    await waitFor(allConnected, `${victim} to rejoin`, 120_000, 250)
+    note(`${victim} restarted and heard by every device ${Date.now() - restartAt} ms after its restart`)
   }
 
   const line = (name: string, xs: number[], extra: Record<string, unknown>): void => {
