@@ -103,7 +103,7 @@ try {
 
   const line = (name: string, xs: number[], extra: Record<string, unknown>): void => {
     const value = median(xs)
-    emit({ name, value: round(value), unit: 'ms', p90: round(percentile(xs, 0.9)), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, ...extra })
+    emit({ name, value: round(value), unit: 'ms', p90: round(percentile(xs, 90)), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, ...extra })
   }
   const detectMedian = median(detect)
   // detection: against the window it is set to (5 s), beside Erlang's default window
@@ -124,7 +124,7 @@ try {
     referenceRatio: round(reviveMedian / ERLANG_MS[0], 3),
     target: TARGET_MS,
     ok: reviveMedian <= TARGET_MS,
-    p90ok: percentile(revive, 0.9) <= TARGET_MS
+    p90ok: percentile(revive, 90) <= TARGET_MS
   })
 } finally {
   await cluster.close()

@@ -21,10 +21,10 @@ export function median (xs: number[]): number {
   return s.length % 2 === 1 ? s[mid] as number : ((s[mid - 1] as number) + (s[mid] as number)) / 2
 }
 
-/** The p-quantile (0 < p ≤ 1) by the nearest-rank method: a value that was measured. */
+/** The p-th percentile (0–100), nearest rank. */
 export function percentile (xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] as number
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p / 100 * s.length) - 1))] as number
 }
 
 export function round (x: number, digits = 2): number {
