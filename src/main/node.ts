@@ -14,7 +14,7 @@ import { PairingHost, createInvite, joinCluster } from './sync/pairing'
 import { SyncNode, type BootstrapNode } from './sync/sync-node'
 import { LocalApiServer, socketPath } from './api/local-socket'
 import { FileSecretStore, type SecretStore } from './secret-store'
-import type { CliContext, CliIo, NodeCommands } from './cli/run-cli'
+import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 
 /** When a direct connection is not made, pairing falls back to polling DHT records this often. */
 const PAIRING_POLL_MS = 1000
@@ -34,6 +34,8 @@ export interface ArborNodeOptions {
   env?: NodeJS.ProcessEnv
   /** false: no Hyperswarm; peers come only through `sync.attach` (the in-process network of tests) */
   swarm?: boolean
+  /** false: start with the network off (`arbor serve --offline`) until setOnline(true) */
+  online?: boolean
   /** how agents run here, instead of this node's settings (tests: a scripted model and tools) */
   agentConfig?: (conversation: string) => Promise<AgentConfig>
   /** where the API key is kept (default: <data>/secrets.json; the desktop app: encrypted by Electron main) */
@@ -84,6 +86,7 @@ export class ArborNode implements NodeCommands {
       ...(opts.heartbeatMs !== undefined ? { heartbeatMs: opts.heartbeatMs } : {}),
       ...(opts.suspectAfterMs !== undefined ? { suspectAfterMs: opts.suspectAfterMs } : {}),
       ...(opts.swarm === false ? { swarm: false } : {}),
+      ...(opts.online === false ? { online: false } : {}),
       // While an invite is open, unknown devices may connect, for pairing only.
       pairingOpen: () => this.joining || this.cluster.invites().some(i => i.usedBy === undefined && i.expiresAt > Date.now()),
       log: this.logFor('sync')
@@ -117,6 +120,7 @@ export class ArborNode implements NodeCommands {
     })
     // Any change in who is live, or in what peers run, may call for a placement decision.
     this.sync.on('peer', () => { this.placement.peersChanged() })
+    this.sync.on('hears', () => { this.placement.peersChanged() })
     this.sync.on('presence', ({ agents }) => { for (const a of agents) this.placement.reconcile(a.conversation) })
     this.life = new Lifecycle(() => this.open(), () => this.shut())
   }
@@ -245,6 +249,7 @@ export class ArborNode implements NodeCommands {
   }
 
   async join (code: string, signal: AbortSignal): Promise<{ inviter: string }> {
+    if (!this.sync.isOnline) throw new Error('the network is off on this device: `arbor net on` first, then join')
     const swarm = this.sync.hyperswarm
     if (swarm === null) throw new Error('this node has no network')
     this.joining = true
@@ -262,13 +267,15 @@ export class ArborNode implements NodeCommands {
     return { inviter: inviter.toString('hex') }
   }
 
-  async devices (): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; lastSeen?: number; behind: number }>> {
+  async devices (): Promise<DeviceRow[]> {
     const peers = new Map(this.sync.peers().map(p => [p.device, p]))
     const self = { device: this.device, name: this.cluster.name, self: true, connected: true, suspected: false, behind: 0 }
     return [self, ...this.cluster.devices().filter(d => d.key !== this.device).map(d => {
       const p = peers.get(d.key)
-      const row = { device: d.key, name: p?.name ?? d.name, self: false, connected: p?.connected ?? false, suspected: p?.suspected ?? false, behind: p?.behind ?? 0 }
-      return d.lastSeen !== undefined ? { ...row, lastSeen: d.lastSeen } : row
+      const row: DeviceRow = { device: d.key, name: p?.name ?? d.name, self: false, connected: p?.connected ?? false, suspected: p?.suspected ?? false, behind: p?.behind ?? 0 }
+      if (d.lastSeen !== undefined) row.lastSeen = d.lastSeen
+      if (p?.suspectedSince !== undefined) row.suspectedSince = p.suspectedSince
+      return row
     })]
   }
 
@@ -285,6 +292,8 @@ export class ArborNode implements NodeCommands {
 
   async setOnline (on: boolean): Promise<void> {
     await this.sync.setOnline(on)
+    // A node started offline has its swarm only now: invites made meanwhile get answered.
+    if (on && this.pairing === null && !this.joining) await this.startPairingHost()
   }
 }
 

@@ -4,6 +4,8 @@
 // device's opt-in agent is revived once, without repeating its external step.
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Entry, EntryOf } from '../../src/shared/entry'
+import { reviverOf } from '../../src/main/runtime/placement/placement'
+import { memoryLogger } from '../../src/shared/logger'
 import { AgentCluster, entriesOf } from '../helpers/agent-cluster'
 import { until } from '../helpers/temp-dir'
 
@@ -143,5 +145,55 @@ describe('placement across devices', () => {
     expect(all.filter(e => e.kind === 'tool.result' && e.body.status === 'unknown')).toHaveLength(1)
     expect(all.some(e => e.kind === 'note' && e.body.text.includes('revived on d'))).toBe(true)
     expect(revivalMs).toBeLessThan(10_000)
+  })
+
+  it('a device cut off from the owner alone does not revive its agent while another live device still hears it', async () => {
+    const c = await startCluster({ n: 3, slowMs: 3000 })
+    // a conversation whose reviver, should d0 look dead to d1 and d2, would be d2
+    const [k1, k2] = [c.node(1).device, c.node(2).device]
+    let conv = await conversationOn(c, 0, { autoRevival: true })
+    while (reviverOf(conv, [k1, k2]) !== k2) conv = await conversationOn(c, 0, { autoRevival: true })
+    const msg = await c.post(0, conv, 'slow 1')
+    await until(async () => (await entriesOf(c.node(2), conv, 'tool.intent')).length === 1, 'the intent on d2')
+    // d2 loses its link to d0 (it suspects d0 at once); d1 still hears d0, and tells d2 so
+    c.net.cut('d0', 'd2')
+    await new Promise(resolve => setTimeout(resolve, 1500)) // three detection windows
+    expect(c.runningOn(conv)).toEqual([0])
+    await turnDone(c, 0, conv, msg)
+    await turnDone(c, 2, conv, msg)
+    const all = await entriesOf(c.node(2), conv)
+    expect(started(all).map(e => [e.author.device, e.body.reason])).toEqual([[c.node(0).device, 'user']])
+    expect(all.filter(e => e.kind === 'tool.result' && e.body.status === 'unknown')).toHaveLength(0)
+    expect(c.ledger).toHaveLength(1)
+  })
+
+  it('a device whose network is switched off revives nothing: it is the one away, not the others dead', async () => {
+    const c = await startCluster({ n: 2, slowMs: 4000 })
+    const conv = await conversationOn(c, 0, { autoRevival: true })
+    const msg = await c.post(0, conv, 'slow 1')
+    await until(async () => (await entriesOf(c.node(1), conv, 'tool.intent')).length === 1, 'the intent on d1')
+    await c.node(1).setOnline(false)
+    await new Promise(resolve => setTimeout(resolve, 1500))
+    expect(c.runningOn(conv)).toEqual([0])
+    expect(started(await entriesOf(c.node(1), conv)).filter(e => e.body.reason === 'revival')).toHaveLength(0)
+    // a message posted there waits for the agent where it runs (resume would move it here)
+    const tip = (await entriesOf(c.node(1), conv, 'tool.intent'))[0] as Entry
+    const [mine] = await c.node(1).history.append(conv, [{ kind: 'user', body: { text: 'while away' }, parents: [tip.id] }])
+    expect(await c.node(1).posted(conv, mine as Entry)).toEqual({ runs: 'elsewhere', device: c.node(0).device, name: 'd0', reachable: false })
+    await new Promise(resolve => setTimeout(resolve, 600))
+    expect(c.runningOn(conv)).toEqual([0])
+    await c.node(1).setOnline(true)
+    await c.net.healAll()
+    await turnDone(c, 1, conv, msg)
+  })
+
+  it('a peer announcing an agent for a conversation whose history has not arrived here yet is no cause for a warning', async () => {
+    const log = memoryLogger()
+    const c = await startCluster({ n: 2, log })
+    c.net.cut('d0', 'd1')
+    const root = await c.node(0).history.createConversation({ title: 'not there yet' })
+    c.node(1).placement.reconcile(root.id) // what d0's presence makes d1 do
+    await new Promise(resolve => setTimeout(resolve, 200))
+    expect(log.lines.filter(l => l.level !== 'info')).toEqual([])
   })
 })

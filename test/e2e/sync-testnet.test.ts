@@ -27,8 +27,8 @@ async function device () {
   return history
 }
 
-async function node (history: HistoryStore, cluster: TestCluster, bootstrap: Array<{ host: string; port: number }>) {
-  const n = new SyncNode({ history, cluster, bootstrap, log: memoryLogger(), heartbeatMs: 100, suspectAfterMs: 600 })
+async function node (history: HistoryStore, cluster: TestCluster, bootstrap: Array<{ host: string; port: number }>, opts: { online?: boolean } = {}) {
+  const n = new SyncNode({ history, cluster, bootstrap, log: memoryLogger(), heartbeatMs: 100, suspectAfterMs: 600, ...opts })
   await n.ready()
   return n
 }
@@ -99,5 +99,26 @@ describe('sync over Hyperswarm on a HyperDHT testnet (loopback)', () => {
     expect(events.some(e => e.device === hb.device && e.state === 'connected' && events.indexOf(e) > events.findIndex(x => x.state === 'suspected'))).toBe(true)
     // the peer view settles shortly after the data: connected, not suspected, nothing behind
     await until(() => { const p = a.peers().find(x => x.device === hb.device); return p?.connected === true && !p.suspected && p.behind === 0 }, 'a to see b connected and caught up')
+  })
+
+  it('a node started offline sends nothing until the network is turned on, then catches up', async () => {
+    const bootstrap = await testnet()
+    const [ha, hb] = [await device(), await device()]
+    cleanups.push(() => ha.close(), () => hb.close())
+    const secret = crypto.randomBytes(32)
+    const root = await ha.createConversation({ title: 'written before b came online' })
+    const a = await node(ha, new TestCluster(secret, [ha.device, hb.device]), bootstrap)
+    const b = await node(hb, new TestCluster(secret, [ha.device, hb.device]), bootstrap, { online: false })
+    cleanups.push(() => a.close(), () => b.close())
+    expect(b.isOnline).toBe(false)
+    // no DHT node exists to talk to anyone (one bootstraps as soon as it is made)
+    expect(b.hyperswarm).toBeNull()
+    await new Promise(resolve => setTimeout(resolve, 1000))
+    expect(hb.summary(root.id)).toBeUndefined()
+    expect(a.peers().every(p => !p.connected)).toBe(true)
+
+    await b.setOnline(true)
+    expect(b.hyperswarm).not.toBeNull()
+    await until(() => hb.summary(root.id)?.size === 1, 'b to get a\'s conversation once online', 15_000)
   })
 })

@@ -4,6 +4,7 @@ import { FakeProvider, type FakeScript } from '../../src/main/llm/fake-provider'
 import type { AgentConfig } from '../../src/main/runtime/agent/agent-host'
 import type { Tool } from '../../src/main/tools/tool'
 import type { Entry } from '../../src/shared/entry'
+import type { Logger } from '../../src/shared/logger'
 import { InProcessNetwork } from './in-process-network'
 import { tempDirs } from './temp-dir'
 
@@ -55,6 +56,8 @@ export interface AgentClusterOptions {
   slowMs?: number
   /** the scripted model (default CLUSTER_SCRIPT) */
   script?: FakeScript
+  /** where the nodes report (default: nowhere) */
+  log?: Logger
 }
 
 /**
@@ -73,7 +76,7 @@ export class AgentCluster {
   private readonly opts: Required<AgentClusterOptions>
 
   constructor (opts: AgentClusterOptions = {}) {
-    this.opts = { n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 400, script: CLUSTER_SCRIPT, ...opts }
+    this.opts = { n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 400, script: CLUSTER_SCRIPT, log: { info: () => {}, warn: () => {}, error: () => {} }, ...opts }
     this.names = Array.from({ length: this.opts.n }, (_, i) => `d${i}`)
   }
 
@@ -111,7 +114,7 @@ export class AgentCluster {
       heartbeatMs: this.opts.heartbeatMs,
       suspectAfterMs: this.opts.suspectAfterMs,
       agentConfig: async () => config,
-      log: { info: () => {}, warn: () => {}, error: () => {} }
+      log: this.opts.log
     })
     await node.ready()
     this.keys[i] = node.device

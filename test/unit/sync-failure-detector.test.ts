@@ -13,6 +13,7 @@ describe('FailureDetector', () => {
     expect(d.isSuspected(A)).toBe(false)
     expect(d.check(1500)).toEqual([A])
     expect(d.isSuspected(A)).toBe(true)
+    expect(d.suspectedSince(A)).toBe(1500)
     expect(d.lastHeard(A)).toBe(1000)
   })
 
@@ -27,16 +28,18 @@ describe('FailureDetector', () => {
   it('suspects at once when the connection is lost, even if just heard', () => {
     const d = new FailureDetector(500)
     d.heard(A, 0)
-    expect(d.lost(A)).toBe(true)
+    expect(d.lost(A, 10)).toBe(true)
     expect(d.isSuspected(A)).toBe(true)
+    expect(d.suspectedSince(A)).toBe(10)
     // the silence check does not report it a second time
     expect(d.check(10_000)).toEqual([])
-    expect(d.lost(A)).toBe(false)
+    expect(d.lost(A, 10_001)).toBe(false)
+    expect(d.suspectedSince(A)).toBe(10)
   })
 
   it('a device lost before it was ever heard is suspected', () => {
     const d = new FailureDetector(500)
-    expect(d.lost(A)).toBe(true)
+    expect(d.lost(A, 0)).toBe(true)
     expect(d.isSuspected(A)).toBe(true)
     expect(d.lastHeard(A)).toBeUndefined()
   })
@@ -47,10 +50,11 @@ describe('FailureDetector', () => {
     expect(d.check(600)).toEqual([A])
     expect(d.heard(A, 700)).toBe(true)
     expect(d.isSuspected(A)).toBe(false)
+    expect(d.suspectedSince(A)).toBeUndefined()
     expect(d.heard(A, 710)).toBe(false)
     expect(d.check(1100)).toEqual([])
     expect(d.check(1210)).toEqual([A])
-    expect(d.lost(A)).toBe(false)
+    expect(d.lost(A, 1250)).toBe(false)
     expect(d.heard(A, 1300)).toBe(true)
   })
 
@@ -64,10 +68,24 @@ describe('FailureDetector', () => {
     expect(d.check(10_000)).toEqual([])
   })
 
+  it('nextDeadline is when the earliest device not yet suspected will be, if it stays silent', () => {
+    const d = new FailureDetector(500)
+    expect(d.nextDeadline()).toBeUndefined()
+    d.heard(A, 100)
+    d.heard(B, 300)
+    expect(d.nextDeadline()).toBe(600)
+    d.heard(A, 400)
+    expect(d.nextDeadline()).toBe(800)
+    expect(d.check(800)).toEqual([B])
+    expect(d.nextDeadline()).toBe(900)
+    d.lost(A, 850)
+    expect(d.nextDeadline()).toBeUndefined()
+  })
+
   it('forget drops everything known about a device', () => {
     const d = new FailureDetector(100)
     d.heard(A, 0)
-    d.lost(A)
+    d.lost(A, 0)
     d.forget(A)
     expect(d.isSuspected(A)).toBe(false)
     expect(d.lastHeard(A)).toBeUndefined()
@@ -123,7 +141,7 @@ describe('FailureDetector', () => {
           const dev = DEVICES[o.device] as string
           const fresh = !suspected.has(dev)
           suspected.add(dev)
-          const got = d.lost(dev)
+          const got = d.lost(dev, now)
           expect(got).toBe(fresh)
           if (got) emit(dev, 'suspected')
         } else if (o.op === 'forget') {
@@ -141,6 +159,7 @@ describe('FailureDetector', () => {
         }
         for (const dev of DEVICES) {
           expect(d.isSuspected(dev)).toBe(suspected.has(dev))
+          expect(d.suspectedSince(dev) !== undefined).toBe(suspected.has(dev))
           expect(d.lastHeard(dev)).toBe(last.get(dev))
         }
       }

@@ -10,6 +10,8 @@ export interface NodeCommandOptions {
   /** `serve`: the web UI's port (default 7777, 0: any free one) and address (default 127.0.0.1) */
   port?: string
   host?: string
+  /** `serve --offline`: start with the network off (no packet is sent until `arbor net on`) */
+  offline?: boolean
 }
 
 export class NodeCommandError extends Error {
@@ -27,7 +29,7 @@ function bootstrapOf (o: NodeCommandOptions, io: CliIo): string | undefined {
 async function withNode<T> (o: NodeCommandOptions, io: CliIo, fn: (node: ArborNode) => Promise<T>, api = false): Promise<T> {
   const { ArborNode, parseBootstrap } = await import('../node')
   const b = bootstrapOf(o, io)
-  const node = new ArborNode({ dataDir: o.dir, api, ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.name !== undefined ? { name: o.name } : {}) })
+  const node = new ArborNode({ dataDir: o.dir, api, ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.name !== undefined ? { name: o.name } : {}), ...(o.offline === true ? { online: false } : {}) })
   await node.ready()
   try {
     return await fn(node)
@@ -67,6 +69,7 @@ export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> 
       io.out(peers.length === 0
         ? 'not paired with any device yet: `arbor invite` here and `arbor join <code>` on another device\n'
         : `paired with ${peers.map(p => p.name).join(', ')}\n`)
+      if (o.offline === true) io.out('the network is off (--offline): this device works alone until `arbor net on`\n')
       io.out(`web UI (keep this address to yourself: it carries the access token): ${web.url}\n`)
       io.out('the `arbor` command now works through this node; Ctrl-C stops it\n')
       node.sync.on('peer', (ev: { device: string; state: string }) => {
@@ -145,7 +148,8 @@ export async function devices (node: NodeCommands | undefined, o: NodeCommandOpt
   if (json) { io.out(JSON.stringify({ live, devices: rows }, null, 2) + '\n'); return 0 }
   const table = [['DEVICE', 'NAME', 'STATE', 'LAST SEEN', 'BEHIND']]
   for (const r of rows) {
-    const state = r.self ? 'this device' : !live ? '-' : r.connected ? (r.suspected ? 'suspected' : 'online') : 'offline'
+    const since = r.suspectedSince !== undefined ? ` since ${new Date(r.suspectedSince).toLocaleTimeString()}` : ''
+    const state = r.self ? 'this device' : !live ? '-' : r.connected ? (r.suspected ? `suspected${since}` : 'online') : `offline${since}`
     table.push([r.device.slice(0, 12), r.name, state, r.self ? '-' : r.lastSeen !== undefined ? new Date(r.lastSeen).toLocaleString() : 'never', r.self || !live ? '-' : `${r.behind} entries`])
   }
   const widths = table[0]?.map((_, i) => Math.max(...table.map(row => (row[i] ?? '').length))) ?? []

@@ -46,8 +46,9 @@ const USAGE = `usage: arbor <command> [options]
   show <conv> [--leaf ID]               the transcript of one branch
   export <conv> --format md|json [--leaf ID]
                                         Markdown of one branch, or every entry as JSON
-  serve [--bootstrap HOST:PORT,...] [--name NAME]
-                                        run this device's node: sync with paired devices (Ctrl-C stops)
+  serve [--bootstrap HOST:PORT,...] [--name NAME] [--offline]
+                                        run this device's node: sync with paired devices (Ctrl-C stops;
+                                        --offline: the network stays off until \`arbor net on\`)
   invite                                print a one-time code for another device to join
   join <code>                           join the devices of the one that made the code
   devices [--json]                      this device and the paired ones: online, last seen, behind
@@ -82,6 +83,7 @@ const OPTIONS = {
   script: { type: 'string' },
   'no-sandbox': { type: 'boolean' },
   'auto-revival': { type: 'boolean' },
+  offline: { type: 'boolean' },
   sandbox: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' }
@@ -97,11 +99,24 @@ export interface CliContext {
   secrets?: SecretStore
 }
 
+/** A device as `arbor devices` lists it. */
+export interface DeviceRow {
+  device: string
+  name: string
+  self: boolean
+  connected: boolean
+  suspected: boolean
+  /** when this node began to suspect it (ms since the epoch): how long failure detection took */
+  suspectedSince?: number
+  lastSeen?: number
+  behind: number
+}
+
 /** The commands only a node can carry out (pairing, devices, the network). */
 export interface NodeCommands {
   invite (opts: { expiresMs?: number }): Promise<{ code: string; expiresAt: number }>
   join (code: string, signal: AbortSignal): Promise<{ inviter: string }>
-  devices (): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; lastSeen?: number; behind: number }>>
+  devices (): Promise<DeviceRow[]>
   forget (device: string): Promise<string>
   setOnline (on: boolean): Promise<void>
   /** moves a conversation's agent to this device (a higher epoch) */
@@ -170,7 +185,7 @@ const NODE_COMMANDS = new Set(['serve', 'invite', 'join', 'devices', 'forget', '
 /** Pairing, devices and the network: carried out by the running node, or by one started for the command. */
 async function runNodeCommand (command: string, args: string[], values: Values, io: CliIo, ctx: CliContext, dir: string): Promise<number> {
   const nc = await import('./node-commands')
-  const o: NodeCommandOptions = { dir, ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}), ...(values.name !== undefined ? { name: values.name } : {}), ...(values.port !== undefined ? { port: values.port } : {}), ...(values.host !== undefined ? { host: values.host } : {}) }
+  const o: NodeCommandOptions = { dir, ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}), ...(values.name !== undefined ? { name: values.name } : {}), ...(values.port !== undefined ? { port: values.port } : {}), ...(values.host !== undefined ? { host: values.host } : {}), ...(values.offline === true ? { offline: true } : {}) }
   try {
     switch (command) {
       case 'serve':

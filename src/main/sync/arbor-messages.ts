@@ -23,7 +23,8 @@ export const DevicesMessage = z.object({
 })
 export const RunningAgent = z.object({ conversation: Hex32, epoch: z.number().int().nonnegative(), device: Hex32 })
 export const PresenceMessage = z.object({ agents: z.array(RunningAgent).max(10_000) })
-export const HeartbeatMessage = z.object({ t: z.number() })
+/** `hears`: the devices the sender hears right now, so a device cut off from one of them alone does not take it for dead. */
+export const HeartbeatMessage = z.object({ t: z.number(), hears: z.array(Hex32).max(1000).optional() })
 /** Live events for other devices' UIs (streamed tokens, tool output): never history. */
 export const LiveMessage = z.object({ conversation: Hex32, event: z.record(z.string(), z.unknown()) })
 
@@ -34,4 +35,5 @@ export type DevicesMessage = z.infer<typeof DevicesMessage>
 export type FeedsDigest = z.infer<typeof FeedsDigest>
 export type RunningAgent = z.infer<typeof RunningAgent>
 export type PresenceMessage = z.infer<typeof PresenceMessage>
+export type HeartbeatMessage = z.infer<typeof HeartbeatMessage>
 export type LiveMessage = z.infer<typeof LiveMessage>

@@ -4,7 +4,8 @@
  */
 export class FailureDetector {
   private readonly last = new Map<string, number>()
-  private readonly suspected = new Set<string>()
+  /** suspected devices → when the suspicion began */
+  private readonly suspected = new Map<string, number>()
   private readonly connected = new Set<string>()
 
   constructor (readonly suspectAfterMs: number) {}
@@ -17,10 +18,10 @@ export class FailureDetector {
   }
 
   /** The connection to a device is gone: suspect it at once. Returns true if newly suspected. */
-  lost (device: string): boolean {
+  lost (device: string, now: number): boolean {
     this.connected.delete(device)
     if (this.suspected.has(device)) return false
-    this.suspected.add(device)
+    this.suspected.set(device, now)
     return true
   }
 
@@ -29,13 +30,26 @@ export class FailureDetector {
     const out: string[] = []
     for (const [device, at] of this.last) {
       if (this.suspected.has(device) || now - at < this.suspectAfterMs) continue
-      this.suspected.add(device)
+      this.suspected.set(device, now)
       out.push(device)
     }
     return out
   }
 
+  /** When the next device not yet suspected will be, if nothing is heard from it meanwhile. */
+  nextDeadline (): number | undefined {
+    let next: number | undefined
+    for (const [device, at] of this.last) {
+      if (this.suspected.has(device)) continue
+      const due = at + this.suspectAfterMs
+      if (next === undefined || due < next) next = due
+    }
+    return next
+  }
+
   isSuspected (device: string): boolean { return this.suspected.has(device) }
+  /** When the current suspicion of a device began (how long failover took to notice it). */
+  suspectedSince (device: string): number | undefined { return this.suspected.get(device) }
   lastHeard (device: string): number | undefined { return this.last.get(device) }
   forget (device: string): void {
     this.last.delete(device)

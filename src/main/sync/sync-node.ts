@@ -33,10 +33,19 @@ export interface SyncNodeOptions {
   bootstrap?: BootstrapNode[]
   /** false: no Hyperswarm, connections come only through attach() (in-process tests) */
   swarm?: boolean
+  /** false: start with the network off (`arbor serve --offline`): nothing is sent until setOnline(true) */
+  online?: boolean
   heartbeatMs?: number
   suspectAfterMs?: number
   /** while true, devices that are not paired may connect, for pairing only (no sync) */
   pairingOpen?: () => boolean
+  /**
+   * How long a new connection may take to open the arbor channel (default 3000 ms); then it
+   * is dropped and the swarm connects again. Hyperswarm, when two devices dial each other at
+   * once, can leave each side holding a connection the other dropped: without this, nothing
+   * flows until the transport times out, some 12 s later.
+   */
+  openTimeoutMs?: number
   /** batch feed-length announcements for this long (a burst of appends is one message) */
   announceDelayMs?: number
   clock?: Clock
@@ -49,6 +58,8 @@ export interface PeerState {
   name: string
   connected: boolean
   suspected: boolean
+  /** when this device began to suspect it (its clock) */
+  suspectedSince?: number
   lastHeard?: number
   /** blocks it holds that this device has not indexed yet */
   behind: number
@@ -82,6 +93,8 @@ export class SyncNode extends EventEmitter {
   private lookupTimer: ClockTimer | null = null
   private online = true
   private heartbeatTimer: ClockTimer | null = null
+  /** a check at the detection deadline that falls before the next heartbeat tick */
+  private deadlineTimer: ClockTimer | null = null
   private announceTimer: ClockTimer | null = null
   private readonly changed = new Set<string>()
   private agents: RunningAgent[] = []
@@ -99,6 +112,7 @@ export class SyncNode extends EventEmitter {
     this.log = opts.log ?? consoleLogger('sync')
     this.clock = opts.clock ?? systemClock
     this.detector = new FailureDetector(opts.suspectAfterMs ?? 5000)
+    this.online = opts.online ?? true
     this.life = new Lifecycle(() => this.open(), () => this.shut())
     this.sessionHost = this.makeSessionHost()
   }
@@ -111,27 +125,33 @@ export class SyncNode extends EventEmitter {
     await this.history.ready()
     this.history.on('entries', this.onEntries)
     this.history.on('feed', this.onFeed)
-    if (this.opts.swarm !== false) {
-      const bootstrap = this.opts.bootstrap
-      // A private DHT on loopback must bind loopback, or connections time out (notes/holepunch.md).
-      const loopback = bootstrap !== undefined && bootstrap.length > 0 && bootstrap.every(b => b.host === '127.0.0.1' || b.host === 'localhost')
-      const dht = new DHT({ ...(bootstrap !== undefined ? { bootstrap } : {}), ...(loopback ? { host: '127.0.0.1' } : {}), keyPair: this.history.keyPair })
-      this.swarm = new Hyperswarm({
-        keyPair: this.history.keyPair,
-        dht,
-        // Only paired devices get past the firewall (true = reject).
-        firewall: (remotePublicKey: Buffer) => !this.cluster.isTrusted(remotePublicKey.toString('hex')) && this.opts.pairingOpen?.() !== true
-      })
-      this.swarm.on('connection', (conn: NoiseSecretStream) => { this.attach(conn) })
-      await this.refresh()
-    }
+    // Started offline, the swarm is made only when the network is turned on: a DHT node
+    // contacts its bootstrap nodes as soon as it exists.
+    if (this.online) this.makeSwarm()
+    await this.refresh()
     this.tick()
+  }
+
+  private makeSwarm (): void {
+    if (this.opts.swarm === false || this.swarm !== null) return
+    const bootstrap = this.opts.bootstrap
+    // A private DHT on loopback must bind loopback, or connections time out (notes/holepunch.md).
+    const loopback = bootstrap !== undefined && bootstrap.length > 0 && bootstrap.every(b => b.host === '127.0.0.1' || b.host === 'localhost')
+    const dht = new DHT({ ...(bootstrap !== undefined ? { bootstrap } : {}), ...(loopback ? { host: '127.0.0.1' } : {}), keyPair: this.history.keyPair })
+    this.swarm = new Hyperswarm({
+      keyPair: this.history.keyPair,
+      dht,
+      // Only paired devices get past the firewall (true = reject).
+      firewall: (remotePublicKey: Buffer) => !this.cluster.isTrusted(remotePublicKey.toString('hex')) && this.opts.pairingOpen?.() !== true
+    })
+    this.swarm.on('connection', (conn: NoiseSecretStream) => { this.attach(conn) })
   }
 
   private async shut (): Promise<void> {
     this.history.off('entries', this.onEntries)
     this.history.off('feed', this.onFeed)
     if (this.heartbeatTimer !== null) this.clock.clearTimeout(this.heartbeatTimer)
+    if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
     if (this.announceTimer !== null) this.clock.clearTimeout(this.announceTimer)
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
     for (const s of [...this.sessions]) s.close('this device is shutting down')
@@ -188,6 +208,7 @@ export class SyncNode extends EventEmitter {
         if (swarm !== null) await swarm.suspend()
       } else {
         if (swarm !== null) await swarm.resume()
+        else if (!this.life.closed) this.makeSwarm()
         await this.refresh()
       }
     } finally {
@@ -201,7 +222,7 @@ export class SyncNode extends EventEmitter {
   /** The private DHT's bootstrap nodes (`--bootstrap`); undefined: the public HyperDHT. */
   get bootstrap (): readonly BootstrapNode[] | undefined { return this.opts.bootstrap }
 
-  /** The swarm (for pairing, which meets on its own topics), or null without a network. */
+  /** The swarm (for pairing, which meets on its own topics), or null without a network (or before it was first turned on). */
   get hyperswarm (): Hyperswarm | null { return this.swarm }
 
   /** Runs the protocol on a connection (from the swarm, or from a test's in-process network). */
@@ -273,6 +294,8 @@ export class SyncNode extends EventEmitter {
         agents: s?.remoteAgents ?? []
       }
       if (last !== undefined) p.lastHeard = last
+      const since = this.detector.suspectedSince(d.key)
+      if (since !== undefined) p.suspectedSince = since
       return p
     })
   }
@@ -280,12 +303,30 @@ export class SyncNode extends EventEmitter {
   /**
    * Whether a device is considered dead (placement's "suspected"): silent past the
    * detection window, its connection lost, or never heard from since this node started
-   * longer than the window ago.
+   * longer than the window ago — and no live peer hears it either (a device cut off from
+   * this one alone is not dead). With its network off this device knows nothing of the
+   * others: it is the one away, so none is taken for dead.
    */
   isDown (device: string): boolean {
+    if (!this.online) return false
+    if (this.hearing().includes(device)) return false
+    if (this.openSessions().some(s => !this.detector.isSuspected(s.remoteDevice) && s.remoteHears.has(device))) return false
     if (this.detector.isSuspected(device)) return true
-    if (this.openSessions().some(s => s.remoteDevice === device)) return false
     return this.detector.lastHeard(device) === undefined && this.clock.now() - this.startedAt >= this.detector.suspectAfterMs
+  }
+
+  /** The devices this one hears right now: connected and not suspected. */
+  private hearing (): string[] {
+    const out = new Set<string>()
+    for (const s of this.openSessions()) if (!this.detector.isSuspected(s.remoteDevice)) out.add(s.remoteDevice)
+    return [...out]
+  }
+
+  /** Heartbeats to every peer now (on every tick, and at once when who this device hears changes). */
+  private beat (): void {
+    const now = this.clock.now()
+    const hears = this.hearing()
+    for (const s of this.sessions) if (s.opened) s.heartbeat(now, hears)
   }
 
   /** Connected devices, not suspected, whose announced feeds include the conversation. */
@@ -334,16 +375,30 @@ export class SyncNode extends EventEmitter {
   private tick (): void {
     const every = this.opts.heartbeatMs ?? 1000
     this.heartbeatTimer = this.clock.setTimeout(() => {
-      const now = this.clock.now()
-      for (const s of this.sessions) if (s.opened) s.heartbeat(now)
-      for (const device of this.detector.check(now)) this.peerEvent({ device, state: 'suspected' })
+      this.checkSilence()
+      this.beat()
       // A connection can outlive its session (duplicate connections, pairing races): use it.
       if (this.online) this.attachPending()
       this.tick()
+      // Suspect a silent device when its window ends, not up to a heartbeat later.
+      if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
+      this.deadlineTimer = null
+      const due = this.detector.nextDeadline()
+      const now = this.clock.now()
+      if (due !== undefined && due < now + every) {
+        this.deadlineTimer = this.clock.setTimeout(() => { this.deadlineTimer = null; this.checkSilence() }, due - now)
+      }
     }, every)
   }
 
+  /** Suspects the devices silent for the whole detection window. */
+  private checkSilence (): void {
+    for (const device of this.detector.check(this.clock.now())) this.peerEvent({ device, state: 'suspected' })
+  }
+
   private peerEvent (ev: PeerEvent): void {
+    // Peers learn at once that this device stopped (or started) hearing one: they may be cut off from it.
+    if (ev.state !== 'disconnected') this.beat()
     this.emit('peer', ev)
   }
 
@@ -358,6 +413,7 @@ export class SyncNode extends EventEmitter {
       devices: () => this.cluster.devicesMessage(),
       mergeDevices: (msg, from) => { if (this.cluster.merge(msg, from)) this.devicesChanged() },
       presence: () => this.agents,
+      openTimeoutMs: this.opts.openTimeoutMs ?? 3000,
       feedCache: this.feedCache,
       localDigest: () => {
         if (this.digest === null) {
@@ -375,6 +431,7 @@ export class SyncNode extends EventEmitter {
         if (this.detector.heard(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'recovered' })
       },
       onPresence: (s, agents) => { this.emit('presence', { device: s.remoteDevice, agents }) },
+      onHears: s => { this.emit('hears', { device: s.remoteDevice, hears: [...s.remoteHears] }) },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onClose: s => {
         this.sessions.delete(s)
@@ -384,7 +441,7 @@ export class SyncNode extends EventEmitter {
         if (stillConnected) return
         this.peerEvent({ device: s.remoteDevice, state: 'disconnected' })
         this.lookupSoon(1000)
-        if (this.detector.lost(s.remoteDevice)) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })
+        if (this.detector.lost(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })
       }
     }
   }

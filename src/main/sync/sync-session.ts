@@ -25,10 +25,14 @@ export interface SessionHost {
   onOpen (s: SyncSession): void
   onHeard (s: SyncSession): void
   onPresence (s: SyncSession, agents: RunningAgent[]): void
+  /** the devices the peer hears changed (remoteHears) */
+  onHears (s: SyncSession): void
   onLive (s: SyncSession, msg: LiveMessage): void
   onClose (s: SyncSession): void
   /** this device's feeds list digest (cached until a feed changes) */
   localDigest (): FeedsDigest
+  /** how long a new connection may take to open the arbor channel before it is dropped */
+  openTimeoutMs: number
   /** the feed lists peers sent before, by device: a reconnect with nothing changed sends only a digest */
   feedCache: Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>
 }
@@ -47,9 +51,12 @@ export class SyncSession {
   /** what the peer holds: feed key → length */
   readonly remoteFeeds = new Map<string, { conversation: string; length: number }>()
   remoteAgents: RunningAgent[] = []
+  /** the devices the peer said it hears, in its latest heartbeat */
+  remoteHears: ReadonlySet<string> = new Set()
   private channel: Protomux.Channel | null = null
   private msgs: Protomux.Message[] = []
   private closed = false
+  private openTimer: NodeJS.Timeout | null = null
 
   constructor (readonly stream: NoiseSecretStream, private readonly host: SessionHost) {
     this.remoteDevice = (stream.remotePublicKey as Buffer).toString('hex')
@@ -62,6 +69,10 @@ export class SyncSession {
     const proof = host.proof(stream.handshakeHash as Buffer, stream.isInitiator)
     if (proof === null) { this.close('this device is in no cluster yet'); return }
     stream.once('close', () => this.onClosed())
+    // A connection can be dead before the channel opens (see SyncNodeOptions.openTimeoutMs):
+    // drop it, so the swarm connects again instead of waiting on it.
+    this.openTimer = setTimeout(() => { if (this.hello === null) this.close(`the arbor channel did not open within ${host.openTimeoutMs} ms`) }, host.openTimeoutMs)
+    this.openTimer.unref()
     stream.on('error', (err: Error) => host.log.info(`connection to ${this.remoteDevice.slice(0, 12)} failed: ${err.message}`))
     host.history.replicate(stream)
     const mux = Protomux.from(stream)
@@ -80,7 +91,7 @@ export class SyncSession {
         { encoding: c.json, onmessage: on(FeedsMessage, 'feeds', m => this.onFeeds(m)) },
         { encoding: c.json, onmessage: on(DevicesMessage, 'devices', m => host.mergeDevices(m, this.remoteDevice)) },
         { encoding: c.json, onmessage: on(PresenceMessage, 'presence', m => { this.remoteAgents = m.agents; host.onPresence(this, m.agents) }) },
-        { encoding: c.json, onmessage: on(HeartbeatMessage, 'heartbeat', () => {}) },
+        { encoding: c.json, onmessage: on(HeartbeatMessage, 'heartbeat', m => this.onHeartbeat(m)) },
         { encoding: c.json, onmessage: on(LiveMessage, 'live', m => host.onLive(this, m)) },
         { encoding: c.json, onmessage: on(FeedsDigest, 'feeds digest', m => this.onDigest(m)) },
         { encoding: c.json, onmessage: on(WantFeeds, 'want feeds', () => this.send(1, { full: true, feeds: localFeeds(host.history) } satisfies FeedsMessage)) }
@@ -117,7 +128,15 @@ export class SyncSession {
       return
     }
     this.hello = m
+    this.clearOpenTimer()
     this.host.onOpen(this)
+  }
+
+  private onHeartbeat (m: HeartbeatMessage): void {
+    const hears = new Set(m.hears ?? [])
+    const changed = hears.size !== this.remoteHears.size || [...hears].some(d => !this.remoteHears.has(d))
+    this.remoteHears = hears
+    if (changed) this.host.onHears(this)
   }
 
   private onDigest (m: FeedsDigest): void {
@@ -152,7 +171,7 @@ export class SyncSession {
   }
   sendDevices (): void { this.send(2, this.host.devices()) }
   sendPresence (agents: RunningAgent[]): void { this.send(3, { agents }) }
-  heartbeat (t: number): void { this.send(4, { t }) }
+  heartbeat (t: number, hears: string[]): void { this.send(4, { t, hears } satisfies HeartbeatMessage) }
   sendLive (msg: LiveMessage): void { this.send(5, msg) }
 
   /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
@@ -175,9 +194,15 @@ export class SyncSession {
     this.onClosed()
   }
 
+  private clearOpenTimer (): void {
+    if (this.openTimer !== null) clearTimeout(this.openTimer)
+    this.openTimer = null
+  }
+
   private onClosed (): void {
     if (this.closed) return
     this.closed = true
+    this.clearOpenTimer()
     this.host.onClose(this)
   }
 }

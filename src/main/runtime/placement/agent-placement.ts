@@ -134,7 +134,7 @@ export class AgentPlacement {
     }
     this.addFresh(conversation, [entry.id])
     this.reconcile(conversation) // a dead owner's opt-in agent may be revived here
-    return { runs: 'elsewhere', device: top.device, name: this.opts.peers.name(top.device), reachable: !this.opts.peers.down(top.device) }
+    return { runs: 'elsewhere', device: top.device, name: this.opts.peers.name(top.device), reachable: this.opts.peers.live(conversation).includes(top.device) }
   }
 
   /** Moves the agent here with a higher epoch, continuing from `leaf` (default: the branch shown here). */
@@ -195,6 +195,15 @@ export class AgentPlacement {
     if (!this.closed && this.opened) this.writeState().catch((err: Error) => { this.opts.log.warn(`could not record waiting messages in ${this.opts.stateFile}: ${err.message}`) })
   }
 
+  private holds (conversation: string): boolean {
+    try {
+      this.opts.history.resolve(conversation)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   /** What this device knows of a conversation's placement, read once and kept up to date. */
   private async learn (conversation: string): Promise<Known> {
     const have = this.known.get(conversation)
@@ -207,7 +216,9 @@ export class AgentPlacement {
 
   /** Takes the decision for a conversation again (serialised per conversation). */
   reconcile (conversation: string): void {
-    if (this.closed) return
+    // A peer may announce an agent for a conversation whose history has not reached this
+    // device yet: its entries call for the decision when they arrive.
+    if (this.closed || !this.holds(conversation)) return
     if (this.queue.has(conversation)) { this.again.add(conversation); return }
     const p = this.decideAndAct(conversation)
       .catch((err: Error) => { this.opts.log.warn(`placement of ${conversation.slice(0, 12)}: ${err.message}`) })

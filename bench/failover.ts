@@ -1,0 +1,131 @@
+// Failover after a SIGKILL (DESIGN.md, "Placement"; notes/runtime.md §4): three real `arbor
+// serve` processes on a HyperDHT testnet on loopback, at default settings (heartbeat 1 s,
+// suspicion after 5 s of silence). Each run SIGKILLs the node running an auto-revival agent
+// in the middle of a bash call and measures, from the kill, when the survivors' failure
+// detectors suspected it (their own record: `arbor devices --json` suspectedSince) and when
+// the revival was written (the agent.started{revival} entry's time). JSON lines on stdout;
+// see bench/README.md.
+import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Entry, EntryOf } from '../src/shared/entry'
+import { ProcessCluster, waitFor } from '../test/helpers/arbor-processes'
+import { emit, median, percentile, round } from './lib/util'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const RUNS = Number(process.env.ARBOR_BENCH_FAILOVER_RUNS ?? 10)
+const NAMES = ['laptop', 'server', 'cloud'] as const
+/** The failure detector's window at default settings (SyncNode suspectAfterMs). */
+const WINDOW_MS = 5000
+const TARGET_MS = 5000
+/** Erlang distribution's default detection of a silent node: net_ticktime 60 s, 45 s < T < 75 s. */
+const ERLANG_MS: [number, number] = [45_000, 75_000]
+const note = (m: string): void => { process.stderr.write(`bench failover: ${m}\n`) }
+
+if (spawnSync('bwrap', ['--version']).status !== 0) {
+  // The agent is killed in the middle of a sandboxed bash call (the sandbox dies with its node).
+  for (const name of ['failover.detect', 'failover.revive']) emit({ name, value: 0, unit: 'ms', skipped: 'bwrap not installed' })
+  process.exit(0)
+}
+if (!existsSync(path.join(ROOT, 'out', 'main', 'cli.js'))) {
+  note('out/main/cli.js is missing; building')
+  const b = spawnSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], shell: process.platform === 'win32' })
+  if (b.status !== 0) throw new Error('the build failed')
+}
+
+const cluster = new ProcessCluster()
+try {
+  await cluster.ready()
+  await Promise.all(NAMES.map(n => cluster.serve(n)))
+  await cluster.pair('laptop', 'server', 'cloud')
+  const devices = async (n: string): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; suspectedSince?: number }>> =>
+    (JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; suspectedSince?: number }> }).devices
+  const key = new Map<string, string>()
+  for (const n of NAMES) key.set(n, (await devices(n)).find(d => d.self)?.device ?? '')
+  const allConnected = async (): Promise<boolean> => {
+    for (const n of NAMES) if ((await devices(n)).some(d => !d.self && (!d.connected || d.suspected))) return false
+    return true
+  }
+
+  const work = await cluster.tempDir('arbor-bench-failover-')
+  const script = path.join(work, 'model.json')
+  await fs.writeFile(script, JSON.stringify({
+    rules: [{ match: '^crash', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'sleep 300', timeoutMs: 400_000 } }] }, { text: 'revived: {{lastToolOutput}}' }] }]
+  }))
+
+  const detect: number[] = []
+  const revive: number[] = []
+  for (let run = 0; run < RUNS; run++) {
+    const victim = NAMES[run % NAMES.length] as string
+    const survivors = NAMES.filter(n => n !== victim)
+    if (run === 0) await waitFor(allConnected, 'every pair of devices to connect', 120_000, 250)
+    const conv = (await cluster.ok(victim, 'new', '--title', `failover ${run}`, '--auto-revival', '--cwd', work)).trim()
+    const entries = async (n: string): Promise<Entry[]> => {
+      const r = await cluster.arbor(n, 'export', conv, '--format', 'json')
+      return r.code === 0 ? (JSON.parse(r.out) as { entries: Entry[] }).entries : []
+    }
+    cluster.spawnArbor(victim, 'chat', conv, 'crash now', '--provider', 'fake', '--script', script)
+    // killed once every survivor holds the intent of the running call (a step cut short)
+    await waitFor(async () => {
+      for (const n of survivors) if (!(await entries(n)).some(e => e.kind === 'tool.intent')) return false
+      return true
+    }, 'the survivors to hold the bash call\'s intent', 60_000, 100)
+
+    const killedAt = Date.now()
+    await cluster.kill(victim, 'SIGKILL')
+    let revival: EntryOf<'agent.started'> | undefined
+    await waitFor(async () => {
+      for (const n of survivors) {
+        revival = (await entries(n)).find((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started' && e.body.reason === 'revival')
+        if (revival !== undefined) return true
+      }
+      return false
+    }, 'a revival', 60_000, 100)
+    const r = revival as EntryOf<'agent.started'>
+    const since: number[] = []
+    for (const n of survivors) {
+      const s = (await devices(n)).find(d => d.device === key.get(victim))?.suspectedSince
+      if (s === undefined) throw new Error(`${n} does not suspect ${victim} after the revival`)
+      since.push(s - killedAt)
+    }
+    detect.push(...since)
+    revive.push(r.ts - killedAt)
+    const reviver = [...key].find(([, k]) => k === r.author.device)?.[0] ?? '?'
+    note(`run ${run + 1}/${RUNS}: killed ${victim}; suspected after ${since.map(ms => `${ms} ms`).join(' and ')}; revived on ${reviver} after ${r.ts - killedAt} ms`)
+    // back online: it continues (and finishes) its own cut-short turn, and rejoins
+    const restartAt = Date.now()
+    await cluster.serve(victim)
+    await waitFor(allConnected, `${victim} to rejoin`, 120_000, 250)
+    note(`${victim} restarted and heard by every device ${Date.now() - restartAt} ms after its restart`)
+  }
+
+  const line = (name: string, xs: number[], extra: Record<string, unknown>): void => {
+    const value = median(xs)
+    emit({ name, value: round(value), unit: 'ms', p90: round(percentile(xs, 90)), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, ...extra })
+  }
+  const detectMedian = median(detect)
+  // detection: against the window it is set to (5 s), beside Erlang's default window
+  line('failover.detect', detect, {
+    baseline: WINDOW_MS,
+    baselineIs: 'the configured detection window (suspectAfterMs)',
+    ratio: round(detectMedian / WINDOW_MS, 3),
+    reference: ERLANG_MS,
+    referenceIs: 'Erlang net_ticktime 60 s default: a silent node is noticed after 45-75 s',
+    referenceRatio: round(detectMedian / ERLANG_MS[0], 3)
+  })
+  const reviveMedian = median(revive)
+  line('failover.revive', revive, {
+    baseline: round(detectMedian),
+    baselineIs: 'failover.detect (the rest is deciding, writing the note and starting the agent)',
+    ratio: round(reviveMedian / detectMedian, 3),
+    reference: ERLANG_MS,
+    referenceRatio: round(reviveMedian / ERLANG_MS[0], 3),
+    target: TARGET_MS,
+    ok: reviveMedian <= TARGET_MS,
+    p90ok: percentile(revive, 90) <= TARGET_MS
+  })
+} finally {
+  await cluster.close()
+}
