@@ -13,12 +13,13 @@ import { fileURLToPath } from 'node:url'
 import type { Entry, EntryOf } from '../src/shared/entry'
 import { ProcessCluster, waitFor } from '../test/helpers/arbor-processes'
 import { emit, median, percentile, round } from './lib/util'
+import { DEFAULT_SUSPECT_AFTER_MS } from '../src/main/sync/sync-node'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const RUNS = Number(process.env.ARBOR_BENCH_FAILOVER_RUNS ?? 10)
 const NAMES = ['laptop', 'server', 'cloud'] as const
 /** The failure detector's window at default settings (SyncNode suspectAfterMs). */
-const WINDOW_MS = 5000
+const WINDOW_MS = DEFAULT_SUSPECT_AFTER_MS
 const TARGET_MS = 5000
 /** Erlang distribution's default detection of a silent node: net_ticktime 60 s, 45 s < T < 75 s. */
 const ERLANG_MS: [number, number] = [45_000, 75_000]
@@ -106,7 +107,7 @@ try {
     emit({ name, value: round(value), unit: 'ms', p90: round(percentile(xs, 90)), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, ...extra })
   }
   const detectMedian = median(detect)
-  // detection: against the window it is set to (5 s), beside Erlang's default window
+  // detection: against the window it is set to (4 s), beside Erlang's default window
   line('failover.detect', detect, {
     baseline: WINDOW_MS,
     baselineIs: 'the configured detection window (suspectAfterMs)',

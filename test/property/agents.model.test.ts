@@ -14,6 +14,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import type { Entry } from '../../src/shared/entry'
+import type { ConversationDag } from '../../src/shared/conversation-dag'
 import { tickHlc } from '../../src/shared/hlc'
 import { openWork, ownerOf, topRef } from '../../src/main/runtime/placement/placement'
 import { AgentCluster } from '../helpers/agent-cluster'
@@ -37,6 +38,8 @@ const SCRIPT: FakeScript = {
   default: { text: 'You said: {{lastUser}}' }
 }
 const QUIET_MS = 30_000 // the final quiet period
+// ARBOR_SEED=… ARBOR_PATH=… replays one failure (as printed) without shrinking
+const replay = process.env.ARBOR_SEED !== undefined ? { seed: Number(process.env.ARBOR_SEED), path: process.env.ARBOR_PATH ?? '', endOnFailure: true } : {}
 
 // ------------------------------------------------------------------ model and real system
 
@@ -314,7 +317,7 @@ async function finalChecks (r: Real): Promise<void> {
     if (dag === undefined) continue
     const top = ownerOf(dag.entries())
     const stuck = openWork(dag).filter(w => w.kind === 'turn' && top !== null && w.agent.device === top.device && w.agent.epoch === top.epoch)
-    expect(stuck.map(w => w.leaf.kind), `turns left cut short in ${conv.slice(0, 8)}`).toEqual([])
+    expect(stuck.map(w => w.leaf.kind), `turns left cut short in ${conv.slice(0, 8)}:\n${dagText(dag, r)}`).toEqual([])
   }
   // Available: every message was taken up by an agent (all devices are back, so every owner is live).
   for (const conv of r.convs) {
@@ -326,6 +329,17 @@ async function finalChecks (r: Real): Promise<void> {
   const keys = c.ledger.map(l => l.idemKey)
   const twice = keys.filter((k, i) => keys.indexOf(k) !== i)
   expect(twice, 'external steps run twice').toEqual([])
+}
+
+/** A conversation as lines (for a failure's message): entry, parent, author device and agent, body. */
+function dagText (dag: ConversationDag, r: Real): string {
+  const who = (device: string): string => {
+    const i = r.c.devices.findIndex(d => d?.node.device === device)
+    return i < 0 ? device.slice(0, 6) : name(i)
+  }
+  return [...dag.entries()].sort((a, b) => a.ts - b.ts).map(e =>
+    `${e.id.slice(0, 6)} <- ${e.parents.map(p => p.slice(0, 6)).join(',') || '-'} ${who(e.author.device)}${e.author.agent !== undefined ? '/' + e.author.agent : ''} ${e.kind} ${JSON.stringify(e.body).slice(0, 90)}`
+  ).join('\n')
 }
 
 // ------------------------------------------------------------------ the property
@@ -353,7 +367,7 @@ describe('agents across devices (model-based)', () => {
           await c.close()
         }
       }),
-      { numRuns: NUM_RUNS, verbose: 1 }
+      { numRuns: NUM_RUNS, verbose: 1, ...replay }
     )
   }, LONG ? 6 * 3600_000 : 600_000)
 })

@@ -26,6 +26,13 @@ export interface ClusterMembership {
 
 export interface BootstrapNode { host: string; port: number }
 
+/**
+ * How long a device may be silent before it is suspected dead (heartbeats every second):
+ * three missed heartbeats and some. Shorter than Erlang's 45–75 s and Pekko's ~5.5 s, like
+ * memberlist's LAN profile (~4 s at 3 nodes), so an opt-in agent is revived within 5 s.
+ */
+export const DEFAULT_SUSPECT_AFTER_MS = 4000
+
 export interface SyncNodeOptions {
   history: HistoryStore
   cluster: ClusterMembership
@@ -111,7 +118,7 @@ export class SyncNode extends EventEmitter {
     this.cluster = opts.cluster
     this.log = opts.log ?? consoleLogger('sync')
     this.clock = opts.clock ?? systemClock
-    this.detector = new FailureDetector(opts.suspectAfterMs ?? 5000)
+    this.detector = new FailureDetector(opts.suspectAfterMs ?? DEFAULT_SUSPECT_AFTER_MS)
     this.online = opts.online ?? true
     this.life = new Lifecycle(() => this.open(), () => this.shut())
     this.sessionHost = this.makeSessionHost()
