@@ -50,7 +50,8 @@ export function moveText (m: AgentMove, name: (device: string) => string): strin
     case 'started': return `started on ${who}, epoch ${m.epoch}`
     case 'resumed':
     case 'revived': {
-      const from = m.from !== undefined ? ` from ${name(m.from.device)} (epoch ${m.from.epoch})` : ''
+      // taking over from itself (an agent here with a lower epoch) is no move from anywhere
+      const from = m.from !== undefined && m.from.device !== m.device ? ` from ${name(m.from.device)} (epoch ${m.from.epoch})` : ''
       return `${m.kind} on ${who}${from}, epoch ${m.epoch}`
     }
     case 'gave-way': return `${who} (epoch ${m.epoch}) gave way${m.by !== undefined ? ` to ${name(m.by.device)} (epoch ${m.by.epoch})` : ''}`
