@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX, type RefObject } from 'react'
 import type { RemoteAgentDto } from '../shared/api'
 import { AgentBar } from './AgentBar'
-import { commandHelp, parseCommand, sentText, unknownCommandText, type CommandName } from './agent-place'
+import { commandHelp, parseCommand, sentText, stillWaiting, unknownCommandText, type CommandName } from './agent-place'
 import { errorText, useApi } from './api-context'
 import { continuePoints, type ContinuePoint } from './continue-from'
 import { formatCount, placesText } from './conversation-list'
@@ -141,7 +141,7 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
   const where = elsewhere.length > 0 ? ` ${placesText(snap.agents)}` : ''
   // Streamed text shows only on the branch it extends (not on one the reader switched to).
   const streamHere = running && snap.streamParent !== undefined && snap.streamParent === tip?.id && (snap.streaming !== '' || snap.thinking !== '')
-  const sentHere = sent !== undefined && sent.entry === tip?.id ? sent.agent : undefined
+  const sentHere = useMemo(() => sent !== undefined && stillWaiting(branch, sent.entry, sent.agent) ? sent.agent : undefined, [sent, branch])
 
   return (
     <div className="chat">

@@ -2,6 +2,7 @@
 // healing notes, what a message sent to another device's agent leads to, and the message
 // box's commands (`/resume`). Pure: the API's data in, text out.
 import type { AgentStatusDto, ApiEvent, RemoteAgentDto } from '../shared/api'
+import type { Entry } from '../shared/entry'
 
 export type PlaceTone = 'ok' | 'warn' | 'muted'
 
@@ -38,6 +39,20 @@ export function sentText (agent: RemoteAgentDto): string {
   return agent.reachable
     ? `Sent to the agent on ${agent.name}`
     : `${agent.name} is not connected: the message waits for it — type /resume to run the agent here`
+}
+
+/**
+ * Whether a message handed to another device's agent still waits for it on the shown branch:
+ * nothing follows it but notes, settings and that agent starting (no answer, no other agent).
+ */
+export function stillWaiting (branch: readonly Entry[], message: string, agent: RemoteAgentDto): boolean {
+  for (let i = branch.length - 1; i >= 0; i--) {
+    const e = branch[i] as Entry
+    if (e.id === message) return true
+    const quiet = e.kind === 'note' || e.kind === 'meta' || (e.kind === 'agent.started' && e.author.device === agent.device)
+    if (!quiet) return false
+  }
+  return false
 }
 
 /** Whether an event may change where the conversation's agent runs (time to ask agent.status again). */

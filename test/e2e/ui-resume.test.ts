@@ -63,35 +63,32 @@ describe('moving the agent with /resume in the web UI', () => {
     await server.api.request('devices.join', { code })
     await until(async () => (await laptop.api.request('net.get', {})).peers === 1, 'the laptop to connect to the server', 30_000)
 
-    // the server's agent answers the first question there
-    const { id } = await server.api.request('conversation.create', { title: 'Runs on the server' })
-    await server.api.request('message.send', { conversation: id, text: 'first question' })
-    await until(async () => (await server.api.request('conversation.open', { id })).entries.some(e => e.kind === 'agent.stopped'), 'the server\'s first answer', 20_000)
+    // the server's agent answers the first message there (its scripted model takes a while with the laptop's)
+    const script = path.join(server.dir, 'script.json')
+    fs.writeFileSync(script, JSON.stringify({ rules: [{ match: 'from the laptop', reply: { text: 'You said: {{lastUser}}', chunkSize: 100, delayMsPerChunk: 2000 } }] }))
+    const chat = await arbor(server, 'chat', '--new', 'Runs on the server', '--provider', 'fake', '--script', script)
+    expect(chat.code, chat.err).toBe(0)
+    const id = (chat.out.match(/^conversation ([0-9a-f]{64})$/m) as RegExpMatchArray)[1] as string
 
     // the laptop's chat says the agent is the server's, and offers to move it
     await page.goto(laptop.url)
     await page.getByRole('complementary', { name: 'Conversations' }).getByRole('button', { name: 'Runs on the server' }).click({ timeout: 20_000 })
     const log = page.getByRole('log', { name: 'Messages on this branch' })
-    await log.getByText('You said: first question').waitFor({ timeout: 20_000 })
+    await log.getByText('You said: Runs on the server').waitFor({ timeout: 20_000 })
     const bar = page.getByRole('region', { name: 'Where the agent runs' })
     const where = bar.getByRole('status')
     await expect.poll(() => where.textContent(), { timeout: 10_000 }).toBe('Agent: server · epoch 0')
     expect(await bar.getByRole('button', { name: 'Resume here' }).isVisible()).toBe(true)
     await shot('on-server')
 
-    // a message from the laptop goes to the server's agent, which answers it
-    await page.evaluate(() => {
-      // the note shows until the server's agent starts on the message: keep every text it had
-      const seen: string[] = []
-      ;(window as unknown as { seenNotes: string[] }).seenNotes = seen
-      new MutationObserver(() => { for (const el of document.querySelectorAll('.sent-note')) seen.push(el.textContent ?? '') })
-        .observe(document.body, { subtree: true, childList: true, characterData: true })
-    })
+    // a message from the laptop goes to the server's agent, which answers it (the note stays until it does)
     const box = page.getByRole('textbox', { name: 'Message', exact: true })
     await box.fill('hello from the laptop')
     await box.press('Enter')
+    const sentNote = page.getByRole('status').filter({ hasText: 'Sent to the agent on server' })
+    await sentNote.waitFor({ timeout: 10_000 })
     await log.getByText('You said: hello from the laptop').waitFor({ timeout: 20_000 })
-    expect(await page.evaluate(() => (window as unknown as { seenNotes: string[] }).seenNotes)).toContain('Sent to the agent on server')
+    await sentNote.waitFor({ state: 'detached', timeout: 5_000 })
     const reply = (await laptop.api.request('conversation.open', { id })).entries.find(e => e.kind === 'assistant' && e.body.text === 'You said: hello from the laptop')
     expect(reply?.author.device).toBe((await server.api.request('hello', {})).device)
 
@@ -119,7 +116,10 @@ describe('moving the agent with /resume in the web UI', () => {
 
     // back online, the server sees the move: epoch 1 on the laptop, in its API and its `arbor status`
     await laptop.api.request('net.set', { on: true })
-    await until(async () => (await server.api.request('agent.status', { conversation: id })).owner?.name === 'laptop', 'the server to learn of the move', 30_000)
+    await until(async () => {
+      const s = await server.api.request('agent.status', { conversation: id })
+      return s.owner?.name === 'laptop' && s.ownerConnected && !s.ownerDown
+    }, 'the server to learn of the move and hear from the laptop again', 30_000)
     expect((await server.api.request('agent.status', { conversation: id })).owner).toMatchObject({ name: 'laptop', self: false, epoch: 1 })
     const status = await arbor(server, 'status', id.slice(0, 12))
     expect(status.code, status.err).toBe(0)

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest'
 import type { AgentRefDto, AgentStatusDto, ApiEvent } from '../../src/shared/api'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
-import { affectsPlacement, commandHelp, parseCommand, placeView, sentText, unknownCommandText } from '../../src/renderer/agent-place'
+import { affectsPlacement, commandHelp, parseCommand, placeView, sentText, stillWaiting, unknownCommandText } from '../../src/renderer/agent-place'
 import { noticeFor } from '../../src/renderer/transcript'
 
 const LAPTOP = 'a'.repeat(64)
@@ -86,6 +86,23 @@ describe('affectsPlacement', () => {
       [{ type: 'token', conversation: C, device: SERVER, run: 'r', parent: said.id, delta: 'x' }, false]
     ]
     for (const [ev, want] of cases) expect(affectsPlacement(ev, C), JSON.stringify(ev).slice(0, 80)).toBe(want)
+  })
+})
+
+describe('stillWaiting', () => {
+  it('keeps a message waiting for another device\'s agent until it answers, or an agent elsewhere takes over', () => {
+    const agent = { device: SERVER, name: 'server', reachable: true }
+    const before = entry(LAPTOP, { kind: 'assistant', body: { text: 'earlier' } })
+    const msg = entry(LAPTOP, { kind: 'user', body: { text: 'hi' } })
+    const started = entry(SERVER, { kind: 'agent.started', body: { epoch: 0, reason: 'user' } })
+    const answer = entry(SERVER, { kind: 'assistant', body: { text: 'hello' } })
+    const note = entry(LAPTOP, { kind: 'note', body: { text: 'now runs on laptop' } })
+    const resumed = entry(LAPTOP, { kind: 'agent.started', body: { epoch: 1, reason: 'resume' } })
+    expect(stillWaiting([before, msg], msg.id, agent)).toBe(true)
+    expect(stillWaiting([before, msg, started], msg.id, agent)).toBe(true) // it started on it: no answer yet
+    expect(stillWaiting([before, msg, started, answer], msg.id, agent)).toBe(false)
+    expect(stillWaiting([before, msg, note, resumed], msg.id, agent)).toBe(false) // resumed here
+    expect(stillWaiting([before], msg.id, agent)).toBe(false) // another branch
   })
 })
 
