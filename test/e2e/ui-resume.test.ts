@@ -113,6 +113,13 @@ describe('moving the agent with /resume in the web UI', () => {
     expect(await bar.getByRole('button', { name: 'Resume here' }).count()).toBe(0)
     expect(await page.getByRole('status').filter({ hasText: 'server is not connected' }).count()).toBe(0)
     await shot('resumed')
+    // in the dark scheme the bar and the lifecycle line take its colours
+    const colour = (): Promise<string> => bar.locator('.agent-place').evaluate(el => getComputedStyle(el).color)
+    const light = await colour()
+    await page.emulateMedia({ colorScheme: 'dark' })
+    expect(await colour()).not.toBe(light)
+    await shot('resumed-dark')
+    await page.emulateMedia({ colorScheme: 'light' })
 
     // back online, the server sees the move: epoch 1 on the laptop, in its API and its `arbor status`
     await laptop.api.request('net.set', { on: true })
