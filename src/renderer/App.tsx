@@ -157,7 +157,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
             : view === 'devices'
               ? <DevicesView net={net} onClose={() => setView('chat')} />
               : opened.state === 'open' && opened.store.id === activeId
-            ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} />
+            ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} device={node?.device} />
             : activeId === undefined
               ? <EmptyState />
               : opened.state === 'error' && opened.id === activeId

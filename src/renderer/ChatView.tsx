@@ -1,4 +1,7 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX, type RefObject } from 'react'
+import type { RemoteAgentDto } from '../shared/api'
+import { AgentBar } from './AgentBar'
+import { commandHelp, parseCommand, sentText, stillWaiting, unknownCommandText, type CommandName } from './agent-place'
 import { errorText, useApi } from './api-context'
 import { continuePoints, type ContinuePoint } from './continue-from'
 import { formatCount, placesText } from './conversation-list'
@@ -8,17 +11,22 @@ import { Transcript } from './Transcript'
 import { TreeView } from './TreeView'
 import { buildTranscript, groupTurns } from './transcript'
 import { nearBottom } from './transcript-window'
+import { useAgentStatus } from './use-agent-status'
 
-export function ChatView ({ store, connected }: { store: ConversationStore; connected: boolean }): JSX.Element {
+export function ChatView ({ store, connected, device }: { store: ConversationStore; connected: boolean; /** this device's key */ device?: string | undefined }): JSX.Element {
   const client = useApi()
   // not per streamed token: StreamingReply alone re-renders for those
   const snap = useSyncExternalStore(store.subscribe, store.view)
   const { dag, selected, running } = snap
+  const placement = useAgentStatus(client, store.id, connected)
+  const names = placement.status?.names
+  // lifecycle lines name devices as the node knows them
+  const nameOf = useCallback((d: string) => names?.[d] ?? `device ${d.slice(0, 8)}`, [names])
   const size = dag.size
   // rebuilt when entries, the selection or the running state change; not per streamed token
   // (dag is mutable: its size stands for its contents)
   const branch = useMemo(() => dag.branch(selected), [dag, size, selected])
-  const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running }), [branch, dag, running])
+  const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running, self: device, name: nameOf }), [branch, dag, running, device, nameOf])
   const turns = useMemo(() => groupTurns(items), [items])
   const headCount = useMemo(() => dag.headIds().length, [dag, size])
   const runningTool = useMemo(() => items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending')), [items])
@@ -33,6 +41,10 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   // "continue from here": the next message attaches there instead of at the tip
   const [continueFrom, setContinueFrom] = useState<ContinuePoint | undefined>()
   const continueAt = useMemo(() => continuePoints(turns), [turns])
+  // the last message handed to another device's agent, while nothing follows it
+  const [sent, setSent] = useState<{ entry: string; agent: RemoteAgentDto } | undefined>()
+  const [resuming, setResuming] = useState(false)
+  const [revivalAsked, setRevivalAsked] = useState<boolean | undefined>()
 
   const send = useCallback(async (text: string, parent: string | undefined): Promise<void> => {
     const params: { conversation: string; text: string; parent?: string } = { conversation: store.id, text }
@@ -41,7 +53,37 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
     const r = await client.call('message.send', params)
     store.addEntries([r.entry])
     store.select(r.entry.id)
+    setSent(r.agent !== undefined ? { entry: r.entry.id, agent: r.agent } : undefined)
   }, [client, store])
+
+  /** Moves the agent to this device (`/resume`, the Resume button). */
+  const resume = useCallback(async (): Promise<void> => {
+    setResuming(true)
+    stick.current = true
+    try {
+      await client.call('agent.resume', { conversation: store.id })
+      placement.refresh()
+    } catch (err) {
+      setError(`Not resumed: ${errorText(err)}`)
+      throw err
+    } finally {
+      setResuming(false)
+    }
+  }, [client, store, placement.refresh])
+
+  const runCommand = useCallback((name: CommandName): Promise<void> => {
+    switch (name) {
+      case '/resume': return resume()
+    }
+  }, [resume])
+
+  const setAutoRevival = useCallback((on: boolean) => {
+    setRevivalAsked(on)
+    client.call('agent.autoRevival', { conversation: store.id, on }).then(
+      s => placement.accept(s),
+      err => setError(`Auto-revival not changed: ${errorText(err)}`)
+    ).finally(() => setRevivalAsked(undefined))
+  }, [client, store, placement.accept])
 
   const onSwitch = useCallback((entry: string, dir: -1 | 1) => {
     store.select(entry)
@@ -104,6 +146,7 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
   const where = elsewhere.length > 0 ? ` ${placesText(snap.agents)}` : ''
   // Streamed text shows only on the branch it extends (not on one the reader switched to).
   const streamHere = running && snap.streamParent !== undefined && snap.streamParent === tip?.id && (snap.hasStreaming || snap.thinking !== '')
+  const sentHere = useMemo(() => sent !== undefined && stillWaiting(branch, sent.entry, sent.agent) ? sent.agent : undefined, [sent, branch])
 
   return (
     <div className="chat">
@@ -121,6 +164,16 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
           </span>
         </div>
       </header>
+      <AgentBar
+        status={placement.status}
+        error={placement.error}
+        onResume={() => { resume().catch(() => undefined) }}
+        resuming={resuming}
+        onAutoRevival={setAutoRevival}
+        revivalAsked={revivalAsked}
+        disabled={!connected}
+        working={running}
+      />
       {showTree
         ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onContinue={onTreeContinue} onClose={closeTree} />
         : null}
@@ -131,7 +184,9 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} continueAt={continueAt} onContinue={startContinue} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
         {streamHere
           ? <StreamingReply store={store} thinking={snap.thinking} onFollow={follow} />
-          : running && !runningTool
+          : sentHere !== undefined
+            ? <div className={sentHere.reachable ? 'working sent-note' : 'working sent-note away'} role="status">{sentText(sentHere)}</div>
+            : running && !runningTool
             ? <div className="working" role="status"><span className="spinner small" aria-hidden="true" />Working{where}…</div>
             : !running && items[items.length - 1]?.kind === 'user'
               ? <div className="working">No reply on this branch.</div>
@@ -151,6 +206,8 @@ export function ChatView ({ store, connected }: { store: ConversationStore; conn
         onCancelContinue={() => setContinueFrom(undefined)}
         onSend={text => send(text, continueFrom?.entry ?? tip?.id).then(() => setContinueFrom(undefined), err => { setError(`Not sent: ${errorText(err)}`); throw err })}
         onStop={stop}
+        onCommand={runCommand}
+        onUnknownCommand={name => setError(unknownCommandText(name))}
       />
     </div>
   )
@@ -173,7 +230,7 @@ function StreamingReply ({ store, thinking, onFollow }: { store: ConversationSto
   )
 }
 
-function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhere, continueFrom, branches, onCancelContinue, onSend, onStop }: {
+function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhere, continueFrom, branches, onCancelContinue, onSend, onStop, onCommand, onUnknownCommand }: {
   textareaRef: RefObject<HTMLTextAreaElement | null>
   canSend: boolean
   connected: boolean
@@ -188,6 +245,9 @@ function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhe
   onCancelContinue: () => void
   onSend: (text: string) => Promise<void>
   onStop: () => void
+  /** a command typed alone (`/resume`): carried out instead of sending */
+  onCommand: (name: CommandName) => Promise<void>
+  onUnknownCommand: (name: string) => void
 }): JSX.Element {
   const [text, setText] = useState('')
   const [busy, setBusy] = useState(false)
@@ -201,10 +261,14 @@ function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhe
 
   const submit = (): void => {
     const t = text
-    if (!canSend || busy || t.trim() === '') return
+    const command = parseCommand(t)
+    if (command?.kind === 'unknown') { onUnknownCommand(command.name); return }
+    // a command works whenever the node is there (/resume: even while another device's agent works)
+    if (command === null ? !canSend : !connected) return
+    if (busy || t.trim() === '') return
     setBusy(true)
     setText('')
-    onSend(t).then(
+    ;(command !== null ? onCommand(command.name) : onSend(t)).then(
       () => setBusy(false),
       () => { setBusy(false); setText(cur => cur === '' ? t : cur) }
     )
@@ -215,7 +279,8 @@ function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhe
     textareaRef.current?.focus()
   }
 
-  const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : busyElsewhere ?? 'Enter to send, Shift+Enter for a new line'
+  const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : busyElsewhere ?? 'Enter to send, Shift+Enter for a new line, / for commands'
+  const help = commandHelp(text)
   return (
     <form
       className="composer"
@@ -231,6 +296,7 @@ function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhe
           </div>
           )
         : null}
+      {help !== undefined ? <div className="command-help" role="status">{help}</div> : null}
       <textarea
         ref={textareaRef}
         value={text}
@@ -246,7 +312,7 @@ function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhe
       <div className="composer-side">
         {running
           ? <button type="button" className="danger" onClick={onStop} aria-label="Stop the agent">Stop</button>
-          : <button type="submit" className="primary" disabled={!canSend || busy || text.trim() === ''} aria-label="Send message">Send</button>}
+          : <button type="submit" className="primary" disabled={(help !== undefined ? !connected : !canSend) || busy || text.trim() === ''} aria-label="Send message">Send</button>}
       </div>
       <div id="composer-hint" className="composer-hint">{hint}</div>
     </form>

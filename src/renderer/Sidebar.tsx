@@ -171,6 +171,8 @@ function NewConversationForm ({ defaultCwd, onCancel, onCreated }: { defaultCwd:
   const client = useApi()
   const [title, setTitle] = useState('')
   const [cwd, setCwd] = useState('')
+  const [autoRevival, setAutoRevival] = useState(false)
+  const revivalHintId = useId()
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>()
   const titleId = useId()
@@ -186,6 +188,7 @@ function NewConversationForm ({ defaultCwd, onCancel, onCreated }: { defaultCwd:
     const params: ApiMethods['conversation.create']['params'] = {}
     if (title.trim() !== '') params.title = title.trim()
     if (cwd.trim() !== '') params.cwd = cwd.trim()
+    if (autoRevival) params.autoRevival = true
     client.call('conversation.create', params).then(
       r => onCreated(r.id),
       err => { setBusy(false); setError(errorText(err)) }
@@ -213,6 +216,11 @@ function NewConversationForm ({ defaultCwd, onCancel, onCreated }: { defaultCwd:
         autoCorrect="off"
         className="mono"
       />
+      <label className="check-label new-revival">
+        <input type="checkbox" checked={autoRevival} onChange={e => setAutoRevival(e.target.checked)} aria-describedby={revivalHintId} />
+        Auto-revival
+      </label>
+      <span id={revivalHintId} className="field-note">If the device running its agent stops responding, another of your devices takes it over.</span>
       {error !== undefined ? <p className="form-error" role="alert">{error}</p> : null}
       <div className="form-actions">
         <button type="button" onClick={onCancel}>Cancel</button>

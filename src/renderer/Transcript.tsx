@@ -380,7 +380,7 @@ const AgentItem = memo(function AgentItem ({ item, toolOutput, toolStatus, onSwi
       )
     case 'notice':
       return (
-        <div className={`notice ${item.tone}`} role="note">
+        <div className={`notice ${item.tone}${item.system === true ? ' system' : ''}`} role="note">
           <span className="notice-icon" aria-hidden="true">{item.tone === 'error' ? '⚠' : item.tone === 'warn' ? '!' : 'i'}</span>
           <div>
             <div className="notice-text">{item.tone === 'error' ? <span className="sr-only">Error: </span> : null}{item.text}</div>

@@ -30,7 +30,8 @@ export type TranscriptItem =
   | ItemBase & { kind: 'user'; text: string; parent: string | undefined }
   | ItemBase & { kind: 'assistant'; text: string; reasoning?: string; tools: ToolCallView[]; usage?: { input: number; output: number }; model?: string }
   | ItemBase & { kind: 'tool'; tool: ToolCallView }
-  | ItemBase & { kind: 'notice'; tone: NoticeTone; text: string; detail?: string }
+  /** `system`: a lifecycle line (the agent moved, gave way, restarted), drawn compact */
+  | ItemBase & { kind: 'notice'; tone: NoticeTone; text: string; detail?: string; system?: true }
 
 export interface Turn {
   id: string
@@ -38,9 +39,17 @@ export interface Turn {
   items: TranscriptItem[]
 }
 
-export interface TranscriptOptions {
+export interface TranscriptOptions extends NoticeContext {
   /** whether an agent is working on the conversation now (tool calls without results are running) */
   running: boolean
+}
+
+/** Who the devices in lifecycle lines are. */
+export interface NoticeContext {
+  /** this device's key ("this device" in the lines) */
+  self?: string | undefined
+  /** a device's name (default: the start of its key) */
+  name?: ((device: string) => string) | undefined
 }
 
 /** The items of a branch (root → tip), with the forks along it. */
@@ -105,7 +114,7 @@ export function buildTranscript (branch: readonly Entry[], children: ChildrenOf,
         break
       }
       default: {
-        const n = noticeFor(e)
+        const n = noticeFor(e, opts)
         if (n !== undefined) item = { ...base(), kind: 'notice', ...n }
       }
     }
@@ -124,26 +133,39 @@ export function buildTranscript (branch: readonly Entry[], children: ChildrenOf,
   return items
 }
 
+type Notice = { tone: NoticeTone; text: string; detail?: string; system?: true }
+
 /** How a lifecycle entry shows, or undefined when it is not worth a line. */
-export function noticeFor (e: Entry): { tone: NoticeTone; text: string; detail?: string } | undefined {
+export function noticeFor (e: Entry, ctx: NoticeContext = {}): Notice | undefined {
+  const where = (device: string): string => device === ctx.self ? 'this device' : ctx.name?.(device) ?? `device ${device.slice(0, 8)}`
   switch (e.kind) {
-    case 'agent.started':
+    case 'agent.started': {
+      const at = where(e.author.device)
+      const prev = e.body.previous
       switch (e.body.reason) {
         case 'user': return undefined
-        case 'resume': return { tone: 'info', text: `Agent resumed here (epoch ${e.body.epoch})` }
-        case 'revival': return { tone: 'warn', text: `Agent revived on this device after its device went silent (epoch ${e.body.epoch})` }
-        case 'restart': return { tone: 'warn', text: `Agent restarted after a crash (epoch ${e.body.epoch})` }
+        case 'resume': {
+          const from = prev !== undefined && prev.device !== e.author.device ? ` from ${where(prev.device)}` : ''
+          return { tone: 'info', text: `Agent moved to ${at} (resumed${from}) · epoch ${e.body.epoch}`, system: true }
+        }
+        case 'revival':
+          return { tone: 'warn', text: `Agent moved to ${at} (revived after ${prev !== undefined ? where(prev.device) : 'its device'} stopped responding) · epoch ${e.body.epoch}`, system: true }
+        case 'restart': return { tone: 'warn', text: `Agent restarted on ${at} after a crash · epoch ${e.body.epoch}`, system: true }
       }
       return undefined
+    }
     case 'agent.stopped': {
-      const withMessage = (n: { tone: NoticeTone; text: string }): { tone: NoticeTone; text: string; detail?: string } =>
+      const withMessage = (n: Notice): Notice =>
         e.body.message !== undefined && e.body.message !== '' ? { ...n, detail: e.body.message } : n
       switch (e.body.reason) {
         case 'done': return e.body.message !== undefined && e.body.message !== '' ? { tone: 'info', text: `Agent finished: ${e.body.message}` } : undefined
         case 'cancelled': return withMessage({ tone: 'info', text: 'Stopped' })
-        case 'superseded': return withMessage({ tone: 'warn', text: `Stopped: an agent on ${e.body.by !== undefined ? 'device ' + e.body.by.device.slice(0, 8) : 'another device'} took over` })
+        case 'superseded': {
+          const by = e.body.by !== undefined ? `${where(e.body.by.device)}'s agent (epoch ${e.body.by.epoch})` : 'an agent on another device'
+          return withMessage({ tone: 'warn', text: `Agent on ${where(e.author.device)} gave way: ${by} took over`, system: true })
+        }
         case 'error': return withMessage({ tone: 'error', text: 'The agent stopped on an error' })
-        case 'crash-loop': return withMessage({ tone: 'error', text: 'The agent kept crashing and was stopped' })
+        case 'crash-loop': return withMessage({ tone: 'error', text: ctx.name !== undefined ? `The agent on ${where(e.author.device)} kept crashing and was stopped` : 'The agent kept crashing and was stopped', system: true })
       }
       return undefined
     }

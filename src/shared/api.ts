@@ -1,6 +1,7 @@
 // The one API the UI (and later the CLI) speaks to a node (DESIGN.md, "Layout": api/).
 // Transport-neutral: the same messages go over a WebSocket (browser, `arbor serve`) or an
 // Electron MessagePort. Requests get exactly one response; events stream in between.
+import type { AgentMove } from './agent-moves'
 import type { Entry } from './entry'
 
 /** A device an agent runs on: this one, or a paired one that announced it (presence). */
@@ -69,6 +70,39 @@ export interface RemoteAgentDto {
   reachable: boolean
 }
 
+/** An agent incarnation: the device it runs (or ran) on, with its name, and its epoch. */
+export interface AgentRefDto {
+  device: string
+  name: string
+  self: boolean
+  epoch: number
+}
+
+/** Where a conversation's agent runs, as this device sees it (`arbor status` in data). */
+export interface AgentStatusDto {
+  conversation: string
+  /** the agent the conversation belongs to: the highest (epoch, device) started or announced; null: none has run yet */
+  owner: AgentRefDto | null
+  /** the agent working on this device now, if any */
+  runningHere: AgentRefDto | null
+  /** agents that connected devices announce working for it */
+  announced: AgentRefDto[]
+  /** agents still working though a higher one owns the conversation: they stop at their next step (healing) */
+  givingWay: AgentRefDto[]
+  /** when the owner's device stops responding, a live device revives the agent */
+  autoRevival: boolean
+  /** the owner is this device, or a device connected now */
+  ownerConnected: boolean
+  /** the owner's device is not responding (disconnected, or silent past the detection window) */
+  ownerDown: boolean
+  /** this node's network switch */
+  online: boolean
+  /** where the agent ran and why it moved, oldest first, each with the words `arbor status` prints */
+  moves: Array<AgentMove & { text: string }>
+  /** the names of the devices the moves and agents name, by key */
+  names: Record<string, string>
+}
+
 export interface SettingsDto {
   provider: 'openai' | 'fake'
   baseURL?: string
@@ -90,6 +124,11 @@ export interface ApiMethods {
   /** posts a user message (a child of `parent`, default: the selected branch's tip) and runs the agent */
   'message.send': { params: { conversation: string; text: string; parent?: string }; result: { entry: Entry; agent?: RemoteAgentDto } }
   'agent.cancel': { params: { conversation: string }; result: Record<string, never> }
+  /** moves the conversation's agent to this device with a higher epoch (`/resume`); the other stops at its next step */
+  'agent.resume': { params: { conversation: string }; result: { device: string; name: string; epoch: number } }
+  'agent.status': { params: { conversation: string }; result: AgentStatusDto }
+  /** turns auto-revival on or off for the conversation (a setting in its history, so every device follows it) */
+  'agent.autoRevival': { params: { conversation: string; on: boolean }; result: AgentStatusDto }
   'devices.list': { params: Record<string, never>; result: DeviceDto[] }
   'devices.invite': { params: Record<string, never>; result: { code: string; expiresAt: number } }
   'devices.join': { params: { code: string }; result: { inviter: string } }

@@ -1,17 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import createTestnet from 'hyperdht/testnet.js'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import WebSocket from 'ws'
-import type { ApiEvent, ApiMethod, ApiMethods, ServerMessage } from '../../src/shared/api'
+import { arbor, serveNode, stopNode, type ServedNode } from '../helpers/served-node'
 import { tempDirs, until } from '../helpers/temp-dir'
 
 // Two devices as a user sees them: two `arbor serve` processes (separate data directories)
 // paired on a HyperDHT testnet on loopback, Chromium showing the laptop's web UI, the
 // server driven through its own API and CLI. The scripted `fake` model answers on the server.
-const BIN = path.resolve('bin/arbor.js')
 const SHOTS = path.resolve('test-results')
 const dirs = tempDirs('arbor-ui2-')
 let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
@@ -19,70 +16,11 @@ let bootstrap = ''
 let context: BrowserContext | undefined
 let page: Page
 
-interface Device { name: string; dir: string; proc: ChildProcess; log: string; url: string; api: ApiSocket }
+type Device = ServedNode
 const devices: Device[] = []
 
-/** A client of a node's API over its WebSocket, as the browser speaks it. */
-class ApiSocket {
-  readonly events: ApiEvent[] = []
-  private next = 1
-  private readonly waiting = new Map<number, (m: ServerMessage) => void>()
-  private constructor (private readonly ws: WebSocket) {
-    ws.on('message', data => {
-      const m = JSON.parse(String(data)) as ServerMessage
-      if ('event' in m) this.events.push(m.event)
-      else this.waiting.get(m.id)?.(m)
-    })
-  }
-
-  static open (url: string): Promise<ApiSocket> {
-    const u = new URL(url)
-    const token = new URLSearchParams(u.hash.slice(1)).get('token') ?? ''
-    const ws = new WebSocket(`ws://${u.host}/api?token=${token}`, { origin: u.origin })
-    return new Promise((resolve, reject) => {
-      ws.once('open', () => resolve(new ApiSocket(ws)))
-      ws.once('error', reject)
-    })
-  }
-
-  request<M extends ApiMethod> (method: M, params: ApiMethods[M]['params']): Promise<ApiMethods[M]['result']> {
-    const id = this.next++
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, m => {
-        this.waiting.delete(id)
-        if ('error' in m) reject(new Error(`${method}: ${m.error.message}`))
-        else resolve((m as { result: unknown }).result as ApiMethods[M]['result'])
-      })
-      this.ws.send(JSON.stringify({ id, method, params }))
-    })
-  }
-
-  close (): void { this.ws.close() }
-}
-
-/** `arbor serve` for one device; resolves once it prints its address and its API answers. */
 async function serve (name: string): Promise<Device> {
-  const dir = await dirs.make()
-  fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({ provider: 'fake' }))
-  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', name], { env: { ...process.env, ARBOR_DATA: dir, ARBOR_BOOTSTRAP: bootstrap, HOME: dir } })
-  const dev = { name, dir, proc, log: '', url: '' } as Device
-  devices.push(dev)
-  proc.stdout?.on('data', d => { dev.log += String(d) })
-  proc.stderr?.on('data', d => { dev.log += String(d) })
-  const address = /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/
-  await until(() => address.test(dev.log), `${name}'s node to print its address`, 30_000)
-  dev.url = (dev.log.match(address) as RegExpMatchArray)[0]
-  dev.api = await ApiSocket.open(dev.url)
-  return dev
-}
-
-/** Runs `arbor ...` against a device (through its running node). Asynchronous: the testnet lives in this process. */
-function arbor (dev: Device, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise(resolve => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ARBOR_DATA: dev.dir, ARBOR_BOOTSTRAP: bootstrap, HOME: dev.dir }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, out: stdout, err: stderr })
-    })
-  })
+  return serveNode(name, await dirs.make(), bootstrap, d => devices.push(d))
 }
 
 async function shot (name: string): Promise<void> {
@@ -111,14 +49,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close()
-  for (const d of devices) {
-    d.api?.close()
-    if (d.proc.exitCode === null && d.proc.signalCode === null) {
-      const exited = new Promise(resolve => d.proc.once('exit', resolve))
-      d.proc.kill('SIGTERM')
-      await exited
-    }
-  }
+  for (const d of devices) await stopNode(d)
   // What each node said, to read when this test fails.
   if (process.env.ARBOR_TEST_LOGS !== undefined) for (const d of devices) console.log(`--- ${d.name}\n${d.log.slice(-3000)}`)
   await testnet?.destroy()

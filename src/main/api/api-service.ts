@@ -3,16 +3,19 @@
 // MessagePort both hand requests to call() and forward subscribe()'s events.
 import path from 'node:path'
 import { z } from 'zod'
-import type { ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSummaryDto, DeviceDto, NetStateDto, SettingsDto } from '../../shared/api'
+import { agentMoves, moveText } from '../../shared/agent-moves'
+import type { AgentRefDto, AgentStatusDto, ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSummaryDto, DeviceDto, NetStateDto, SettingsDto } from '../../shared/api'
 import { conversationJson } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../agent-config'
 import type { EntriesEvent } from '../history/history-store'
+import { setMeta } from '../history/set-meta'
 import { detectLocalServers, type LocalServer } from '../llm/local-servers'
 import type { ArborNode } from '../node'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 import { usageTotal } from '../runtime/agent/step-planner'
+import { compareRefs, topRef, workAt, type AgentRef } from '../runtime/placement/placement'
 import type { PeerEvent } from '../sync/sync-node'
 import { AgentLocations } from './agent-locations'
 import { streamEventFromPeer, streamEventOf } from './live-events'
@@ -54,6 +57,9 @@ const PARAMS = {
     parent: entryId.optional()
   }),
   'agent.cancel': z.strictObject({ conversation: ref }),
+  'agent.resume': z.strictObject({ conversation: ref }),
+  'agent.status': z.strictObject({ conversation: ref }),
+  'agent.autoRevival': z.strictObject({ conversation: ref, on: z.boolean() }),
   'devices.list': none,
   'devices.invite': none,
   'devices.join': z.strictObject({ code: z.string().trim().min(1, 'is empty').max(1000) }),
@@ -137,6 +143,9 @@ export class ApiService {
         await node.agents.cancel(id)
         return {}
       },
+      'agent.resume': async p => this.resume(p.conversation),
+      'agent.status': async p => this.agentStatus(this.resolve(p.conversation)),
+      'agent.autoRevival': async p => this.setAutoRevival(p.conversation, p.on),
       'devices.list': async () => this.devices(),
       'devices.invite': async () => node.invite({}),
       'devices.join': async (p, ctx) => node.join(p.code, ctx.signal ?? new AbortController().signal),
@@ -356,6 +365,89 @@ export class ApiService {
     } finally {
       this.starting.delete(id)
     }
+  }
+
+  // ------------------------------------------------------------ placement
+
+  /**
+   * Moves the agent here (`/resume`): it continues from the branch shown here with a higher
+   * epoch, and an agent elsewhere stops at its next step. Refused, saying why, when there is
+   * nothing to move: it already works here, or it is this device's and has nothing to do.
+   */
+  private async resume (ref: string): Promise<ApiMethods['agent.resume']['result']> {
+    const { node } = this
+    const id = this.resolve(ref)
+    if (node.agents.isRunning(id)) throw new ApiError('the agent already runs on this device')
+    if (this.starting.has(id)) throw new ApiError(AGENT_BUSY_MESSAGE)
+    this.starting.add(id)
+    try {
+      const dag = await node.history.open(id)
+      if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
+      const st = await node.agentStatus(id)
+      const top = topRef([st.owner, ...st.announced])
+      const tip = dag.branch(node.history.selected(id)).at(-1) as Entry
+      // Resuming an idle agent that is already ours would only raise the epoch.
+      if ((top === null || top.device === node.device) && workAt(dag, tip) === null) {
+        throw new ApiError(top === null
+          ? 'no agent has run in this conversation yet: send a message and it starts on this device'
+          : `the agent is already on this device (epoch ${top.epoch}): send a message to continue`)
+      }
+      try {
+        await node.configFor(id) // refuse before anything is written if no model is set up here
+        const moved = await node.resume(id)
+        return { device: moved.device, name: node.cluster.name, epoch: moved.epoch }
+      } catch (err) {
+        throw err instanceof ApiError ? err : new ApiError((err as Error).message)
+      }
+    } finally {
+      this.starting.delete(id)
+    }
+  }
+
+  /** Where the conversation's agent runs, how it got there, and whether it is revived. */
+  private async agentStatus (id: string): Promise<AgentStatusDto> {
+    const { node } = this
+    const [st, dag] = await Promise.all([node.agentStatus(id), node.history.open(id)])
+    const names: Record<string, string> = {}
+    const named = (device: string): string => (names[device] ??= node.deviceName(device))
+    const dto = (r: AgentRef): AgentRefDto => ({ device: r.device, name: named(r.device), self: r.device === node.device, epoch: r.epoch })
+    const working = [...(st.runningHere !== null ? [st.runningHere] : []), ...st.announced]
+    const top = topRef([st.owner, ...working])
+    const peer = top === null ? undefined : node.sync.peers().find(p => p.device === top.device)
+    const moves = agentMoves(dag.entries()).map(m => ({ ...m, text: moveText(m, named) }))
+    return {
+      conversation: id,
+      owner: top === null ? null : dto(top),
+      runningHere: st.runningHere === null ? null : dto(st.runningHere),
+      announced: st.announced.map(dto),
+      givingWay: top === null ? [] : working.filter(r => compareRefs(r, top) < 0).map(dto),
+      autoRevival: st.autoRevival,
+      ownerConnected: top !== null && (top.device === node.device || (peer?.connected === true && !peer.suspected)),
+      ownerDown: top !== null && top.device !== node.device && node.sync.isDown(top.device),
+      online: node.sync.isOnline,
+      moves,
+      names
+    }
+  }
+
+  /**
+   * Turns auto-revival on or off: a `meta` setting at the tip of the branch shown here. An
+   * agent at work appends to that branch, so the setting waits until it is idle.
+   */
+  private async setAutoRevival (ref: string, on: boolean): Promise<AgentStatusDto> {
+    const { node } = this
+    const id = this.resolve(ref)
+    const dag = await node.history.open(id)
+    if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
+    if ((node.history.summary(id)?.autoRevival === true) !== on) {
+      const working = this.locations.of(id)
+      if (working.length > 0 || this.starting.has(id)) {
+        const where = working.some(a => a.self) || working.length === 0 ? 'here' : `on ${working.map(a => a.name).join(' and ')}`
+        throw new ApiError(`the agent is working ${where}: change auto-revival when it has finished its turn (or stop it)`)
+      }
+      await setMeta(node.history, dag, 'autoRevival', on)
+    }
+    return this.agentStatus(id)
   }
 
   // ------------------------------------------------------------ settings

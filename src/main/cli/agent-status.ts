@@ -1,4 +1,5 @@
 import type { ConversationDag } from '../../shared/conversation-dag'
+import { agentMoves as movesOf, moveText } from '../../shared/agent-moves'
 import type { Entry } from '../../shared/entry'
 import type { PlacementStatus } from '../runtime/placement/agent-placement'
 import { ownerOf } from '../runtime/placement/placement'
@@ -39,23 +40,5 @@ export function agentStatusText (o: AgentStatusInput): string {
 
 /** The entries that say where the agent ran and why it moved, as lines, oldest first. */
 export function agentMoves (entries: Entry[], name: (device: string) => string): string[] {
-  const seenEpoch = new Set<string>()
-  const out: Array<{ ts: number; id: string; text: string }> = []
-  for (const e of entries) {
-    const who = name(e.author.device)
-    if (e.kind === 'agent.started') {
-      const key = `${e.author.device}:${e.body.epoch}`
-      const first = !seenEpoch.has(key)
-      seenEpoch.add(key)
-      const from = e.body.previous !== undefined ? ` from ${name(e.body.previous.device)} (epoch ${e.body.previous.epoch})` : ''
-      if (e.body.reason === 'resume') out.push({ ts: e.ts, id: e.id, text: `resumed on ${who}${from}, epoch ${e.body.epoch}` })
-      else if (e.body.reason === 'revival') out.push({ ts: e.ts, id: e.id, text: `revived on ${who}${from}, epoch ${e.body.epoch}` })
-      else if (first) out.push({ ts: e.ts, id: e.id, text: `started on ${who}, epoch ${e.body.epoch}` })
-    } else if (e.kind === 'agent.stopped' && (e.body.reason === 'superseded' || e.body.reason === 'crash-loop')) {
-      const by = e.body.by !== undefined ? ` by ${name(e.body.by.device)} (epoch ${e.body.by.epoch})` : ''
-      out.push({ ts: e.ts, id: e.id, text: e.body.reason === 'superseded' ? `${who} (epoch ${e.body.epoch}) gave way${by}` : `${who} (epoch ${e.body.epoch}) stopped after crashing repeatedly` })
-    }
-  }
-  out.sort((a, b) => a.ts - b.ts || (a.id < b.id ? -1 : 1))
-  return out.map(m => `${new Date(m.ts).toISOString().replace('T', ' ').slice(0, 19)}  ${m.text}`)
+  return movesOf(entries).map(m => `${new Date(m.ts).toISOString().replace('T', ' ').slice(0, 19)}  ${moveText(m, name)}`)
 }

@@ -1,8 +1,7 @@
 import path from 'node:path'
-import type { ConversationDag } from '../../shared/conversation-dag'
 import type { Entry, EntryOf } from '../../shared/entry'
-import { maxHlc, tickHlc, type Hlc } from '../../shared/hlc'
 import type { HistoryStore } from '../history/history-store'
+import { setMeta } from '../history/set-meta'
 import { AgentConfigError, conversationLlm, createLlm, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../agent-config'
 import { FileSecretStore, type SecretStore } from '../secret-store'
 import { AgentHost } from '../runtime/agent/agent-host'
@@ -145,15 +144,6 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
     if (node !== undefined) node.agentEvents.off('event', onEvent)
     else await host.close()
   }
-}
-
-/** Writes a `meta` setting entry (last writer wins by hybrid logical clock). */
-async function setMeta (store: HistoryStore, dag: ConversationDag, key: string, value: unknown): Promise<void> {
-  let last: Hlc | null = null
-  for (const e of dag.entries()) if (e.kind === 'meta') last = maxHlc(last, e.body.hlc)
-  const tip = dag.branch(store.selected(dag.conversation)).at(-1) as Entry
-  const [e] = await store.append(dag.conversation, [{ kind: 'meta', body: { key, value, hlc: tickHlc(last, Date.now(), store.device) }, parents: [tip.id] }])
-  store.select(dag.conversation, (e as Entry).id)
 }
 
 /** Prints agent events as a terminal transcript: the reply as it streams, tool activity between. */

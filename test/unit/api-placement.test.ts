@@ -1,0 +1,176 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import fs from 'node:fs'
+import path from 'node:path'
+import createTestnet from 'hyperdht/testnet.js'
+import type { AgentStatusDto, ApiEvent } from '../../src/shared/api'
+import type { Entry } from '../../src/shared/entry'
+import { tickHlc } from '../../src/shared/hlc'
+import { memoryLogger } from '../../src/shared/logger'
+import { ApiService } from '../../src/main/api/api-service'
+import { ArborNode } from '../../src/main/node'
+import { tempDirs, until } from '../helpers/temp-dir'
+
+// The API's placement methods (agent.status, agent.resume, agent.autoRevival) against real
+// nodes with the scripted model: one alone, then two paired on a loopback testnet.
+
+const dirs = tempDirs('arbor-api-place-')
+let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
+const open: Array<{ node: ArborNode; api: ApiService }> = []
+
+beforeAll(async () => { testnet = await createTestnet(3) })
+afterAll(async () => { await testnet.destroy() })
+afterEach(async () => {
+  for (const { node, api } of open.splice(0)) { api.close(); await node.close() }
+  await dirs.cleanup()
+})
+
+interface Device { node: ArborNode; api: ApiService; events: ApiEvent[]; dir: string }
+
+async function start (name: string, network: boolean): Promise<Device> {
+  const dir = await dirs.make()
+  const node = new ArborNode({ dataDir: dir, api: false, name, env: { HOME: dir }, log: memoryLogger(), ...(network ? { bootstrap: testnet.bootstrap, heartbeatMs: 200 } : { swarm: false }) })
+  await node.ready()
+  const api = new ApiService(node, { version: 'test' })
+  open.push({ node, api })
+  const events: ApiEvent[] = []
+  api.subscribe(ev => { events.push(ev) })
+  await api.request('settings.set', { provider: 'fake' })
+  return { node, api, events, dir }
+}
+
+async function rejection (p: Promise<unknown>): Promise<string> {
+  const err = await p.then(() => null, (e: unknown) => e)
+  expect(err).toBeInstanceOf(Error)
+  return (err as Error).message
+}
+
+/** Gives the conversation a slow scripted model (its `llm` setting). */
+async function slowModel (d: Device, conversation: string): Promise<void> {
+  const script = path.join(d.dir, `slow-${conversation.slice(0, 8)}.json`)
+  fs.writeFileSync(script, JSON.stringify({ default: { text: 'x'.repeat(600), chunkSize: 4, delayMsPerChunk: 40 } }))
+  const dag = await d.node.history.open(conversation)
+  const tip = dag.branch(d.node.history.selected(conversation)).at(-1) as Entry
+  const [meta] = await d.node.history.append(conversation, [{ kind: 'meta', body: { key: 'llm', value: { provider: 'fake', script }, hlc: tickHlc(null, Date.now(), d.node.device) }, parents: [tip.id] }])
+  d.node.history.select(conversation, (meta as Entry).id)
+}
+
+const ended = (d: Device, id: string, n: number): boolean => d.events.filter(e => e.type === 'agent' && e.conversation === id && !e.running).length >= n
+
+describe('agent.status, agent.resume and agent.autoRevival on one device', () => {
+  it('tells where the agent is and how it moved, refuses a resume with nothing to move, and resumes a waiting message', async () => {
+    const d = await start('laptop', false)
+    const { id } = await d.api.request('conversation.create', { title: 'alone', cwd: d.dir })
+    const fresh = await d.api.request('agent.status', { conversation: id.slice(0, 10) })
+    expect(fresh).toEqual({
+      conversation: id, owner: null, runningHere: null, announced: [], givingWay: [], autoRevival: false,
+      ownerConnected: false, ownerDown: false, online: true, moves: [], names: {}
+    } satisfies AgentStatusDto)
+    expect(await rejection(d.api.request('agent.resume', { conversation: id }))).toBe('no agent has run in this conversation yet: send a message and it starts on this device')
+
+    await d.api.request('message.send', { conversation: id, text: 'hello' })
+    await until(() => ended(d, id, 1), 'the first turn to end')
+    const here = { device: d.node.device, name: 'laptop', self: true }
+    const after = await d.api.request('agent.status', { conversation: id })
+    expect(after).toMatchObject({ owner: { ...here, epoch: 0 }, runningHere: null, ownerConnected: true, ownerDown: false, names: { [d.node.device]: 'laptop' } })
+    expect(after.moves.map(m => [m.kind, m.device, m.epoch, m.text])).toEqual([['started', d.node.device, 0, 'started on laptop, epoch 0']])
+    expect(await rejection(d.api.request('agent.resume', { conversation: id }))).toBe('the agent is already on this device (epoch 0): send a message to continue')
+
+    // a message written without starting the agent (as `arbor post` does) waits: resume answers it, one epoch up
+    const tip = (await d.node.history.open(id)).branch().at(-1) as Entry
+    const [waiting] = await d.node.history.append(id, [{ kind: 'user', body: { text: 'still there?' }, parents: [tip.id] }])
+    d.node.history.select(id, (waiting as Entry).id)
+    expect(await d.api.request('agent.resume', { conversation: id })).toEqual({ device: d.node.device, name: 'laptop', epoch: 1 })
+    await until(() => ended(d, id, 2), 'the resumed agent to answer')
+    const moved = await d.api.request('agent.status', { conversation: id })
+    expect(moved.owner).toEqual({ ...here, epoch: 1 })
+    expect(moved.moves.map(m => m.text)).toEqual(['started on laptop, epoch 0', 'resumed on laptop, epoch 1'])
+    const entries = (await d.api.request('conversation.open', { id })).entries
+    expect(entries.some(e => e.kind === 'assistant' && e.body.text === 'You said: still there?')).toBe(true)
+    expect(entries.filter(e => e.kind === 'note')).toEqual([]) // it did not move between devices: nothing to tell the model
+
+    expect(await rejection(d.api.call('agent.resume', { conversation: 'abcdef0123' }))).toMatch(/no conversation matches "abcdef0123"/)
+    expect(await rejection(d.api.call('agent.autoRevival', { conversation: id }))).toMatch(/invalid params for agent\.autoRevival: on/)
+  })
+
+  it('turns auto-revival on and off with a setting at the tip of the shown branch, not while the agent works', async () => {
+    const d = await start('laptop', false)
+    const { id } = await d.api.request('conversation.create', { title: 'revive me', cwd: d.dir, autoRevival: true })
+    expect((await d.api.request('agent.status', { conversation: id })).autoRevival).toBe(true)
+    expect((await d.node.agentStatus(id)).autoRevival).toBe(true)
+
+    const off = await d.api.request('agent.autoRevival', { conversation: id, on: false })
+    expect(off.autoRevival).toBe(false)
+    expect(d.node.history.summary(id)?.autoRevival).toBe(false)
+    expect((await d.node.agentStatus(id)).autoRevival).toBe(false) // placement follows it
+    const convo = await d.api.request('conversation.open', { id })
+    const meta = convo.entries.at(-1) as Entry
+    expect(meta).toMatchObject({ kind: 'meta', parents: [id], body: { key: 'autoRevival', value: false } })
+    expect(convo.selected).toBe(meta.id) // the view stays on its branch
+    // asking for what is already so writes nothing
+    await d.api.request('agent.autoRevival', { conversation: id, on: false })
+    expect((await d.node.history.open(id)).size).toBe(2)
+
+    // while the agent works its turn, the setting would split the branch: refused in words
+    await slowModel(d, id)
+    await d.api.request('message.send', { conversation: id, text: 'take your time' })
+    await until(() => d.events.some(e => e.type === 'token'), 'the agent to stream')
+    const size = (await d.node.history.open(id)).size
+    expect(await rejection(d.api.request('agent.autoRevival', { conversation: id, on: true }))).toBe('the agent is working here: change auto-revival when it has finished its turn (or stop it)')
+    expect((await d.node.history.open(id)).size).toBe(size)
+    expect((await d.api.request('agent.status', { conversation: id })).runningHere).toMatchObject({ device: d.node.device, epoch: 0 })
+    expect(await rejection(d.api.request('agent.resume', { conversation: id }))).toBe('the agent already runs on this device')
+    await d.api.request('agent.cancel', { conversation: id })
+    await until(() => ended(d, id, 1), 'the agent to stop')
+    expect((await d.api.request('agent.autoRevival', { conversation: id, on: true })).autoRevival).toBe(true)
+    expect((await d.node.history.open(id)).branch(d.node.history.selected(id)).at(-1)).toMatchObject({ kind: 'meta', body: { key: 'autoRevival', value: true } })
+  })
+})
+
+describe('agent.resume across two paired devices', () => {
+  it('moves the agent from the server to the laptop: the server\'s agent gives way and both devices see the move', async () => {
+    const [laptop, server] = await Promise.all([start('laptop', true), start('server', true)])
+    const { code } = await laptop.api.request('devices.invite', {})
+    await server.api.request('devices.join', { code })
+    await until(() => laptop.node.sync.peers().some(p => p.connected) && server.node.sync.peers().some(p => p.connected), 'the two devices to connect', 30_000)
+
+    // the server's agent works slowly on a conversation both hold
+    const { id } = await server.api.request('conversation.create', { title: 'on the server', cwd: server.dir })
+    await slowModel(server, id)
+    await until(() => laptop.node.history.summary(id)?.size === 2, 'the laptop to hold the conversation', 20_000)
+    await server.api.request('message.send', { conversation: id, text: 'work on it' })
+    await until(async () => (await laptop.api.request('agent.status', { conversation: id })).announced.length === 1, 'the laptop to see the server\'s agent', 20_000)
+    const there = await laptop.api.request('agent.status', { conversation: id })
+    expect(there).toMatchObject({
+      owner: { device: server.node.device, name: 'server', self: false, epoch: 0 },
+      runningHere: null, givingWay: [], ownerConnected: true, ownerDown: false, online: true
+    })
+    expect(there.announced).toEqual([{ device: server.node.device, name: 'server', self: false, epoch: 0 }])
+
+    // resume on the laptop: epoch 1 here; the server's agent is healing until its step (a 6 s model call) ends
+    expect(await laptop.api.request('agent.resume', { conversation: id })).toEqual({ device: laptop.node.device, name: 'laptop', epoch: 1 })
+    const healing = await laptop.api.request('agent.status', { conversation: id })
+    expect(healing.owner).toEqual({ device: laptop.node.device, name: 'laptop', self: true, epoch: 1 })
+    expect(healing.givingWay).toEqual([{ device: server.node.device, name: 'server', self: false, epoch: 0 }])
+    await until(async () => {
+      const s = await server.api.request('agent.status', { conversation: id })
+      return s.owner?.device === laptop.node.device && s.runningHere === null && s.moves.some(m => m.kind === 'gave-way')
+    }, 'the server to give way and see the laptop\'s agent', 30_000)
+    const onServer = await server.api.request('agent.status', { conversation: id })
+    expect(onServer.owner).toMatchObject({ name: 'laptop', self: false, epoch: 1 })
+    expect(onServer.moves.map(m => m.text)).toEqual([
+      'started on server, epoch 0',
+      'resumed on laptop from server (epoch 0), epoch 1',
+      'server (epoch 0) gave way to laptop (epoch 1)'
+    ])
+    expect(await rejection(laptop.api.request('agent.resume', { conversation: id }))).toMatch(/^the agent (already runs on this device|is already on this device \(epoch 1\): send a message to continue)$/)
+
+    // the laptop off the network: the server's status says its agent's device is away
+    await until(() => ended(laptop, id, 1), 'the laptop\'s agent to finish', 30_000)
+    await laptop.api.request('agent.autoRevival', { conversation: id, on: true })
+    await until(async () => (await server.api.request('agent.status', { conversation: id })).autoRevival, 'the setting to reach the server', 20_000)
+    await laptop.api.request('net.set', { on: false })
+    await until(async () => (await server.api.request('agent.status', { conversation: id })).ownerDown, 'the server to see the laptop down', 20_000)
+    expect(await server.api.request('agent.status', { conversation: id })).toMatchObject({ ownerConnected: false, ownerDown: true, online: true, autoRevival: true })
+    expect(await laptop.api.request('agent.status', { conversation: id })).toMatchObject({ owner: { self: true, epoch: 1 }, ownerConnected: true, online: false })
+  }, 90_000)
+})
