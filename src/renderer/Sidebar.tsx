@@ -171,12 +171,14 @@ function NewConversationForm ({ defaultCwd, onCancel, onCreated }: { defaultCwd:
   const client = useApi()
   const [title, setTitle] = useState('')
   const [cwd, setCwd] = useState('')
+  const [model, setModel] = useState('')
   const [autoRevival, setAutoRevival] = useState(false)
   const revivalHintId = useId()
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>()
   const titleId = useId()
   const cwdId = useId()
+  const modelId = useId()
   const titleRef = useRef<HTMLInputElement>(null)
   useEffect(() => { titleRef.current?.focus() }, [])
 
@@ -188,6 +190,7 @@ function NewConversationForm ({ defaultCwd, onCancel, onCreated }: { defaultCwd:
     const params: ApiMethods['conversation.create']['params'] = {}
     if (title.trim() !== '') params.title = title.trim()
     if (cwd.trim() !== '') params.cwd = cwd.trim()
+    if (model.trim() !== '') params.model = model.trim()
     if (autoRevival) params.autoRevival = true
     client.call('conversation.create', params).then(
       r => onCreated(r.id),
@@ -214,6 +217,18 @@ function NewConversationForm ({ defaultCwd, onCancel, onCreated }: { defaultCwd:
         spellCheck={false}
         autoCapitalize="off"
         autoCorrect="off"
+        className="mono"
+      />
+      <label htmlFor={modelId}>Model</label>
+      <input
+        id={modelId}
+        value={model}
+        onChange={e => setModel(e.target.value)}
+        placeholder="as in Settings"
+        spellCheck={false}
+        autoCapitalize="off"
+        autoCorrect="off"
+        maxLength={200}
         className="mono"
       />
       <label className="check-label new-revival">

@@ -119,10 +119,13 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     await page.goto(url)
     await page.getByRole('button', { name: 'New conversation' }).first().click()
     await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Tools')
+    await page.getByRole('textbox', { name: 'Model', exact: true }).fill('scripted-tools')
     await page.getByRole('button', { name: 'Create' }).click()
     await page.getByRole('textbox', { name: 'Message' }).fill('show me the files')
     await page.keyboard.press('Enter')
     await page.getByText(/The tool said: hello from the sandbox/).waitFor({ timeout: 20_000 })
+    // the model chosen for this conversation answered
+    await page.getByText(/scripted-tools/).first().waitFor({ timeout: 5_000 })
     const head = page.getByRole('button', { name: /bash.*echo hello from the sandbox.*done/ })
     await head.waitFor({ state: 'visible', timeout: 5_000 })
     if (await head.getAttribute('aria-expanded') !== 'true') await head.click()
