@@ -119,6 +119,20 @@ describe('placement across devices', () => {
     expect(sup.map(e => [e.author.device, e.body.by])).toEqual([[c.node(0).device, { device: c.node(1).device, epoch: 1 }]])
   })
 
+  it('a message queued behind a busy agent is answered, after a restart too', async () => {
+    const c = await startCluster({ n: 2, slowMs: 300 })
+    const conv = await conversationOn(c, 0)
+    await c.post(0, conv, 'slow 1')
+    const queued = await c.post(0, conv, 'queued while busy')
+    expect(c.node(0).agents.isRunning(conv)).toBe(true)
+    // the node stops before the first turn ends: the waiting message is kept on disk
+    await c.stop(0)
+    await c.start(0)
+    await turnDone(c, 0, conv, queued)
+    const answer = (await entriesOf(c.node(0), conv)).find(e => e.kind === 'assistant' && e.parents[0] !== undefined && (e.body as { text: string }).text === 'You said: queued while busy')
+    expect(answer?.author.device).toBe(c.node(0).device)
+  })
+
   it('a dead device\'s opt-in agent is revived by exactly one live device, which does not repeat the external step', async () => {
     const c = await startCluster({ n: 3, slowMs: 60_000 })
     const conv = await conversationOn(c, 0, { autoRevival: true })

@@ -92,6 +92,7 @@ export class AgentPlacement {
     this.opts.history.off('entries', this.onEntries)
     if (this.sweepTimer !== null) clearInterval(this.sweepTimer)
     await Promise.allSettled([...this.queue.values()])
+    await this.writing.catch(() => undefined) // a failed write was reported when it failed
   }
 
   /** For the agent loop: the agent that outranks `run` (it then stops at its step boundary). */
@@ -192,7 +193,7 @@ export class AgentPlacement {
     if (set === undefined) this.fresh.set(conversation, set = new Set())
     for (const id of ids) set.add(id)
     // Kept on disk: a message that arrived just before a crash is still answered after it.
-    if (!this.closed && this.opened) this.writeState().catch((err: Error) => { this.opts.log.warn(`could not record waiting messages in ${this.opts.stateFile}: ${err.message}`) })
+    if (this.opened) this.writeState().catch((err: Error) => { this.opts.log.warn(`could not record waiting messages in ${this.opts.stateFile}: ${err.message}`) })
   }
 
   private holds (conversation: string): boolean {
@@ -301,8 +302,9 @@ export class AgentPlacement {
   private writing: Promise<void> = Promise.resolve()
   /** The conversations with an agent running here (written in order, atomically). */
   private writeState (): Promise<void> {
+    // Also while closing: the agents stopping cleanly leave the running list (nothing to
+    // continue), while messages still waiting for them are kept.
     this.writing = this.writing.then(async () => {
-      if (this.closed) return // a clean close stops every agent: nothing is left to continue
       const running = this.opts.agents.runs().map(r => r.conversation).sort()
       await fs.mkdir(path.dirname(this.opts.stateFile), { recursive: true })
       const waiting = Object.fromEntries([...this.fresh].map(([c, ids]) => [c, [...ids].sort()]))
