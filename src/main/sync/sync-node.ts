@@ -33,6 +33,9 @@ export interface BootstrapNode { host: string; port: number }
  */
 export const DEFAULT_SUSPECT_AFTER_MS = 4000
 
+/** The longest wait between lookups for paired devices that are not connected. */
+const LOOKUP_MAX_MS = 8000
+
 export interface SyncNodeOptions {
   history: HistoryStore
   cluster: ClusterMembership
@@ -180,9 +183,10 @@ export class SyncNode extends EventEmitter {
   }
 
   /**
-   * While some paired device is not connected, look the topic up again, backing off to 30 s:
-   * two devices that announce at the same moment miss each other's first lookup, and
-   * Hyperswarm's own refresh is minutes away.
+   * While some paired device is not connected, look the topic up again, backing off to
+   * LOOKUP_MAX_MS: two devices that announce at the same moment miss each other's first
+   * lookup, and Hyperswarm's own refresh is minutes away. One topic among a few devices is
+   * a few UDP queries, so a returning device is found within seconds, not half a minute.
    */
   private lookupSoon (delayMs: number): void {
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
@@ -194,7 +198,7 @@ export class SyncNode extends EventEmitter {
       const missing = this.cluster.devicesMessage().devices.some(dev => dev.key !== this.history.device && !connected.has(dev.key))
       if (!missing) return
       d.refresh({ client: true, server: true }).catch((err: Error) => this.log.info(`looking for paired devices failed: ${err.message}`))
-      this.lookupSoon(Math.min(30_000, delayMs * 2))
+      this.lookupSoon(Math.min(LOOKUP_MAX_MS, delayMs * 2))
     }, delayMs)
   }
 
