@@ -15,6 +15,7 @@ let url = ''
 let context: BrowserContext
 let page: Page
 let dataDir = ''
+let nodeLog = ''
 
 async function shot (name: string): Promise<Buffer> {
   fs.mkdirSync(SHOTS, { recursive: true })
@@ -39,8 +40,8 @@ beforeAll(async () => {
   // agents work in their own directory, outside Arbor's data (which tools never see)
   const workspaces = await dirs.make()
   node = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', 'ui-test'], { env: { ...process.env, ARBOR_DATA: data, ARBOR_BOOTSTRAP: '127.0.0.1:9', HOME: data, ARBOR_WORKSPACES: workspaces } })
-  node.stdout?.on('data', d => { log += String(d) })
-  node.stderr?.on('data', d => { log += String(d) })
+  node.stdout?.on('data', d => { log += String(d); nodeLog += String(d) })
+  node.stderr?.on('data', d => { log += String(d); nodeLog += String(d) })
   await until(() => /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/.test(log), 'the node to print its URL', 20_000)
   url = (log.match(/http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/) as RegExpMatchArray)[0]
   context = await chromium.launchPersistentContext(await dirs.make(), {
@@ -123,7 +124,10 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     await page.getByRole('button', { name: 'Create' }).click()
     await page.getByRole('textbox', { name: 'Message' }).fill('show me the files')
     await page.keyboard.press('Enter')
-    await page.getByText(/The tool said: hello from the sandbox/).waitFor({ timeout: 20_000 })
+    await page.getByText(/The tool said: hello from the sandbox/).waitFor({ timeout: 45_000 }).catch(async (err: unknown) => {
+      // say what the page and the node showed instead
+      throw new Error(`${String(err)}\n--- the chat:\n${await page.locator('.chat').innerText().catch(() => '?')}\n--- the node:\n${nodeLog.slice(-3000)}`)
+    })
     // the model chosen for this conversation answered
     await page.getByText(/scripted-tools/).first().waitFor({ timeout: 5_000 })
     const head = page.getByRole('button', { name: /bash.*echo hello from the sandbox.*done/ })
@@ -138,7 +142,7 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     await head.click()
     expect(await head.getAttribute('aria-expanded')).toBe('false')
     expect(errors).toEqual([])
-  }, 60_000)
+  }, 90_000)
 
   it('keeps settings across a reload, lists this device and makes an invite code', async () => {
     const errors: string[] = []
