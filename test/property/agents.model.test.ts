@@ -4,10 +4,12 @@
 // auto-revival switches — over three full nodes (ArborNode: history on disk, sync, agents,
 // placement) on an in-process network. After every command: at most one agent per
 // conversation per connected component (once healing has had its bounded time), and every
-// live device accepts start, message and resume. At the end: restart and heal everything,
-// wait a bounded quiet period, then no acknowledged entry is lost on any device, all hold
-// the same history, at most one agent runs per conversation, no external step ran twice
-// (the tools' ledger, by idempotency key), and nothing waits on a device.
+// live device accepts start, message and resume. At the end: restart and heal everything —
+// or leave one killed device dead for good — wait a bounded quiet period, then no entry a
+// live device acknowledged is lost, the live devices hold the same history, no agent runs,
+// every message was taken up and no turn is left cut short (unless its agent is on the dead
+// device and the conversation did not opt into revival), and no external step ran twice
+// (the tools' ledger, by idempotency key).
 //
 // ARBOR_LONG=1 runs 1,000 cases instead of 20 (ARBOR_RUNS=n: n). A failure prints the seed, the path and the
 // shrunk command list; replay with fc.assert(..., { seed, path, endOnFailure: true }).
@@ -54,11 +56,13 @@ interface Real {
   c: AgentCluster
   /** conversation ids, in the order they were started */
   convs: string[]
-  /** every entry a device acknowledged (it returned from writing it), by conversation */
-  acked: Map<string, Set<string>>
+  /** every entry a device acknowledged (it returned from writing it), by conversation: id → device */
+  acked: Map<string, Map<string, number>>
   /** devices whose links the test cut (isolate): they stay cut until a heal */
   isolated: Set<number>
   step: number
+  /** the devices' keys (known while they run, kept when they die) */
+  keys: string[]
 }
 
 const name = (i: number): string => `d${i}`
@@ -90,10 +94,10 @@ async function checkAfterCommand (r: Real): Promise<void> {
   await until(() => doubleAgents(r).length === 0, `one agent per side (${doubleAgents(r).join('; ')})`, HEAL_MS)
 }
 
-function ack (r: Real, conv: string, e: Entry): void {
-  const set = r.acked.get(conv) ?? new Set<string>()
-  set.add(e.id)
-  r.acked.set(conv, set)
+function ack (r: Real, conv: string, e: Entry, dev: number): void {
+  const m = r.acked.get(conv) ?? new Map<string, number>()
+  m.set(e.id, dev)
+  r.acked.set(conv, m)
 }
 
 /** A conversation device i holds (its root arrived), chosen by k; undefined if none. */
@@ -120,10 +124,10 @@ class StartAgent extends OnDevice {
     const node = r.c.node(this.dev)
     const root = await node.history.createConversation({ title: `c${m.conversations}`, autoRevival: this.autoRevival })
     r.convs.push(root.id)
-    ack(r, root.id, root)
+    ack(r, root.id, root, this.dev)
     m.conversations++
     const msg = await r.c.post(this.dev, root.id, `hello ${r.step}`)
-    ack(r, root.id, msg)
+    ack(r, root.id, msg, this.dev)
     // sync latency, not a fault: the devices linked to this one get the conversation
     await until(() => component(r, this.dev).every(i => r.c.node(i).history.summary(root.id) !== undefined), 'the new conversation on the linked devices', 5_000)
     expect(node.agents.isRunning(root.id) || (await node.history.open(root.id)).children(msg.id).length > 0).toBe(true)
@@ -142,7 +146,7 @@ class Message extends OnDevice {
     const conv = heldConv(r, this.dev, this.k)
     if (conv === undefined) return
     const msg = await r.c.post(this.dev, conv, `${this.work} ${r.step}`)
-    ack(r, conv, msg)
+    ack(r, conv, msg, this.dev)
   }
 
   toString (): string { return `${this.work === 'note' ? 'message' : this.work + 'Tool'}(${name(this.dev)}, #${this.k})` }
@@ -179,7 +183,7 @@ class ToggleRevival extends OnDevice {
     const now = h.summary(conv)?.autoRevival === true
     const tip = dag.branch(h.selected(conv)).at(-1) as Entry
     const [e] = await h.append(conv, [{ kind: 'meta', body: { key: 'autoRevival', value: !now, hlc: tickHlc(null, Date.now(), h.device) }, parents: [tip.id] }])
-    ack(r, conv, e as Entry)
+    ack(r, conv, e as Entry, this.dev)
   }
 
   toString (): string { return `toggleRevival(${name(this.dev)}, #${this.k})` }
@@ -284,46 +288,58 @@ const commands = [
 
 // ------------------------------------------------------------------ the final checks
 
-async function finalChecks (r: Real): Promise<void> {
+/**
+ * After the commands: every device comes back — or, with `leaveDead`, one that was killed
+ * never does (guarantee 3: it must block nothing). Then a bounded quiet period, and the checks.
+ */
+async function finalChecks (r: Real, leaveDead: boolean): Promise<void> {
   const { c } = r
-  for (let i = 0; i < N; i++) if (c.devices[i] === null) await c.start(i)
+  const dead = leaveDead ? c.devices.findIndex(d => d === null) : -1
+  for (let i = 0; i < N; i++) if (c.devices[i] === null && i !== dead) await c.start(i)
   await c.net.healAll()
+  const live = c.devices.flatMap((d, i) => d === null ? [] : [i])
+  const deadKey = dead < 0 ? undefined : r.keys[dead]
 
-  // a bounded quiet period: no agent runs, every device holds the same history, nothing waits
+  // a bounded quiet period: no agent runs, the live devices hold the same history
   const level = async (): Promise<boolean> => {
     if (r.convs.some(conv => c.runningOn(conv).length > 0)) return false
     for (const conv of r.convs) {
-      const sets = await Promise.all(c.devices.map(async d => {
-        if (d === null || d.node.history.summary(conv) === undefined) return ''
-        return [...(await d.node.history.open(conv)).entries()].map(e => e.id).sort().join()
+      const sets = await Promise.all(live.map(async i => {
+        const h = c.node(i).history
+        if (h.summary(conv) === undefined) return ''
+        return [...(await h.open(conv)).entries()].map(e => e.id).sort().join()
       }))
       if (new Set(sets).size !== 1) return false
     }
     return true
   }
-  await until(level, 'agents to finish and every device to hold the same history', QUIET_MS)
+  await until(level, 'agents to finish and the live devices to hold the same history', QUIET_MS)
 
   for (const conv of r.convs) {
-    const dags = await Promise.all(c.devices.map(d => d?.node.history.open(conv)))
-    for (const [i, dag] of dags.entries()) {
-      // Guarantee 2: every acknowledged entry, on every device; nothing waiting for a parent.
-      const lost = [...r.acked.get(conv) ?? []].filter(id => dag?.has(id) !== true)
-      expect(lost, `entries lost on ${name(i)}`).toEqual([])
-      expect(dag?.waiting() ?? [], `entries waiting on ${name(i)}`).toEqual([])
+    const acked = r.acked.get(conv) ?? new Map<string, number>()
+    // only the dead device held it: nothing of it can be asked of the others
+    if (c.node(live[0] as number).history.summary(conv) === undefined) {
+      expect([...acked.values()].every(d => d === dead), `conversation ${conv.slice(0, 8)} missing on the live devices`).toBe(true)
+      continue
     }
-    // Guarantee 3 (nothing waits on a device): every cut-short turn of the current owner was
-    // continued — by the owner after its restart, or by a reviver.
-    const dag = dags[0]
-    if (dag === undefined) continue
+    const dags = await Promise.all(live.map(i => c.node(i).history.open(conv)))
+    for (const [k, dag] of dags.entries()) {
+      // Guarantee 2: every entry a live device acknowledged is on every live device; nothing waits for a parent.
+      const lost = [...acked].filter(([id, d]) => d !== dead && !dag.has(id)).map(([id]) => id)
+      expect(lost, `entries lost on ${name(live[k] as number)}`).toEqual([])
+      expect(dag.waiting(), `entries waiting on ${name(live[k] as number)}`).toEqual([])
+    }
+    const dag = dags[0] as ConversationDag
     const top = ownerOf(dag.entries())
+    // A conversation whose agent is on the dead device waits for it (or a resume) unless it opted into revival.
+    const optIn = c.node(live[0] as number).history.summary(conv)?.autoRevival === true
+    if (top !== null && top.device === deadKey && !optIn) continue
+    // Guarantee 3: every cut-short turn of the current owner was continued (after its restart, or by a reviver)…
     const stuck = openWork(dag).filter(w => w.kind === 'turn' && top !== null && w.agent.device === top.device && w.agent.epoch === top.epoch)
     expect(stuck.map(w => w.leaf.kind), `turns left cut short in ${conv.slice(0, 8)}:\n${dagText(dag, r)}`).toEqual([])
-  }
-  // Available: every message was taken up by an agent (all devices are back, so every owner is live).
-  for (const conv of r.convs) {
-    const dag = await c.node(0).history.open(conv)
-    const unanswered = [...r.acked.get(conv) ?? []].filter(id => dag.get(id)?.kind === 'user' && openWork(dag).some(w => w.kind === 'message' && w.message.id === id))
-    expect(unanswered, `messages nobody answered in ${conv.slice(0, 8)}`).toEqual([])
+    // …and every message sent to an agent was taken up (guarantee 1: usable, whoever is gone).
+    const unanswered = [...acked.keys()].filter(id => dag.get(id)?.kind === 'user' && openWork(dag).some(w => w.kind === 'message' && w.message.id === id))
+    expect(unanswered, `messages nobody answered in ${conv.slice(0, 8)}:\n${dagText(dag, r)}`).toEqual([])
   }
   // Guarantee 5: no external step ran twice.
   const keys = c.ledger.map(l => l.idemKey)
@@ -353,15 +369,15 @@ afterEach(async () => {
 describe('agents across devices (model-based)', () => {
   it('keeps the five guarantees under generated faults', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 20, size: 'large' }), async cmds => {
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 20, size: 'large' }), fc.boolean(), async (cmds, leaveDead) => {
         const c = new AgentCluster({ n: N, heartbeatMs: 100, suspectAfterMs: 500, slowMs: SLOW_MS, script: SCRIPT })
         running = c
         try {
           await c.ready()
-          const r: Real = { c, convs: [], acked: new Map(), isolated: new Set(), step: 0 }
+          const r: Real = { c, convs: [], acked: new Map(), isolated: new Set(), step: 0, keys: c.devices.map(d => d?.node.device ?? '') }
           const setup = (): { model: Model; real: Real } => ({ model: { up: [true, true, true], conversations: 0 }, real: r })
           await fc.asyncModelRun(setup, cmds)
-          await finalChecks(r)
+          await finalChecks(r, leaveDead)
         } finally {
           running = null
           await c.close()
