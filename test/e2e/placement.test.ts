@@ -35,7 +35,7 @@ async function turnDone (c: AgentCluster, i: number, conversation: string, after
   await until(async () => {
     const dag = await c.node(i).history.open(conversation)
     return [...dag.entries()].some(e => e.kind === 'agent.stopped' && e.body.reason === 'done' && dag.pathTo(e.id).some(p => p.id === after.id))
-  }, `the answer to "${(after as EntryOf<'user'>).body.text}" on d${i}`, 15_000)
+  }, `the answer to "${(after as EntryOf<'user'>).body.text}" on d${i}`, 30_000)
 }
 
 describe('placement across devices', () => {
