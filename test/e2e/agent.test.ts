@@ -137,6 +137,19 @@ describe('the agent', () => {
     expect(kinds((await history.open(root.id)).branch()).slice(-3)).toEqual(['tool.intent', 'result:cancelled', 'stopped:cancelled'])
   })
 
+  it('starts the next run of a conversation the moment the last one ended', async () => {
+    const { history, host } = await setup({ default: { text: 'ok' } })
+    const conv = (await history.createConversation({ title: 'back to back' })).id
+    for (let i = 0; i < 5; i++) {
+      const dag = await history.open(conv)
+      const [u] = await history.append(conv, [{ kind: 'user', body: { text: `m${i}` }, parents: [(dag.branch().at(-1) as Entry).id] }])
+      await host.start(conv, { leaf: (u as Entry).id })
+      expect(await host.wait(conv)).toBe('done')
+    }
+    const stops = [...(await history.open(conv)).entries()].filter(e => e.kind === 'agent.stopped')
+    expect(stops).toHaveLength(5)
+  })
+
   it('after a tool crash, re-runs a read step with the same idempotency key', async () => {
     const lookups: string[] = []
     const explode = { left: 1 }

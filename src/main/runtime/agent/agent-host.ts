@@ -130,6 +130,12 @@ export class AgentHost {
       })
     }
     const sup = new Supervisor(`agent:${conversation.slice(0, 12)}`, { intensity: this.opts.intensity ?? 3, periodMs: this.opts.periodMs ?? 60_000, autoShutdown: 'any_significant' }, [loop], this.opts.clock !== undefined ? { clock: this.opts.clock } : {})
+    // The supervisor of a run that just ended may not be forgotten yet (its exit is handled in
+    // turn): finish forgetting it, or starting this run under the same id would be refused.
+    if (this.agents.childIds().includes(conversation)) {
+      await this.agents.terminateChild(conversation).catch((err: Error) => { if (!/no child/.test(err.message)) throw err })
+    }
+    if (this.running.has(conversation)) throw new Error(`an agent already runs for conversation ${conversation.slice(0, 12)} on this device`)
     this.running.set(conversation, r)
     void sup.exit.then(reason => this.onAgentExit(r, reason, settle))
     try {
