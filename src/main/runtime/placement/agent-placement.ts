@@ -50,6 +50,9 @@ export type PostOutcome =
   | { runs: 'here'; queued?: boolean }
   | { runs: 'elsewhere'; device: string; name: string; reachable: boolean }
 
+/** How long after a failed placement decision it is taken again. */
+const RETRY_MS = 1000
+
 interface Known { owner: AgentRef | null; autoRevival: boolean }
 
 /**
@@ -69,6 +72,7 @@ export class AgentPlacement {
   private readonly fresh = new Map<string, Set<string>>()
   private sweepTimer: NodeJS.Timeout | null = null
   private closed = false
+  private readonly retries = new Set<NodeJS.Timeout>()
   private opened = false
   private readonly onEntries = (ev: EntriesEvent): void => { this.entriesArrived(ev) }
 
@@ -91,6 +95,7 @@ export class AgentPlacement {
     this.closed = true
     this.opts.history.off('entries', this.onEntries)
     if (this.sweepTimer !== null) clearInterval(this.sweepTimer)
+    for (const t of this.retries) clearTimeout(t)
     await Promise.allSettled([...this.queue.values()])
     await this.writing.catch(() => undefined) // a failed write was reported when it failed
   }
@@ -222,7 +227,13 @@ export class AgentPlacement {
     if (this.closed || !this.holds(conversation)) return
     if (this.queue.has(conversation)) { this.again.add(conversation); return }
     const p = this.decideAndAct(conversation)
-      .catch((err: Error) => { this.opts.log.warn(`placement of ${conversation.slice(0, 12)}: ${err.message}`) })
+      .catch((err: Error) => {
+        // A decision that failed (an agent that would not start) is taken again shortly.
+        this.opts.log.warn(`placement of ${conversation.slice(0, 12)}: ${err.message}; trying again in ${RETRY_MS / 1000} s`)
+        const t = setTimeout(() => { this.retries.delete(t); this.reconcile(conversation) }, RETRY_MS)
+        t.unref()
+        this.retries.add(t)
+      })
       .finally(() => {
         this.queue.delete(conversation)
         if (this.again.delete(conversation)) this.reconcile(conversation)
