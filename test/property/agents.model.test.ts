@@ -385,5 +385,5 @@ describe('agents across devices (model-based)', () => {
       }),
       { numRuns: NUM_RUNS, verbose: 1, ...replay }
     )
-  }, LONG ? 6 * 3600_000 : 600_000)
+  }, LONG ? 6 * 3600_000 : Math.max(600_000, NUM_RUNS * 20_000))
 })
