@@ -18,7 +18,7 @@ import fc from 'fast-check'
 import type { Entry } from '../../src/shared/entry'
 import type { ConversationDag } from '../../src/shared/conversation-dag'
 import { tickHlc } from '../../src/shared/hlc'
-import { openWork, ownerOf, topRef } from '../../src/main/runtime/placement/placement'
+import { compareRefs, openWork, ownerOf, topRef, type AgentRef } from '../../src/main/runtime/placement/placement'
 import { AgentCluster } from '../helpers/agent-cluster'
 import type { FakeScript } from '../../src/main/llm/fake-provider'
 import { until } from '../helpers/temp-dir'
@@ -40,6 +40,7 @@ const SCRIPT: FakeScript = {
   default: { text: 'You said: {{lastUser}}' }
 }
 const QUIET_MS = 30_000 // the final quiet period
+const QUIET_STABLE_MS = 1_500 // how long it must stay quiet: three detection windows
 // ARBOR_SEED=… ARBOR_PATH=… replays one failure (as printed) without shrinking
 const replay = process.env.ARBOR_SEED !== undefined ? { seed: Number(process.env.ARBOR_SEED), path: process.env.ARBOR_PATH ?? '', endOnFailure: true } : {}
 
@@ -161,12 +162,20 @@ class Resume extends OnDevice {
     if (conv === undefined) return
     const node = r.c.node(this.dev)
     if (node.agents.isRunning(conv)) return // already here: the UI offers no resume
-    const ref = await node.resume(conv)
-    // the new agent's start is written as it begins: the history names it owner at once
+    let ref: AgentRef
+    try {
+      ref = await node.resume(conv)
+    } catch (err) {
+      // it came here meanwhile (a revival or a message taken up): nothing to move, the agent is here
+      if (/already runs on this device/.test((err as Error).message) && node.agents.isRunning(conv)) return
+      throw err
+    }
+    // the history names it (or an agent that outranks it: a resume elsewhere at the same moment) owner
+    const resumed = ref
     await until(async () => {
       const top = topRef([ownerOf((await node.history.open(conv)).entries())])
-      return top?.device === ref.device && top.epoch === ref.epoch
-    }, `the resumed agent (epoch ${ref.epoch}) to own the conversation`, 5_000)
+      return top !== null && compareRefs(top, resumed) >= 0
+    }, `the resumed agent (epoch ${ref.epoch}) or a higher one to own the conversation`, 5_000)
   }
 
   toString (): string { return `resume(${name(this.dev)}, #${this.k})` }
@@ -313,7 +322,13 @@ async function finalChecks (r: Real, leaveDead: boolean): Promise<void> {
     }
     return true
   }
-  await until(level, 'agents to finish and the live devices to hold the same history', QUIET_MS)
+  // quiet = level for a while (a revival starts only once the dead device is suspected)
+  let since = 0
+  await until(async () => {
+    if (!await level()) { since = 0; return false }
+    if (since === 0) since = Date.now()
+    return Date.now() - since >= QUIET_STABLE_MS
+  }, 'agents to finish and the live devices to hold the same history', QUIET_MS)
 
   for (const conv of r.convs) {
     const acked = r.acked.get(conv) ?? new Map<string, number>()

@@ -145,6 +145,8 @@ export class AgentPlacement {
 
   /** Moves the agent here with a higher epoch, continuing from `leaf` (default: the branch shown here). */
   async resume (conversation: string, leaf?: string): Promise<AgentRef> {
+    // a decision under way (a revival, a pickup) may be starting the agent here right now
+    await this.queue.get(conversation)
     if (this.opts.agents.isRunning(conversation)) throw new Error('the agent already runs on this device')
     const { history } = this.opts
     const dag = await history.open(conversation)
