@@ -24,7 +24,8 @@ export const BODY_SCHEMAS = {
     model: z.string().optional(),
     autoRevival: z.boolean().optional()
   }),
-  user: z.object({ text: z.string() }),
+  /** reply: false — written into the history without asking an agent to answer (`arbor post`) */
+  user: z.object({ text: z.string(), reply: z.literal(false).optional() }),
   assistant: z.object({
     text: z.string(),
     toolCalls: z.array(ToolCall).optional(),

@@ -119,6 +119,24 @@ describe('placement across devices', () => {
     expect(sup.map(e => [e.author.device, e.body.by])).toEqual([[c.node(0).device, { device: c.node(1).device, epoch: 1 }]])
   })
 
+  it('a message sent just before its agent\'s device dies is taken up by a reviver (found by the model test)', async () => {
+    const c = await startCluster({ n: 3 })
+    // d1 first hears of the conversations while cut off, so placement meets them before their history
+    c.net.isolate('d1')
+    const other = await c.node(0).history.createConversation({ title: 'first', autoRevival: true })
+    await c.post(0, other.id, 'hello')
+    await c.net.healAll()
+    const conv = (await c.node(2).history.createConversation({ title: 'opt-in', autoRevival: true })).id
+    await c.post(2, conv, 'hello')
+    await until(async () => c.node(0).history.summary(conv) !== undefined, 'the conversation on d0')
+    const msg = await c.post(0, conv, 'are you there?')
+    c.net.isolate('d2')
+    await c.stop(2)
+    await turnDone(c, 0, conv, msg)
+    const revived = started(await entriesOf(c.node(0), conv)).filter(e => e.body.reason === 'revival')
+    expect(revived).toHaveLength(1)
+  })
+
   it('a message queued behind a busy agent is answered, after a restart too', async () => {
     const c = await startCluster({ n: 2, slowMs: 300 })
     const conv = await conversationOn(c, 0)
@@ -174,6 +192,9 @@ describe('placement across devices', () => {
     await new Promise(resolve => setTimeout(resolve, 1500)) // three detection windows
     expect(c.runningOn(conv)).toEqual([0])
     await turnDone(c, 0, conv, msg)
+    // Healed before checking d2: the rest of d0's turn reaching d2 through d1 alone can stall
+    // (a known sync problem, noted for the sync work), which is not what this test is about.
+    await c.net.heal('d0', 'd2')
     await turnDone(c, 2, conv, msg)
     const all = await entriesOf(c.node(2), conv)
     expect(started(all).map(e => [e.author.device, e.body.reason])).toEqual([[c.node(0).device, 'user']])

@@ -40,7 +40,8 @@ const USAGE = `usage: arbor <command> [options]
   new [--title T] [--cwd DIR] [--auto-revival]
                                         start a conversation; prints its id (--auto-revival: if the
                                         device running its agent dies, a live one takes it over)
-  post <conv> <text> [--parent ID]      add a user message (a new branch if ID is not a tip)
+  post <conv> <text> [--parent ID]      add a message to the history without asking the agent
+                                        (a new branch if ID is not a tip); chat asks it
   ls [--json]                           list conversations, most recent first
   tree <conv>                           the conversation's branches as a tree
   show <conv> [--leaf ID]               the transcript of one branch
@@ -328,7 +329,7 @@ const COMMANDS: Record<string, Handler> = {
       const branch = branchOf(store, dag, undefined)
       parent = branch[branch.length - 1] as Entry
     }
-    const [entry] = await store.append(dag.conversation, [{ kind: 'user', body: { text }, parents: [parent.id] }])
+    const [entry] = await store.append(dag.conversation, [{ kind: 'user', body: { text, reply: false }, parents: [parent.id] }])
     store.select(dag.conversation, (entry as Entry).id)
     io.out((entry as Entry).id + '\n')
   },

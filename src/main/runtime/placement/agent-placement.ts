@@ -53,7 +53,8 @@ export type PostOutcome =
 /** How long after a failed placement decision it is taken again. */
 const RETRY_MS = 1000
 
-interface Known { owner: AgentRef | null; autoRevival: boolean }
+/** What placement keeps of a conversation between events (its owner by the history held here). */
+interface Known { owner: AgentRef | null }
 
 /**
  * Decides and carries out where each conversation's agent runs on this device (DESIGN.md,
@@ -114,7 +115,7 @@ export class AgentPlacement {
       owner: k.owner,
       announced: this.opts.peers.announced(conversation),
       runningHere: run === undefined ? null : { device: this.opts.history.device, epoch: run.epoch },
-      autoRevival: k.autoRevival,
+      autoRevival: this.autoRevival(conversation),
       ownerDown: k.owner !== null && k.owner.device !== this.opts.history.device && this.opts.peers.down(k.owner.device)
     }
   }
@@ -172,7 +173,7 @@ export class AgentPlacement {
     const self = this.opts.history.device
     for (const [conversation, k] of this.known) {
       // cheap checks first: only an opt-in conversation whose owner looks dead can need reviving
-      if (k.autoRevival && k.owner !== null && k.owner.device !== self && this.opts.peers.down(k.owner.device)) this.reconcile(conversation)
+      if (k.owner !== null && this.autoRevival(conversation) && k.owner.device !== self && this.opts.peers.down(k.owner.device)) this.reconcile(conversation)
     }
     for (const run of this.opts.agents.runs()) this.reconcile(run.conversation)
   }
@@ -182,16 +183,15 @@ export class AgentPlacement {
     if (k !== undefined) {
       const top = topRef([k.owner, ownerOf(ev.joined)])
       if (top !== k.owner) k.owner = top
-      if (ev.joined.some(e => e.kind === 'meta' && e.body.key === 'autoRevival')) this.known.delete(ev.conversation) // re-read below
     }
     // Only what others wrote can call for an action here; our own writes were decided already.
     if (ev.local) return
-    const messages = ev.joined.filter(e => e.kind === 'user').map(e => e.id)
-    // A message to a conversation no agent has run in is not for an agent (its sender would have started one).
-    void this.learn(ev.conversation).then(k => {
-      if (k.owner !== null) this.addFresh(ev.conversation, messages)
-      this.reconcile(ev.conversation)
-    }, (err: Error) => { this.opts.log.warn(`placement of ${ev.conversation.slice(0, 12)}: ${err.message}`) })
+    // Every message sent for an agent is for the conversation's agent, wherever it runs; one
+    // written into the history only (`arbor post`: reply false) is not. Decided by the entry
+    // itself, not by what else happened to arrive first.
+    const messages = ev.joined.filter(e => e.kind === 'user' && e.body.reply !== false).map(e => e.id)
+    this.addFresh(ev.conversation, messages)
+    void this.learn(ev.conversation).then(() => { this.reconcile(ev.conversation) }, (err: Error) => { this.opts.log.warn(`placement of ${ev.conversation.slice(0, 12)}: ${err.message}`) })
   }
 
   private addFresh (conversation: string, ids: string[]): void {
@@ -212,12 +212,17 @@ export class AgentPlacement {
     }
   }
 
+  /** Read each time, never kept: the summary may not exist yet when placement first hears of a conversation. */
+  private autoRevival (conversation: string): boolean {
+    return this.opts.history.summary(conversation)?.autoRevival === true
+  }
+
   /** What this device knows of a conversation's placement, read once and kept up to date. */
   private async learn (conversation: string): Promise<Known> {
     const have = this.known.get(conversation)
     if (have !== undefined) return have
     const dag = await this.opts.history.open(conversation)
-    const k: Known = { owner: ownerOf(dag.entries()), autoRevival: this.opts.history.summary(conversation)?.autoRevival === true }
+    const k: Known = { owner: ownerOf(dag.entries()) }
     this.known.set(conversation, k)
     return k
   }
@@ -262,7 +267,7 @@ export class AgentPlacement {
       owner: k.owner,
       announced: peers.announced(conversation),
       running: run === undefined ? null : { device: history.device, epoch: run.epoch },
-      autoRevival: k.autoRevival,
+      autoRevival: this.autoRevival(conversation),
       live: peers.live(conversation),
       down: d => peers.down(d),
       work,
