@@ -1,30 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { spawn, type ChildProcess } from 'node:child_process'
-import fs from 'node:fs'
-import path from 'node:path'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { tempDirs, until } from '../helpers/temp-dir'
+import type { BrowserContext, Page } from 'playwright-core'
+import { tempDirs } from '../helpers/temp-dir'
+import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
 
 // Branching and reading in the web UI: "continue from here" from the tree and from the
 // transcript, highlighted code in a reply, and both colour schemes. `arbor serve` in a real
 // process, Debian's Chromium, the fake model (it echoes: "You said: …"). Screenshots go to
 // test-results/.
-const BIN = path.resolve('bin/arbor.js')
-const SHOTS = path.resolve('test-results')
 const dirs = tempDirs()
-let node: ChildProcess
-let url = ''
-let context: BrowserContext
+let served: Served | undefined
+let context: BrowserContext | undefined
 let page: Page
 const problems: string[] = []
-
-async function shot (name: string): Promise<Buffer> {
-  fs.mkdirSync(SHOTS, { recursive: true })
-  const png = await page.screenshot({ path: path.join(SHOTS, `ui-branching-${name}.png`) })
-  // not blank: a real page compresses to far more than a flat colour does
-  expect(png.byteLength).toBeGreaterThan(8_000)
-  return png
-}
+const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-branching-${name}`)
 
 async function say (text: string, reply: string): Promise<void> {
   await page.getByRole('textbox', { name: 'Message' }).fill(text)
@@ -35,21 +23,10 @@ async function say (text: string, reply: string): Promise<void> {
 const cssVar = (name: string): Promise<string> => page.evaluate(n => getComputedStyle(document.documentElement).getPropertyValue(n).trim(), name)
 
 beforeAll(async () => {
-  const data = await dirs.make()
-  fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake' }))
-  let log = ''
-  // A bootstrap that answers nothing: this node stays alone, offline.
-  node = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', 'ui-branching'], { env: { ...process.env, ARBOR_DATA: data, ARBOR_BOOTSTRAP: '127.0.0.1:9', HOME: data } })
-  node.stdout?.on('data', d => { log += String(d) })
-  node.stderr?.on('data', d => { log += String(d) })
-  await until(() => /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/.test(log), 'the node to print its URL', 20_000)
-  url = (log.match(/http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/) as RegExpMatchArray)[0]
-  context = await chromium.launchPersistentContext(await dirs.make(), {
-    executablePath: '/usr/bin/chromium',
-    viewport: { width: 1200, height: 800 },
-    colorScheme: 'light',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-  })
+  // alone, offline
+  served = await startServe(await dirs.make(), { name: 'ui-branching' })
+  const url = served.url
+  context = await launchChromium(await dirs.make(), { colorScheme: 'light' })
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(url).origin })
   page = await context.newPage()
   page.on('pageerror', e => problems.push(String(e)))
@@ -63,11 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close()
-  if (node !== undefined && node.exitCode === null) {
-    const exited = new Promise(resolve => node.once('exit', resolve))
-    node.kill('SIGTERM')
-    await exited
-  }
+  await served?.stop()
   await dirs.cleanup()
 })
 

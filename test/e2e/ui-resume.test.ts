@@ -2,61 +2,50 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
 import createTestnet from 'hyperdht/testnet.js'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { arbor, serveNode, stopNode, type ServedNode } from '../helpers/served-node'
+import type { BrowserContext, Page } from 'playwright-core'
+import { arbor, serveNode, type ServedNode } from '../helpers/served-node'
 import { tempDirs, until } from '../helpers/temp-dir'
+import { launchChromium, shot as screenshot } from '../helpers/ui-session'
 
 // Moving an agent between devices as a user does it: two `arbor serve` processes paired on a
 // loopback testnet, Chromium showing the laptop's web UI. The conversation's agent runs on
 // the server; the laptop's chat says so, hands messages to it, and `/resume` moves it to the
 // laptop — offline, with a message waiting. The scripted `fake` model answers on both.
-const SHOTS = path.resolve('test-results')
 const dirs = tempDirs('arbor-ui-resume-')
 let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
 let bootstrap = ''
 let context: BrowserContext | undefined
 let page: Page
 const devices: ServedNode[] = []
+let laptop: ServedNode
+let server: ServedNode
 
+/** A device's node, stopped after the tests even if another fails to start. */
 async function serve (name: string): Promise<ServedNode> {
-  return serveNode(name, await dirs.make(), bootstrap, d => devices.push(d))
+  const d = await serveNode(name, await dirs.make(), bootstrap)
+  devices.push(d)
+  return d
 }
 
-async function shot (name: string): Promise<void> {
-  fs.mkdirSync(SHOTS, { recursive: true })
-  const png = await page.screenshot({ path: path.join(SHOTS, `ui-resume-${name}.png`) })
-  // not blank: a real page compresses to far more than a flat colour does
-  expect(png.byteLength).toBeGreaterThan(8_000)
-}
+const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-resume-${name}`)
 
 beforeAll(async () => {
   testnet = await createTestnet(3)
   bootstrap = testnet.bootstrap.map(b => `${b.host}:${b.port}`).join(',')
-  const dataDir = await dirs.make()
-  const [, , ctx] = await Promise.all([
-    serve('laptop'),
-    serve('server'),
-    chromium.launchPersistentContext(dataDir, {
-      executablePath: '/usr/bin/chromium',
-      viewport: { width: 1200, height: 800 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-    })
-  ])
-  context = ctx
-  page = await ctx.newPage()
+  ;[laptop, server, context] = await Promise.all([serve('laptop'), serve('server'), dirs.make().then(launchChromium)])
+  page = await context.newPage()
 }, 60_000)
 
 afterAll(async () => {
   await context?.close()
-  for (const d of devices) await stopNode(d)
-  if (process.env.ARBOR_TEST_LOGS !== undefined) for (const d of devices) console.log(`--- ${d.name}\n${d.log.slice(-3000)}`)
+  for (const d of devices) await d.stop()
+  if (process.env.ARBOR_TEST_LOGS !== undefined) for (const d of devices) console.log(`--- ${d.name}\n${d.log().slice(-3000)}`)
   await testnet?.destroy()
   await dirs.cleanup()
 })
 
 describe('moving the agent with /resume in the web UI', () => {
   it('shows where the agent runs, hands messages to it, moves it here with /resume, and keeps auto-revival', async () => {
-    const [laptop, server] = devices as [ServedNode, ServedNode]
     const errors: string[] = []
     page.on('pageerror', e => errors.push(String(e)))
     const { code } = await laptop.api.request('devices.invite', {})

@@ -1,17 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import fs from 'node:fs'
-import path from 'node:path'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
 import { layoutTree, type TreeNode } from '../../src/renderer/tree-layout'
 import { buildBigConversation, type BigConversation } from '../fixtures/big-conversation'
 import { tempDirs } from '../helpers/temp-dir'
-import { launchChromium, startServe, type Served } from '../helpers/ui-session'
+import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
 
 // The web UI at scale (issue 6): a 10,000-entry conversation with hundreds of branch points,
 // opened in Chromium from a real `arbor serve`. Behaviour only (timings are bench/ui's): the
 // transcript and the tree draw a bounded number of elements, reach both ends, and still
 // select branches and move by keyboard. Screenshots are kept in test-results/.
-const SHOTS = path.resolve('test-results')
 const dirs = tempDirs()
 let served: Served | undefined
 let context: BrowserContext | undefined
@@ -20,10 +17,7 @@ let big: BigConversation
 let rows: TreeNode[]
 const errors: string[] = []
 
-async function shot (name: string): Promise<void> {
-  fs.mkdirSync(SHOTS, { recursive: true })
-  await page.screenshot({ path: path.join(SHOTS, `ui-scale-${name}.png`) })
-}
+const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-scale-${name}`)
 
 /** Scrolls an element to `where` (a fraction of its scroll range) as a user dragging the scrollbar would. */
 async function scrollTo (el: Locator, where: number): Promise<void> {

@@ -2,63 +2,51 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
 import createTestnet from 'hyperdht/testnet.js'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { arbor, serveNode, stopNode, type ServedNode } from '../helpers/served-node'
+import type { BrowserContext, Page } from 'playwright-core'
+import { arbor, serveNode, type ServedNode } from '../helpers/served-node'
 import { tempDirs, until } from '../helpers/temp-dir'
+import { launchChromium, shot as screenshot } from '../helpers/ui-session'
 
 // Two devices as a user sees them: two `arbor serve` processes (separate data directories)
 // paired on a HyperDHT testnet on loopback, Chromium showing the laptop's web UI, the
 // server driven through its own API and CLI. The scripted `fake` model answers on the server.
-const SHOTS = path.resolve('test-results')
 const dirs = tempDirs('arbor-ui2-')
 let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
 let bootstrap = ''
 let context: BrowserContext | undefined
 let page: Page
 
-type Device = ServedNode
-const devices: Device[] = []
+const devices: ServedNode[] = []
+let laptop: ServedNode
+let server: ServedNode
 
-async function serve (name: string): Promise<Device> {
-  return serveNode(name, await dirs.make(), bootstrap, d => devices.push(d))
+/** A device's node, stopped after the tests even if another fails to start. */
+async function serve (name: string): Promise<ServedNode> {
+  const d = await serveNode(name, await dirs.make(), bootstrap)
+  devices.push(d)
+  return d
 }
 
-async function shot (name: string): Promise<void> {
-  fs.mkdirSync(SHOTS, { recursive: true })
-  const png = await page.screenshot({ path: path.join(SHOTS, `ui-two-${name}.png`) })
-  // not blank: a real page compresses to far more than a flat colour does
-  expect(png.byteLength).toBeGreaterThan(8_000)
-}
+const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-two-${name}`)
 
 beforeAll(async () => {
   testnet = await createTestnet(3)
   bootstrap = testnet.bootstrap.map(b => `${b.host}:${b.port}`).join(',')
-  const dataDir = await dirs.make()
-  const [, , ctx] = await Promise.all([
-    serve('laptop'),
-    serve('server'),
-    chromium.launchPersistentContext(dataDir, {
-      executablePath: '/usr/bin/chromium',
-      viewport: { width: 1200, height: 800 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-    })
-  ])
-  context = ctx
-  page = await ctx.newPage()
+  ;[laptop, server, context] = await Promise.all([serve('laptop'), serve('server'), dirs.make().then(launchChromium)])
+  page = await context.newPage()
 }, 60_000)
 
 afterAll(async () => {
   await context?.close()
-  for (const d of devices) await stopNode(d)
+  for (const d of devices) await d.stop()
   // What each node said, to read when this test fails.
-  if (process.env.ARBOR_TEST_LOGS !== undefined) for (const d of devices) console.log(`--- ${d.name}\n${d.log.slice(-3000)}`)
+  if (process.env.ARBOR_TEST_LOGS !== undefined) for (const d of devices) console.log(`--- ${d.name}\n${d.log().slice(-3000)}`)
   await testnet?.destroy()
   await dirs.cleanup()
 })
 
 describe('the web UI of one device, with a second device paired', () => {
   it('shows the other device\'s entries and agent live, and the network switch cuts and restores sync', async () => {
-    const [laptop, server] = devices as [Device, Device]
     const errors: string[] = []
     page.on('pageerror', e => errors.push(String(e)))
 

@@ -1,29 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { tempDirs, until } from '../helpers/temp-dir'
+import type { BrowserContext, Page } from 'playwright-core'
+import { tempDirs } from '../helpers/temp-dir'
+import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
 
 // The web UI as a user sees it: `arbor serve` in a real process, Debian's Chromium driven by
 // Playwright, the scripted `fake` model. Screenshots are kept in test-results/.
-const BIN = path.resolve('bin/arbor.js')
-const SHOTS = path.resolve('test-results')
 const dirs = tempDirs()
-let node: ChildProcess
+let served: Served | undefined
 let url = ''
-let context: BrowserContext
+let context: BrowserContext | undefined
 let page: Page
 let dataDir = ''
-let nodeLog = ''
-
-async function shot (name: string): Promise<Buffer> {
-  fs.mkdirSync(SHOTS, { recursive: true })
-  const png = await page.screenshot({ path: path.join(SHOTS, `ui-${name}.png`) })
-  // not blank: a real page compresses to far more than a flat colour does
-  expect(png.byteLength).toBeGreaterThan(8_000)
-  return png
-}
+const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-${name}`)
 
 beforeAll(async () => {
   const data = await dirs.make()
@@ -35,30 +25,16 @@ beforeAll(async () => {
     default: { text: 'You said: {{lastUser}}' }
   }))
   fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
-  let log = ''
-  // A bootstrap that answers nothing: this node stays alone, offline.
-  // agents work in their own directory, outside Arbor's data (which tools never see)
-  const workspaces = await dirs.make()
-  node = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', 'ui-test'], { env: { ...process.env, ARBOR_DATA: data, ARBOR_BOOTSTRAP: '127.0.0.1:9', HOME: data, ARBOR_WORKSPACES: workspaces } })
-  node.stdout?.on('data', d => { log += String(d); nodeLog += String(d) })
-  node.stderr?.on('data', d => { log += String(d); nodeLog += String(d) })
-  await until(() => /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/.test(log), 'the node to print its URL', 20_000)
-  url = (log.match(/http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/) as RegExpMatchArray)[0]
-  context = await chromium.launchPersistentContext(await dirs.make(), {
-    executablePath: '/usr/bin/chromium',
-    viewport: { width: 1200, height: 800 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-  })
+  // alone, offline; agents work in their own directory, outside Arbor's data (which tools never see)
+  served = await startServe(data, { name: 'ui-test', env: { ARBOR_WORKSPACES: await dirs.make() } })
+  url = served.url
+  context = await launchChromium(await dirs.make())
   page = await context.newPage()
 }, 60_000)
 
 afterAll(async () => {
   await context?.close()
-  if (node !== undefined && node.exitCode === null) {
-    const exited = new Promise(resolve => node.once('exit', resolve))
-    node.kill('SIGTERM')
-    await exited
-  }
+  await served?.stop()
   await dirs.cleanup()
 })
 
@@ -126,7 +102,7 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     await page.keyboard.press('Enter')
     await page.getByText(/The tool said: hello from the sandbox/).waitFor({ timeout: 45_000 }).catch(async (err: unknown) => {
       // say what the page and the node showed instead
-      throw new Error(`${String(err)}\n--- the chat:\n${await page.locator('.chat').innerText().catch(() => '?')}\n--- the node:\n${nodeLog.slice(-3000)}`)
+      throw new Error(`${String(err)}\n--- the chat:\n${await page.locator('.chat').innerText().catch(() => '?')}\n--- the node:\n${served?.log().slice(-3000)}`)
     })
     // the model chosen for this conversation answered
     await page.getByText(/scripted-tools/).first().waitFor({ timeout: 5_000 })

@@ -1,12 +1,11 @@
 // A device as the e2e UI tests run it: `arbor serve` in a real process with its own data
 // directory (the scripted `fake` model set up), its API over the WebSocket the browser uses,
 // and the `arbor` CLI against it.
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import fs from 'node:fs'
+import { execFile } from 'node:child_process'
 import path from 'node:path'
 import WebSocket from 'ws'
 import type { ApiEvent, ApiMethod, ApiMethods, ServerMessage } from '../../src/shared/api'
-import { until } from './temp-dir'
+import { startServe, type Served } from './ui-session'
 
 const BIN = path.resolve('bin/arbor.js')
 
@@ -48,35 +47,17 @@ export class ApiSocket {
   close (): void { this.ws.close() }
 }
 
-export interface ServedNode { name: string; dir: string; bootstrap: string; proc: ChildProcess; log: string; url: string; api: ApiSocket }
+export interface ServedNode extends Served { name: string; dir: string; bootstrap: string; api: ApiSocket }
 
 /**
- * `arbor serve` for one device in `dir`, meeting its devices on the DHT `bootstrap`
- * (host:port,…); resolves once it prints its address and its API answers. `started`
- * gets the device as soon as its process runs, so the caller can stop it whatever happens.
+ * `arbor serve` for one device in `dir` (startServe), meeting its devices on the DHT
+ * `bootstrap` (host:port,…); resolves once it printed its address and its API answers.
+ * Its stop() closes the API socket too.
  */
-export async function serveNode (name: string, dir: string, bootstrap: string, started: (d: ServedNode) => void): Promise<ServedNode> {
-  fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({ provider: 'fake' }))
-  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', name], { env: { ...process.env, ARBOR_DATA: dir, ARBOR_BOOTSTRAP: bootstrap, HOME: dir } })
-  const dev = { name, dir, bootstrap, proc, log: '', url: '' } as ServedNode
-  started(dev)
-  proc.stdout?.on('data', d => { dev.log += String(d) })
-  proc.stderr?.on('data', d => { dev.log += String(d) })
-  const address = /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/
-  await until(() => address.test(dev.log), `${name}'s node to print its address`, 30_000)
-  dev.url = (dev.log.match(address) as RegExpMatchArray)[0]
-  dev.api = await ApiSocket.open(dev.url)
-  return dev
-}
-
-/** Closes the device's API socket and stops its node (SIGTERM), waiting for it to exit. */
-export async function stopNode (d: ServedNode): Promise<void> {
-  d.api?.close()
-  if (d.proc.exitCode === null && d.proc.signalCode === null) {
-    const exited = new Promise(resolve => d.proc.once('exit', resolve))
-    d.proc.kill('SIGTERM')
-    await exited
-  }
+export async function serveNode (name: string, dir: string, bootstrap: string): Promise<ServedNode> {
+  const served = await startServe(dir, { name, bootstrap })
+  const api = await ApiSocket.open(served.url).catch(async (err: unknown) => { await served.stop(); throw err })
+  return { ...served, name, dir, bootstrap, api, stop: async () => { api.close(); await served.stop() } }
 }
 
 /** Runs `arbor ...` against a device (through its running node). Asynchronous: the testnet lives in the test's process. */

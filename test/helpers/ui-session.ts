@@ -1,12 +1,14 @@
 // `arbor serve` in a real process and Debian's Chromium driven by playwright-core, for the
 // UI tests and bench/ui. Never `npx playwright install`: the system Chromium is used.
+// No vitest here: bench/ui runs outside it.
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { chromium, type BrowserContext } from 'playwright-core'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
 
 const BIN = path.resolve(import.meta.dirname, '..', '..', 'bin', 'arbor.js')
 const URL_RE = /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/
+const SHOTS = path.resolve(import.meta.dirname, '..', '..', 'test-results')
 
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
@@ -19,15 +21,25 @@ export interface Served {
   stop: () => Promise<void>
 }
 
+export interface ServeOptions {
+  /** the device's name (default 'ui') */
+  name?: string
+  /** the DHT to meet other devices on, host:port[,host:port] (default: one that answers nothing, so the node stays alone, offline) */
+  bootstrap?: string
+  /** more environment for the node (e.g. ARBOR_WORKSPACES) */
+  env?: NodeJS.ProcessEnv
+  timeoutMs?: number
+}
+
 /**
- * Runs `arbor serve --port 0` on `dataDir` with the fake model as the node's provider, alone
- * and offline (a bootstrap that answers nothing); resolves once it printed its address.
+ * Runs `arbor serve --port 0` on `dataDir` (also its HOME) with the fake model as the node's
+ * provider unless a settings.json is there already; resolves once it printed its address.
  */
-export async function startServe (dataDir: string, o: { name?: string; timeoutMs?: number } = {}): Promise<Served> {
+export async function startServe (dataDir: string, o: ServeOptions = {}): Promise<Served> {
   const settings = path.join(dataDir, 'settings.json')
   if (!fs.existsSync(settings)) fs.writeFileSync(settings, JSON.stringify({ provider: 'fake' }))
   const child: ChildProcess = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--name', o.name ?? 'ui'], {
-    env: { ...process.env, ARBOR_DATA: dataDir, ARBOR_BOOTSTRAP: '127.0.0.1:9', HOME: dataDir },
+    env: { ...process.env, ARBOR_DATA: dataDir, ARBOR_BOOTSTRAP: o.bootstrap ?? '127.0.0.1:9', HOME: dataDir, ...o.env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let log = ''
@@ -59,7 +71,24 @@ export async function startServe (dataDir: string, o: { name?: string; timeoutMs
   return { url, log: () => log, stop }
 }
 
-/** A fresh Chromium profile in `userDataDir` with a fixed viewport. */
-export function launchChromium (userDataDir: string, viewport = { width: 1200, height: 800 }): Promise<BrowserContext> {
-  return chromium.launchPersistentContext(userDataDir, { executablePath: '/usr/bin/chromium', viewport, args: CHROMIUM_ARGS })
+/** A fresh Chromium profile in `userDataDir` with a fixed viewport (and the OS colour scheme to emulate, if given). */
+export function launchChromium (userDataDir: string, o: { colorScheme?: 'light' | 'dark' } = {}): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(userDataDir, {
+    executablePath: '/usr/bin/chromium',
+    viewport: { width: 1200, height: 800 },
+    ...(o.colorScheme !== undefined ? { colorScheme: o.colorScheme } : {}),
+    args: CHROMIUM_ARGS
+  })
+}
+
+/**
+ * Screenshots the page to test-results/<name>.png and fails unless it is not blank: a real
+ * page compresses to far more than a flat colour does.
+ */
+export async function shot (page: Page, name: string): Promise<Buffer> {
+  fs.mkdirSync(SHOTS, { recursive: true })
+  const file = path.join(SHOTS, `${name}.png`)
+  const png = await page.screenshot({ path: file })
+  if (png.byteLength <= 8_000) throw new Error(`the screenshot ${file} is blank (${png.byteLength} bytes)`)
+  return png
 }
