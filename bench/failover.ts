@@ -11,7 +11,8 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Entry, EntryOf } from '../src/shared/entry'
-import { ProcessCluster, waitFor } from '../test/helpers/arbor-processes'
+import { ProcessCluster } from '../test/helpers/arbor-processes'
+import { until } from '../test/helpers/temp-dir'
 import { emit, median, percentile, round } from './lib/util'
 import { DEFAULT_SUSPECT_AFTER_MS } from '../src/main/sync/sync-node'
 
@@ -61,7 +62,7 @@ try {
   for (let run = 0; run < RUNS; run++) {
     const victim = NAMES[run % NAMES.length] as string
     const survivors = NAMES.filter(n => n !== victim)
-    if (run === 0) await waitFor(allConnected, 'every pair of devices to connect', 120_000, 250)
+    if (run === 0) await until(allConnected, 'every pair of devices to connect', 120_000, 250)
     const conv = (await cluster.ok(victim, 'new', '--title', `failover ${run}`, '--auto-revival', '--cwd', work)).trim()
     const entries = async (n: string): Promise<Entry[]> => {
       const r = await cluster.arbor(n, 'export', conv, '--format', 'json')
@@ -69,7 +70,7 @@ try {
     }
     cluster.spawnArbor(victim, 'chat', conv, 'crash now', '--provider', 'fake', '--script', script)
     // killed once every survivor holds the intent of the running call (a step cut short)
-    await waitFor(async () => {
+    await until(async () => {
       for (const n of survivors) if (!(await entries(n)).some(e => e.kind === 'tool.intent')) return false
       return true
     }, 'the survivors to hold the bash call\'s intent', 60_000, 100)
@@ -77,7 +78,7 @@ try {
     const killedAt = Date.now()
     await cluster.kill(victim, 'SIGKILL')
     let revival: EntryOf<'agent.started'> | undefined
-    await waitFor(async () => {
+    await until(async () => {
       for (const n of survivors) {
         revival = (await entries(n)).find((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started' && e.body.reason === 'revival')
         if (revival !== undefined) return true
@@ -98,7 +99,7 @@ try {
     // back online: it continues (and finishes) its own cut-short turn, and rejoins
     const restartAt = Date.now()
     await cluster.serve(victim)
-    await waitFor(allConnected, `${victim} to rejoin`, 120_000, 250)
+    await until(allConnected, `${victim} to rejoin`, 120_000, 250)
     note(`${victim} restarted and heard by every device ${Date.now() - restartAt} ms after its restart`)
   }
 

@@ -9,7 +9,8 @@ import { spawnSync } from 'node:child_process'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import type { Entry, EntryOf } from '../../src/shared/entry'
-import { ProcessCluster, waitFor } from '../helpers/arbor-processes'
+import { ProcessCluster } from '../helpers/arbor-processes'
+import { until } from '../helpers/temp-dir'
 
 const haveBwrap = spawnSync('bwrap', ['--version']).status === 0
 if (!haveBwrap && process.env.CI !== undefined) throw new Error('bwrap is missing on CI: install bubblewrap')
@@ -35,7 +36,7 @@ describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
     for (const n of NAMES) device.set(n, (JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ device: string; self: boolean }> }).devices.find(d => d.self)?.device ?? '')
     const nameOf = (key: string): string => [...device].find(([, k]) => k === key)?.[0] ?? key
     // every device hears every other one directly
-    await waitFor(async () => {
+    await until(async () => {
       for (const n of NAMES) {
         const { devices } = JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ self: boolean; connected: boolean; suspected: boolean }> }
         if (devices.some(d => !d.self && (!d.connected || d.suspected))) return false
@@ -64,7 +65,7 @@ describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
       return r.code === 0 ? (JSON.parse(r.out) as { entries: Entry[] }).entries : []
     }
     const crashChat = cluster.spawnArbor('laptop', 'chat', conv, 'crash now', '--provider', 'fake', '--script', script)
-    await waitFor(async () => (await entries('server')).some(e => e.kind === 'tool.intent') && (await entries('cloud')).some(e => e.kind === 'tool.intent'), 'server and cloud to hold the bash call\'s intent', 60_000, 200)
+    await until(async () => (await entries('server')).some(e => e.kind === 'tool.intent') && (await entries('cloud')).some(e => e.kind === 'tool.intent'), 'server and cloud to hold the bash call\'s intent', 60_000, 200)
     expect(await lines('crash.txt')).toBe(1)
     const intent = (await entries('server')).find((e): e is EntryOf<'tool.intent'> => e.kind === 'tool.intent') as EntryOf<'tool.intent'>
     expect(intent.author.device).toBe(device.get('laptop'))
@@ -73,7 +74,7 @@ describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
     const killedAt = Date.now()
     await cluster.kill('laptop', 'SIGKILL')
     const revivals = async (): Promise<Array<EntryOf<'agent.started'>>> => [...(await entries('server')), ...(await entries('cloud'))].filter((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started' && e.body.reason === 'revival')
-    await waitFor(async () => (await revivals()).length > 0, 'server or cloud to revive the agent', 30_000, 200)
+    await until(async () => (await revivals()).length > 0, 'server or cloud to revive the agent', 30_000, 200)
     const revival = (await revivals())[0] as EntryOf<'agent.started'>
     const reviver = nameOf(revival.author.device)
     const other = reviver === 'server' ? 'cloud' : 'server'
@@ -82,7 +83,7 @@ describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
     expect(revival.body).toEqual({ epoch: 1, reason: 'revival', previous: { device: device.get('laptop'), epoch: 0 } })
     // the revived agent finishes the turn: the bash step's outcome is unknown, it is not run again
     const turnOver = async (n: string): Promise<boolean> => stopped(await entries(n)).some(e => e.author.device === revival.author.device && e.body.epoch === 1 && e.body.reason === 'done')
-    await waitFor(async () => (await turnOver('server')) && (await turnOver('cloud')), 'the revived turn to end, on both', 30_000, 200)
+    await until(async () => (await turnOver('server')) && (await turnOver('cloud')), 'the revived turn to end, on both', 30_000, 200)
     const afterRevival = await entries(reviver)
     const note = afterRevival.find(e => e.kind === 'note' && e.author.device === revival.author.device) as EntryOf<'note'> | undefined
     expect(note?.body.text).toContain(`revived on ${reviver} because laptop`)
@@ -100,7 +101,7 @@ describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
     const laptop = await cluster.serve('laptop', ['--offline'])
     const restartLog = laptop.log.length
     const laptopTurns = async (): Promise<Entry[]> => (await entries('laptop')).filter(e => e.author.device === device.get('laptop'))
-    await waitFor(async () => stopped(await laptopTurns()).some(e => e.body.epoch === 0 && e.body.reason === 'done'), 'the laptop to finish its cut-short turn', 30_000, 200)
+    await until(async () => stopped(await laptopTurns()).some(e => e.body.epoch === 0 && e.body.reason === 'done'), 'the laptop to finish its cut-short turn', 30_000, 200)
     const restarted = started(await laptopTurns()).filter(e => e.body.reason === 'restart')
     expect(restarted.map(e => e.body.epoch)).toEqual([0])
     const onLaptop = await entries('laptop')
@@ -110,25 +111,25 @@ describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
 
     // --- both sides work: the laptop runs a step offline; a message posted on the other side goes to the reviver
     const offlineChat = cluster.spawnArbor('laptop', 'chat', conv, 'offline work')
-    await waitFor(async () => (await laptopTurns()).filter(e => e.kind === 'tool.intent').length === 2, 'the laptop\'s offline step to start', 30_000, 200)
+    await until(async () => (await laptopTurns()).filter(e => e.kind === 'tool.intent').length === 2, 'the laptop\'s offline step to start', 30_000, 200)
     const posted = await cluster.arbor(other, 'chat', conv, 'hello from the online side')
     expect(posted.err).toContain(`runs on ${reviver}`)
     const answered = async (n: string): Promise<boolean> => (await entries(n)).some(e => e.kind === 'assistant' && e.body.text === 'You said: hello from the online side' && e.author.device === revival.author.device)
-    await waitFor(async () => (await answered('server')) && (await answered('cloud')), `${reviver} to answer the message posted on ${other}`, 30_000, 200)
+    await until(async () => (await answered('server')) && (await answered('cloud')), `${reviver} to answer the message posted on ${other}`, 30_000, 200)
     expect(laptop.log.slice(restartLog)).not.toMatch(/ connected\n/) // offline means offline
 
     // --- the network comes back: the laptop learns of the higher agent and gives way at its next step boundary
     await cluster.ok('laptop', 'net', 'on')
-    await waitFor(async () => started(await entries('laptop')).some(e => e.body.reason === 'revival'), 'the laptop to hold the revival', 30_000, 200)
+    await until(async () => started(await entries('laptop')).some(e => e.body.reason === 'revival'), 'the laptop to hold the revival', 30_000, 200)
     await fs.writeFile(path.join(work, 'go'), '')
     const gaveWay = async (n: string): Promise<boolean> => stopped(await entries(n)).some(e => e.body.reason === 'superseded')
-    await waitFor(async () => (await gaveWay('laptop')) && (await gaveWay(reviver)) && (await gaveWay(other)), 'the laptop\'s agent to give way, known everywhere', 30_000, 200)
+    await until(async () => (await gaveWay('laptop')) && (await gaveWay(reviver)) && (await gaveWay(other)), 'the laptop\'s agent to give way, known everywhere', 30_000, 200)
     await new Promise(resolve => setTimeout(resolve, 300))
     offlineChat.proc.kill()
 
     // the history converges: the same entries on all three
     let all: Entry[][] = []
-    await waitFor(async () => {
+    await until(async () => {
       all = await Promise.all(NAMES.map(n => entries(n)))
       const ids = all.map(es => es.map(e => e.id).sort().join())
       return ids.every(x => x === ids[0])

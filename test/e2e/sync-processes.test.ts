@@ -1,61 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import path from 'node:path'
-import createTestnet from 'hyperdht/testnet.js'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { ProcessCluster } from '../helpers/arbor-processes'
+import { until } from '../helpers/temp-dir'
 
-const BIN = path.resolve('bin/arbor.js')
-const dirs = tempDirs()
-let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
-let bootstrap = ''
-const nodes = new Map<string, { dir: string; proc: ChildProcess | null; log: string }>()
-
-/**
- * Runs `arbor ...` against a device's data directory (through its node when it serves).
- * Asynchronous on purpose: the testnet runs in this process and must keep answering.
- */
-function arbor (name: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const dev = nodes.get(name)
-  if (dev === undefined) throw new Error(`no device ${name}`)
-  return new Promise(resolve => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ARBOR_DATA: dev.dir, ARBOR_BOOTSTRAP: bootstrap }, encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, out: stdout, err: stderr })
-    })
-  })
-}
-
-async function serve (name: string): Promise<void> {
-  const dev = nodes.get(name) ?? { dir: await dirs.make(), proc: null, log: '' }
-  nodes.set(name, dev)
-  const proc = spawn(process.execPath, [BIN, 'serve', '--name', name], { env: { ...process.env, ARBOR_DATA: dev.dir, ARBOR_BOOTSTRAP: bootstrap } })
-  dev.proc = proc
-  proc.stdout?.on('data', d => { dev.log += String(d) })
-  proc.stderr?.on('data', d => { dev.log += String(d) })
-  await until(() => dev.log.includes('is serving'), `${name}'s node to start`, 20_000)
-}
-
-async function stop (name: string): Promise<void> {
-  const proc = nodes.get(name)?.proc
-  if (proc === undefined || proc === null || proc.exitCode !== null) return
-  const exited = new Promise(resolve => proc.once('exit', resolve))
-  proc.kill('SIGTERM')
-  await exited
-}
+const cluster = new ProcessCluster()
+const arbor = cluster.arbor.bind(cluster)
+const serve = async (name: string): Promise<void> => { await cluster.serve(name, [], 20_000) }
 
 const list = async (name: string): Promise<Array<{ id: string; size: number; title: string }>> => JSON.parse((await arbor(name, 'ls', '--json')).out) as Array<{ id: string; size: number; title: string }>
 const sizeOf = async (name: string, conv: string): Promise<number> => (await list(name)).find(c => c.id === conv)?.size ?? 0
 
-beforeAll(async () => {
-  testnet = await createTestnet(3)
-  bootstrap = testnet.bootstrap.map(b => `${b.host}:${b.port}`).join(',')
-}, 30_000)
+beforeAll(() => cluster.ready(), 30_000)
 
 afterAll(async () => {
   // What each node said, to read when this test fails.
-  for (const [name, dev] of nodes) if (dev.log !== '') console.log(`--- ${name}\n${dev.log.slice(-2000)}`)
-  for (const name of nodes.keys()) await stop(name)
-  await testnet.destroy()
-  await dirs.cleanup()
+  for (const [name, dev] of cluster.devices) if (dev.log !== '') console.log(`--- ${name}\n${dev.log.slice(-2000)}`)
+  await cluster.close()
 })
 
 describe('three devices in separate processes on a HyperDHT testnet', () => {

@@ -1,6 +1,6 @@
 // Real `arbor serve` processes on a HyperDHT testnet on loopback, driven by the `arbor` CLI
-// (which forwards into the running node): the pattern of test/e2e/sync-processes.test.ts,
-// shared by the failover test and bench/failover.ts.
+// (which forwards into the running node), for the sync and failover tests and
+// bench/failover.ts.
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import fs from 'node:fs/promises'
@@ -8,6 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import createTestnet from 'hyperdht/testnet.js'
+import { until } from './temp-dir'
 
 const BIN = fileURLToPath(new URL('../../bin/arbor.js', import.meta.url))
 
@@ -64,21 +65,16 @@ export class ProcessCluster {
     d.proc = proc
     proc.stdout?.on('data', (b: Buffer) => { d.log += String(b) })
     proc.stderr?.on('data', (b: Buffer) => { d.log += String(b) })
-    await waitFor(() => {
+    await until(() => {
       if (proc.exitCode !== null) throw new Error(`${name}'s node exited (${proc.exitCode}): ${d.log.slice(mark)}`)
       return d.log.indexOf('is serving', mark) >= 0
-    }, `${name}'s node to start`, timeoutMs)
+    }, `${name}'s node to start`, timeoutMs, 50)
     return d
   }
 
   /** Runs `arbor ...` for a device (through its node when it serves). */
   arbor (name: string, ...args: string[]): Promise<ArborResult> {
-    const env = this.env(name)
-    return new Promise(resolve => {
-      execFile(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
-        resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, out: stdout, err: stderr })
-      })
-    })
+    return runArbor(this.env(name), args)
   }
 
   /** Like arbor(), but fails with what the command said unless it exits 0; returns its stdout. */
@@ -126,11 +122,14 @@ export class ProcessCluster {
   }
 }
 
-/** Resolves when `check` holds, polling; rejects after `ms` with `what` in the message. */
-export async function waitFor (check: () => boolean | Promise<boolean>, what: string, ms = 30_000, everyMs = 50): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, everyMs))
-  }
+/**
+ * Runs `arbor ...` with `env` (through the device's node when it serves). Asynchronous on
+ * purpose: a testnet in this process must keep answering.
+ */
+export function runArbor (env: NodeJS.ProcessEnv, args: string[], timeoutMs = 60_000): Promise<ArborResult> {
+  return new Promise(resolve => {
+    execFile(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: timeoutMs }, (err, stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, out: stdout, err: stderr })
+    })
+  })
 }

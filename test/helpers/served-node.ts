@@ -1,13 +1,10 @@
 // A device as the e2e UI tests run it: `arbor serve` in a real process with its own data
 // directory (the scripted `fake` model set up), its API over the WebSocket the browser uses,
 // and the `arbor` CLI against it.
-import { execFile } from 'node:child_process'
-import path from 'node:path'
 import WebSocket from 'ws'
 import type { ApiEvent, ApiMethod, ApiMethods, ServerMessage } from '../../src/shared/api'
+import { runArbor, type ArborResult } from './arbor-processes'
 import { startServe, type Served } from './ui-session'
-
-const BIN = path.resolve('bin/arbor.js')
 
 /** A client of a node's API over its WebSocket, as the browser speaks it. */
 export class ApiSocket {
@@ -60,11 +57,7 @@ export async function serveNode (name: string, dir: string, bootstrap: string): 
   return { ...served, name, dir, bootstrap, api, stop: async () => { api.close(); await served.stop() } }
 }
 
-/** Runs `arbor ...` against a device (through its running node). Asynchronous: the testnet lives in the test's process. */
-export function arbor (dev: ServedNode, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise(resolve => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ARBOR_DATA: dev.dir, ARBOR_BOOTSTRAP: dev.bootstrap, HOME: dev.dir }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, out: stdout, err: stderr })
-    })
-  })
+/** Runs `arbor ...` against a device (through its running node). */
+export function arbor (dev: ServedNode, ...args: string[]): Promise<ArborResult> {
+  return runArbor({ ...process.env, ARBOR_DATA: dev.dir, ARBOR_BOOTSTRAP: dev.bootstrap, HOME: dev.dir }, args, 30_000)
 }

@@ -17,11 +17,11 @@ export function tempDirs (prefix = 'arbor-test-'): { make: () => Promise<string>
   }
 }
 
-/** Resolves when `check` holds, polling; rejects after `ms` with `what` in the message. */
-export async function until (check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+/** Resolves when `check` holds, polling every `everyMs`; rejects after `ms` with `what` in the message. */
+export async function until (check: () => boolean | Promise<boolean>, what: string, ms = 10_000, everyMs = 10): Promise<void> {
   const deadline = Date.now() + ms
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 10))
+    await new Promise(resolve => setTimeout(resolve, everyMs))
   }
 }
