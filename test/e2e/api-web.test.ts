@@ -1,42 +1,28 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
-import createTestnet from 'hyperdht/testnet.js'
 import WebSocket from 'ws'
 import type { ApiEvent, ServerMessage } from '../../src/shared/api'
 import { memoryLogger } from '../../src/shared/logger'
-import { ApiService } from '../../src/main/api/api-service'
 import { WebServer, findRendererDir } from '../../src/main/api/web-server'
 import { runCli } from '../../src/main/cli/run-cli'
-import { ArborNode } from '../../src/main/node'
-import { tempDirs, until } from '../helpers/temp-dir'
+import type { ArborNode } from '../../src/main/node'
+import { apiNodes } from '../helpers/api-nodes'
+import { until } from '../helpers/temp-dir'
 
 // `arbor serve`'s web UI: the built renderer over HTTP, the API over a WebSocket that takes
 // only the printed token and the server's own Origin. Serves whatever `npx electron-vite
 // build` left in out/renderer.
 
-const dirs = tempDirs('arbor-web-')
-let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
-const cleanups: Array<() => Promise<void> | void> = []
-
-beforeAll(async () => { testnet = await createTestnet(3) })
-afterAll(async () => { await testnet.destroy() })
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c()
-  await dirs.cleanup()
-})
+const nodes = apiNodes('arbor-web-')
+const { dirs, defer } = nodes
 
 async function serveWeb (opts: { root?: string } = {}): Promise<{ web: WebServer; node: ArborNode; dir: string }> {
-  const dir = await dirs.make()
-  const node = new ArborNode({ dataDir: dir, api: false, bootstrap: testnet.bootstrap, name: 'server', env: { HOME: dir }, log: memoryLogger() })
-  await node.ready()
-  cleanups.push(() => node.close())
-  const api = new ApiService(node, { version: 'test' })
-  cleanups.push(() => api.close())
+  const { node, api, dir } = await nodes.start('server')
   const web = new WebServer({ api, port: 0, log: memoryLogger(), ...(opts.root !== undefined ? { root: opts.root } : {}) })
   await web.listen()
-  cleanups.push(() => web.close())
+  defer(() => web.close())
   return { web, node, dir }
 }
 
@@ -44,7 +30,7 @@ async function serveWeb (opts: { root?: string } = {}): Promise<{ web: WebServer
 function connect (url: string, origin: string | undefined): Promise<{ ws: WebSocket } | { status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, origin !== undefined ? { origin } : {})
-    ws.on('open', () => { cleanups.push(() => ws.close()); resolve({ ws }) })
+    ws.on('open', () => { defer(() => ws.close()); resolve({ ws }) })
     ws.on('unexpected-response', (_req, res) => {
       let body = ''
       res.on('data', (d: Buffer) => { body += d.toString() })
@@ -180,9 +166,9 @@ describe('the web UI server', () => {
     const data = await dirs.make()
     let out = ''
     const stop = new AbortController()
-    const env = { ARBOR_DATA: data, HOME: data, ARBOR_BOOTSTRAP: testnet.bootstrap.map(b => `${b.host}:${b.port}`).join(',') }
+    const env = { ARBOR_DATA: data, HOME: data, ARBOR_BOOTSTRAP: nodes.bootstrap().map(b => `${b.host}:${b.port}`).join(',') }
     const done = runCli(['serve', '--port', '0', '--name', 'box'], { out: t => { out += t }, err: () => {}, env, cwd: data, signal: stop.signal })
-    cleanups.push(async () => { stop.abort(); await done })
+    defer(async () => { stop.abort(); await done })
     await until(() => /#token=/.test(out), 'serve to print the address', 20_000)
     const m = /(http:\/\/127\.0\.0\.1:(\d+))\/#token=([0-9a-f]{64})/.exec(out)
     expect(m, out).not.toBeNull()

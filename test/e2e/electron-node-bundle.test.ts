@@ -1,10 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { fork, spawnSync, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import createTestnet from 'hyperdht/testnet.js'
 import type { FromNode, ToNode } from '../../src/main/node-process-protocol'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { apiNodes } from '../helpers/api-nodes'
+import { until } from '../helpers/temp-dir'
 
 // The built entry Electron main forks (out/main/node.js), as a real process on plain Node,
 // with its parentPort shimmed over Node's IPC: it starts, says it is ready, and shuts down
@@ -13,25 +13,16 @@ import { tempDirs, until } from '../helpers/temp-dir'
 const root = path.resolve(import.meta.dirname, '../..')
 const entry = path.join(root, 'out/main/node.js')
 const shim = path.join(import.meta.dirname, 'fixtures/parent-port-shim.mjs')
-const dirs = tempDirs('arbor-node-bundle-')
-let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
-const children: ChildProcess[] = []
-
-beforeAll(async () => { testnet = await createTestnet(3) })
-afterAll(async () => { await testnet.destroy() })
-afterEach(async () => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
-  await dirs.cleanup()
-})
+const { dirs, bootstrap, defer } = apiNodes('arbor-node-bundle-')
 
 function startNode (dir: string): { child: ChildProcess; said: FromNode[]; exited: Promise<number | null>; stderr: () => string } {
   expect(fs.existsSync(entry), 'out/main/node.js is missing: run `npx electron-vite build`').toBe(true)
   const child = fork(entry, [], {
     execArgv: ['--import', shim],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    env: { ...process.env, HOME: dir, ARBOR_BOOTSTRAP: testnet.bootstrap.map(b => `${b.host}:${b.port}`).join(',') }
+    env: { ...process.env, HOME: dir, ARBOR_BOOTSTRAP: bootstrap().map(b => `${b.host}:${b.port}`).join(',') }
   })
-  children.push(child)
+  defer(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   let err = ''
   child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
   const said: FromNode[] = []

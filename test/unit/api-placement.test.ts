@@ -1,60 +1,27 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import fs from 'node:fs'
-import path from 'node:path'
-import createTestnet from 'hyperdht/testnet.js'
-import type { AgentStatusDto, ApiEvent } from '../../src/shared/api'
+import { describe, expect, it } from 'vitest'
+import type { AgentStatusDto } from '../../src/shared/api'
 import type { Entry } from '../../src/shared/entry'
-import { tickHlc } from '../../src/shared/hlc'
-import { memoryLogger } from '../../src/shared/logger'
-import { ApiService } from '../../src/main/api/api-service'
-import { ArborNode } from '../../src/main/node'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { apiNodes, rejection, scriptedModel, type ApiNode } from '../helpers/api-nodes'
+import { until } from '../helpers/temp-dir'
 
 // The API's placement methods (agent.status, agent.resume, agent.autoRevival) against real
 // nodes with the scripted model: one alone, then two paired on a loopback testnet.
 
-const dirs = tempDirs('arbor-api-place-')
-let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
-const open: Array<{ node: ArborNode; api: ApiService }> = []
+const nodes = apiNodes('arbor-api-place-')
 
-beforeAll(async () => { testnet = await createTestnet(3) })
-afterAll(async () => { await testnet.destroy() })
-afterEach(async () => {
-  for (const { node, api } of open.splice(0)) { api.close(); await node.close() }
-  await dirs.cleanup()
-})
-
-interface Device { node: ArborNode; api: ApiService; events: ApiEvent[]; dir: string }
-
-async function start (name: string, network: boolean): Promise<Device> {
-  const dir = await dirs.make()
-  const node = new ArborNode({ dataDir: dir, api: false, name, env: { HOME: dir }, log: memoryLogger(), ...(network ? { bootstrap: testnet.bootstrap, heartbeatMs: 200 } : { swarm: false }) })
-  await node.ready()
-  const api = new ApiService(node, { version: 'test' })
-  open.push({ node, api })
-  const events: ApiEvent[] = []
-  api.subscribe(ev => { events.push(ev) })
-  await api.request('settings.set', { provider: 'fake' })
-  return { node, api, events, dir }
-}
-
-async function rejection (p: Promise<unknown>): Promise<string> {
-  const err = await p.then(() => null, (e: unknown) => e)
-  expect(err).toBeInstanceOf(Error)
-  return (err as Error).message
+/** A node with the fake model set up, on the testnet or with no network at all. */
+async function start (name: string, network: boolean): Promise<ApiNode> {
+  const d = await nodes.start(name, network ? { heartbeatMs: 200 } : { bootstrap: undefined, swarm: false })
+  await d.api.request('settings.set', { provider: 'fake' })
+  return d
 }
 
 /** Gives the conversation a slow scripted model (its `llm` setting). */
-async function slowModel (d: Device, conversation: string): Promise<void> {
-  const script = path.join(d.dir, `slow-${conversation.slice(0, 8)}.json`)
-  fs.writeFileSync(script, JSON.stringify({ default: { text: 'x'.repeat(600), chunkSize: 4, delayMsPerChunk: 40 } }))
-  const dag = await d.node.history.open(conversation)
-  const tip = dag.branch(d.node.history.selected(conversation)).at(-1) as Entry
-  const [meta] = await d.node.history.append(conversation, [{ kind: 'meta', body: { key: 'llm', value: { provider: 'fake', script }, hlc: tickHlc(null, Date.now(), d.node.device) }, parents: [tip.id] }])
-  d.node.history.select(conversation, (meta as Entry).id)
+async function slowModel (d: ApiNode, conversation: string): Promise<void> {
+  await scriptedModel(d.node, conversation, d.dir, { default: { text: 'x'.repeat(600), chunkSize: 4, delayMsPerChunk: 40 } })
 }
 
-const ended = (d: Device, id: string, n: number): boolean => d.events.filter(e => e.type === 'agent' && e.conversation === id && !e.running).length >= n
+const ended = (d: ApiNode, id: string, n: number): boolean => d.events.filter(e => e.type === 'agent' && e.conversation === id && !e.running).length >= n
 
 describe('agent.status, agent.resume and agent.autoRevival on one device', () => {
   it('tells where the agent is and how it moved, refuses a resume with nothing to move, and resumes a waiting message', async () => {

@@ -1,30 +1,21 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
 import { MessageChannel, type MessagePort } from 'node:worker_threads'
-import createTestnet from 'hyperdht/testnet.js'
 import type { ApiEvent, ServerMessage } from '../../src/shared/api'
 import { memoryLogger } from '../../src/shared/logger'
 import { ArborNode } from '../../src/main/node'
 import type { FromNode, ToNode } from '../../src/main/node-process-protocol'
 import { NodeProcess } from '../../src/main/node-process'
 import { parentChannel } from '../helpers/node-ports'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { apiNodes } from '../helpers/api-nodes'
+import { until } from '../helpers/temp-dir'
 
 // The desktop app's node (the utilityProcess body) on plain Node: a real ArborNode in a temp
 // dir, driven through real MessagePorts (worker_threads) shaped as Electron's parentPort and
 // MessagePortMain. Only Electron is absent; the wire format is the WebSocket's.
 
-const dirs = tempDirs('arbor-port-')
-let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
-const cleanups: Array<() => Promise<void> | void> = []
-
-beforeAll(async () => { testnet = await createTestnet(3) })
-afterAll(async () => { await testnet.destroy() })
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c()
-  await dirs.cleanup()
-})
+const { dirs, bootstrap, defer } = apiNodes('arbor-port-')
 
 interface Harness {
   proc: NodeProcess
@@ -41,7 +32,7 @@ interface Harness {
 async function nodeProcess (opts: { dir?: string; start?: Partial<Extract<ToNode, { type: 'start' }>>; connectFirst?: boolean } = {}): Promise<Harness & { first?: Client }> {
   const dir = opts.dir ?? await dirs.make()
   const channel = parentChannel()
-  cleanups.push(() => channel.close())
+  defer(() => channel.close())
   const exits: number[] = []
   const proc = new NodeProcess({
     parent: channel.parent,
@@ -49,14 +40,14 @@ async function nodeProcess (opts: { dir?: string; start?: Partial<Extract<ToNode
     env: {},
     log: memoryLogger(),
     version: 'test',
-    node: { bootstrap: testnet.bootstrap, name: 'laptop', env: { HOME: dir }, log: memoryLogger() }
+    node: { bootstrap: bootstrap(), name: 'laptop', env: { HOME: dir }, log: memoryLogger() }
   })
-  cleanups.push(() => proc.close())
+  defer(() => proc.close())
   const post = (msg: ToNode, ports: MessagePort[] = []): void => { channel.main.post(msg, ports) }
   const connect = (): Client => {
     const { port1, port2 } = new MessageChannel()
     post({ type: 'connect' }, [port1])
-    cleanups.push(() => { port2.close() })
+    defer(() => { port2.close() })
     return client(port2)
   }
   // A window may be connected before the node has opened: its requests wait.
@@ -157,7 +148,7 @@ describe('the desktop app\'s node over MessagePorts (src/main/node-process.ts)',
     await h.proc.ready()
     const { port1, port2 } = new MessageChannel()
     h.post({ type: 'connect' }, [port1])
-    cleanups.push(() => { port2.close() })
+    defer(() => { port2.close() })
     const raw: ServerMessage[] = []
     port2.on('message', (text: string) => { raw.push(JSON.parse(text) as ServerMessage) })
     port2.postMessage('{ not json')
@@ -213,7 +204,7 @@ describe('the desktop app\'s node over MessagePorts (src/main/node-process.ts)',
     expect(h.exits).toEqual([0])
     expect(h.proc.arbor).toBeNull()
     await until(() => ui.closed(), 'the port to close')
-    const again = new ArborNode({ dataDir: h.dir, bootstrap: testnet.bootstrap, env: { HOME: h.dir }, log: memoryLogger() })
+    const again = new ArborNode({ dataDir: h.dir, bootstrap: bootstrap(), env: { HOME: h.dir }, log: memoryLogger() })
     await again.ready() // the store and the CLI's socket were released
     await again.close()
     await h.proc.stop() // SIGTERM after shutdown: nothing more
@@ -222,9 +213,9 @@ describe('the desktop app\'s node over MessagePorts (src/main/node-process.ts)',
 
   it('a node that cannot open says why to main and exits 1', async () => {
     const dir = await dirs.make()
-    const holder = new ArborNode({ dataDir: dir, api: false, bootstrap: testnet.bootstrap, env: { HOME: dir }, log: memoryLogger() })
+    const holder = new ArborNode({ dataDir: dir, api: false, bootstrap: bootstrap(), env: { HOME: dir }, log: memoryLogger() })
     await holder.ready()
-    cleanups.push(() => holder.close())
+    defer(() => holder.close())
     const h = await nodeProcess({ dir })
     await expect(h.proc.ready()).rejects.toThrow(/another Arbor process is using/)
     await until(() => h.exits.length > 0, 'the exit')

@@ -1,46 +1,19 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import fs from 'node:fs'
-import path from 'node:path'
-import createTestnet from 'hyperdht/testnet.js'
+import { describe, expect, it } from 'vitest'
 import type { AgentPlaceDto, ApiEvent } from '../../src/shared/api'
 import type { Entry } from '../../src/shared/entry'
-import { tickHlc } from '../../src/shared/hlc'
-import { memoryLogger } from '../../src/shared/logger'
-import { ApiService } from '../../src/main/api/api-service'
-import { ArborNode } from '../../src/main/node'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { apiNodes, rejection, scriptedModel, type ApiNode } from '../helpers/api-nodes'
+import { until } from '../helpers/temp-dir'
 
 // The API of two paired nodes on a loopback testnet: where a conversation's agent runs (the
 // presence the other device announces), its live events relayed from there, and the network.
 
-const dirs = tempDirs('arbor-presence-')
-let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
-const open: Array<{ node: ArborNode; api: ApiService }> = []
+const nodes = apiNodes('arbor-presence-')
+const start = (name: string): Promise<ApiNode> => nodes.start(name, { heartbeatMs: 200 })
 
-beforeAll(async () => { testnet = await createTestnet(3) })
-afterAll(async () => { await testnet.destroy() })
-afterEach(async () => {
-  for (const { node, api } of open.splice(0)) { api.close(); await node.close() }
-  await dirs.cleanup()
-})
-
-interface Device { node: ArborNode; api: ApiService; events: ApiEvent[]; dir: string }
-
-async function start (name: string): Promise<Device> {
-  const dir = await dirs.make()
-  const node = new ArborNode({ dataDir: dir, api: false, bootstrap: testnet.bootstrap, name, env: { HOME: dir }, log: memoryLogger(), heartbeatMs: 200 })
-  await node.ready()
-  const api = new ApiService(node, { version: 'test' })
-  open.push({ node, api })
-  const events: ApiEvent[] = []
-  api.subscribe(ev => { events.push(ev) })
-  return { node, api, events, dir }
-}
-
-const connected = (d: Device): boolean => d.events.some(e => e.type === 'net' && e.state.peers === 1) && d.node.sync.peers().some(p => p.connected)
+const connected = (d: ApiNode): boolean => d.events.some(e => e.type === 'net' && e.state.peers === 1) && d.node.sync.peers().some(p => p.connected)
 
 /** The last `agent` event a device sent for a conversation. */
-const lastAgent = (d: Device, id: string): { running: boolean; agents: AgentPlaceDto[] } | undefined =>
+const lastAgent = (d: ApiNode, id: string): { running: boolean; agents: AgentPlaceDto[] } | undefined =>
   d.events.findLast((e): e is Extract<ApiEvent, { type: 'agent' }> => e.type === 'agent' && e.conversation === id)
 
 describe('the API of two paired devices', () => {
@@ -54,10 +27,7 @@ describe('the API of two paired devices', () => {
     // a conversation on the server with a slow scripted model that thinks first
     await server.api.request('settings.set', { provider: 'fake' })
     const { id } = await server.api.request('conversation.create', { title: 'on the server', cwd: server.dir })
-    const script = path.join(server.dir, 'slow.json')
-    fs.writeFileSync(script, JSON.stringify({ default: { reasoning: 'Thinking it over.', text: 'x'.repeat(2000), chunkSize: 4, delayMsPerChunk: 50 } }))
-    const tip = (await server.node.history.open(id)).branch().at(-1) as Entry
-    await server.node.history.append(id, [{ kind: 'meta', body: { key: 'llm', value: { provider: 'fake', script }, hlc: tickHlc(null, Date.now(), server.node.device) }, parents: [tip.id] }])
+    await scriptedModel(server.node, id, server.dir, { default: { reasoning: 'Thinking it over.', text: 'x'.repeat(2000), chunkSize: 4, delayMsPerChunk: 50 } })
     await until(async () => (await laptop.api.request('conversations.list', {})).some(c => c.id === id && c.size === 2), 'the laptop to hold the conversation', 20_000)
     await server.api.request('message.send', { conversation: id, text: 'go slowly' })
 
@@ -108,9 +78,3 @@ describe('the API of two paired devices', () => {
     expect((await laptop.api.request('conversations.list', {})).find(c => c.id === id)).toMatchObject({ running: false, agents: [] })
   }, 90_000)
 })
-
-async function rejection (p: Promise<unknown>): Promise<string> {
-  const err = await p.then(() => null, (e: unknown) => e)
-  expect(err).toBeInstanceOf(Error)
-  return (err as Error).message
-}

@@ -1,61 +1,28 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import createTestnet from 'hyperdht/testnet.js'
 import type { ApiEvent } from '../../src/shared/api'
 import type { Entry } from '../../src/shared/entry'
-import { tickHlc } from '../../src/shared/hlc'
-import { memoryLogger } from '../../src/shared/logger'
 import { AGENT_BUSY_MESSAGE, ApiService } from '../../src/main/api/api-service'
-import { ArborNode } from '../../src/main/node'
+import type { ArborNode } from '../../src/main/node'
 import type { SecretName, SecretStore } from '../../src/main/secret-store'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { apiNodes, rejection, scriptedModel, type ApiNode } from '../helpers/api-nodes'
+import { until } from '../helpers/temp-dir'
 
 // The API against a real node in a temp dir, on a loopback testnet (no other device), with
 // the scripted (fake) model.
 
-const dirs = tempDirs('arbor-api-')
-let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
-const open: Array<{ node: ArborNode; api: ApiService }> = []
+const nodes = apiNodes('arbor-api-')
 
-beforeAll(async () => { testnet = await createTestnet(3) })
-afterAll(async () => { await testnet.destroy() })
-afterEach(async () => {
-  for (const { node, api } of open.splice(0)) { api.close(); await node.close() }
-  await dirs.cleanup()
-})
-
-async function start (secrets?: SecretStore): Promise<{ node: ArborNode; api: ApiService; events: ApiEvent[]; dir: string; work: string }> {
-  const dir = await dirs.make()
-  const work = await dirs.make()
-  const node = new ArborNode({ dataDir: dir, api: false, bootstrap: testnet.bootstrap, name: 'laptop', env: { HOME: dir }, log: memoryLogger(), ...(secrets !== undefined ? { secrets } : {}) })
-  await node.ready()
-  const api = new ApiService(node, { version: 'test' })
-  open.push({ node, api })
-  const events: ApiEvent[] = []
-  api.subscribe(ev => { events.push(ev) })
-  return { node, api, events, dir, work }
-}
-
-async function rejection (p: Promise<unknown>): Promise<string> {
-  const err = await p.then(() => null, (e: unknown) => e)
-  expect(err).toBeInstanceOf(Error)
-  return (err as Error).message
+/** The node, and a directory for its agents to work in. */
+async function start (secrets?: SecretStore): Promise<ApiNode & { work: string }> {
+  const d = await nodes.start('laptop', secrets !== undefined ? { secrets } : {})
+  return { ...d, work: await nodes.dirs.make() }
 }
 
 /** Makes the conversation's model a slow scripted one (its `llm` setting, as `arbor chat --script` keeps it). */
 async function slowModel (node: ArborNode, conversation: string, dir: string): Promise<void> {
   await scriptedModel(node, conversation, dir, { default: { text: 'x'.repeat(400), chunkSize: 4, delayMsPerChunk: 50 } })
-}
-
-/** Gives the conversation a scripted model of its own. */
-async function scriptedModel (node: ArborNode, conversation: string, dir: string, json: unknown): Promise<void> {
-  const script = path.join(dir, `script-${conversation.slice(0, 8)}.json`)
-  fs.writeFileSync(script, JSON.stringify(json))
-  const dag = await node.history.open(conversation)
-  const tip = dag.branch(node.history.selected(conversation)).at(-1) as Entry
-  const [meta] = await node.history.append(conversation, [{ kind: 'meta', body: { key: 'llm', value: { provider: 'fake', script }, hlc: tickHlc(null, Date.now(), node.device) }, parents: [tip.id] }])
-  node.history.select(conversation, (meta as Entry).id)
 }
 
 describe('ApiService', () => {
@@ -256,7 +223,7 @@ describe('ApiService', () => {
 
   it('net.get tells the network state; every change of it is an event, whoever flipped the switch', async () => {
     const { node, api, events } = await start()
-    const bootstrap = testnet.bootstrap.map(b => `${b.host}:${b.port}`)
+    const bootstrap = nodes.bootstrap().map(b => `${b.host}:${b.port}`)
     expect(await api.request('net.get', {})).toEqual({ online: true, peers: 0, paired: 0, bootstrap })
     expect(await api.request('net.set', { on: false })).toEqual({ online: false, peers: 0, paired: 0, bootstrap })
     expect(events.filter(e => e.type === 'net')).toEqual([{ type: 'net', state: { online: false, peers: 0, paired: 0, bootstrap } }])
