@@ -1,52 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import createTestnet from 'hyperdht/testnet.js'
-import type { BrowserContext, Page } from 'playwright-core'
-import { arbor, serveNode, type ServedNode } from '../helpers/served-node'
-import { tempDirs, until } from '../helpers/temp-dir'
-import { launchChromium, shot as screenshot } from '../helpers/ui-session'
+import { arbor, laptopAndServer } from '../helpers/served-node'
+import { until } from '../helpers/temp-dir'
 
 // Two devices as a user sees them: two `arbor serve` processes (separate data directories)
 // paired on a HyperDHT testnet on loopback, Chromium showing the laptop's web UI, the
 // server driven through its own API and CLI. The scripted `fake` model answers on the server.
-const dirs = tempDirs('arbor-ui2-')
-let testnet: { bootstrap: Array<{ host: string; port: number }>; destroy: () => Promise<void> }
-let bootstrap = ''
-let context: BrowserContext | undefined
-let page: Page
-
-const devices: ServedNode[] = []
-let laptop: ServedNode
-let server: ServedNode
-
-/** A device's node, stopped after the tests even if another fails to start. */
-async function serve (name: string): Promise<ServedNode> {
-  const d = await serveNode(name, await dirs.make(), bootstrap)
-  devices.push(d)
-  return d
-}
-
-const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-two-${name}`)
-
-beforeAll(async () => {
-  testnet = await createTestnet(3)
-  bootstrap = testnet.bootstrap.map(b => `${b.host}:${b.port}`).join(',')
-  ;[laptop, server, context] = await Promise.all([serve('laptop'), serve('server'), dirs.make().then(launchChromium)])
-  page = await context.newPage()
-}, 60_000)
-
-afterAll(async () => {
-  await context?.close()
-  for (const d of devices) await d.stop()
-  // What each node said, to read when this test fails.
-  if (process.env.ARBOR_TEST_LOGS !== undefined) for (const d of devices) console.log(`--- ${d.name}\n${d.log().slice(-3000)}`)
-  await testnet?.destroy()
-  await dirs.cleanup()
-})
+const ui = laptopAndServer('ui-two')
 
 describe('the web UI of one device, with a second device paired', () => {
   it('shows the other device\'s entries and agent live, and the network switch cuts and restores sync', async () => {
+    const { laptop, server, page, shot } = ui
     const errors: string[] = []
     page.on('pageerror', e => errors.push(String(e)))
 
