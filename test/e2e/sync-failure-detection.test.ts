@@ -1,35 +1,31 @@
 // Failure detection between two SyncNodes on an in-process link, on a manual clock:
 // a silent peer is suspected exactly when the detection window since it was last heard
 // ends, not at the next heartbeat tick.
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import crypto from 'hypercore-crypto'
 import { HistoryStore } from '../../src/main/history/history-store'
 import { SyncNode, type PeerEvent } from '../../src/main/sync/sync-node'
 import { ManualClock } from '../../src/main/runtime/clock'
 import { memoryLogger } from '../../src/shared/logger'
 import { TestCluster } from '../helpers/test-cluster'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { perTest } from '../helpers/per-test'
+import { until } from '../helpers/temp-dir'
 import { InProcessNetwork } from '../helpers/in-process-network'
 
-const dirs = tempDirs()
-const cleanups: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c()
-  await dirs.cleanup()
-})
+const { dirs, defer } = perTest()
 
 it('a silent peer is suspected when the window since it was last heard ends', async () => {
   const [ha, hb] = await Promise.all([0, 1].map(async () => { const h = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() }); await h.ready(); return h })) as [HistoryStore, HistoryStore]
-  cleanups.push(() => ha.close(), () => hb.close())
+  defer(() => ha.close(), () => hb.close())
   const cluster = new TestCluster(crypto.randomBytes(32), [ha.device, hb.device])
   const clock = new ManualClock(0)
   const opts = { cluster, swarm: false, log: memoryLogger(), heartbeatMs: 1000, suspectAfterMs: 2500, clock }
   const a = new SyncNode({ history: ha, ...opts })
   const b = new SyncNode({ history: hb, ...opts })
   await a.ready(); await b.ready()
-  cleanups.push(() => a.close(), () => b.close())
+  defer(() => a.close(), () => b.close())
   const net = new InProcessNetwork().add('a', a).add('b', b)
-  cleanups.push(() => net.close())
+  defer(() => net.close())
   await net.connect('a', 'b')
   await until(() => a.peers().some(p => p.connected) && b.peers().some(p => p.connected), 'the sessions to open')
   const events: Array<PeerEvent & { at: number }> = []

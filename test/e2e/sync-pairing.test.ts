@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import path from 'node:path'
 import Hyperswarm from 'hyperswarm'
 import DHT from 'hyperdht'
@@ -7,29 +7,24 @@ import crypto from 'hypercore-crypto'
 import { ClusterStore } from '../../src/main/sync/cluster-store'
 import { PairingError, PairingHost, createInvite, joinCluster, type PairedDevice } from '../../src/main/sync/pairing'
 import { memoryLogger } from '../../src/shared/logger'
-import { tempDirs } from '../helpers/temp-dir'
+import { perTest } from '../helpers/per-test'
 
 // Pairing over Hyperswarm on a HyperDHT testnet bound to loopback (notes/holepunch.md, 1-2, 4).
 
-const dirs = tempDirs('arbor-pairing-')
-const cleanups: Array<() => Promise<void>> = []
-afterEach(async () => {
-  // reverse order of creation: pairing hosts, then swarms, then the testnet
-  for (const c of cleanups.splice(0).reverse()) await c()
-  await dirs.cleanup()
-})
+// undone in reverse order of creation: pairing hosts, then swarms, then the testnet
+const { dirs, defer } = perTest('arbor-pairing-')
 
 type Bootstrap = Array<{ host: string; port: number }>
 
 async function testnet (): Promise<Bootstrap> {
   const t = await createTestnet(3)
-  cleanups.push(() => t.destroy())
+  defer(() => t.destroy())
   return t.bootstrap
 }
 
 function swarm (bootstrap: Bootstrap, firewall?: (key: Buffer) => boolean): Hyperswarm {
   const s = new Hyperswarm({ dht: new DHT({ bootstrap, host: '127.0.0.1' }), ...(firewall ? { firewall } : {}) })
-  cleanups.push(() => s.destroy())
+  defer(() => s.destroy())
   return s
 }
 
@@ -43,7 +38,7 @@ async function device (name: string, bootstrap: Bootstrap, file?: string, firewa
 
 async function host (d: Device, onPaired?: (p: PairedDevice) => void, pollMs?: number): Promise<PairingHost> {
   const h = new PairingHost({ swarm: d.swarm, cluster: d.cluster, device: { publicKey: d.key }, log: memoryLogger(), ...(onPaired ? { onPaired } : {}), ...(pollMs ? { pollMs } : {}) })
-  cleanups.push(() => h.close())
+  defer(() => h.close())
   await h.ready()
   return h
 }

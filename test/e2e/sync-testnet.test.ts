@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import createTestnet from 'hyperdht/testnet.js'
 import crypto from 'hypercore-crypto'
 import { HistoryStore } from '../../src/main/history/history-store'
@@ -6,18 +6,14 @@ import { SyncNode, type PeerEvent } from '../../src/main/sync/sync-node'
 import type { Entry } from '../../src/shared/entry'
 import { memoryLogger } from '../../src/shared/logger'
 import { TestCluster } from '../helpers/test-cluster'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { perTest } from '../helpers/per-test'
+import { until } from '../helpers/temp-dir'
 
-const dirs = tempDirs()
-const cleanups: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c()
-  await dirs.cleanup()
-})
+const { dirs, defer } = perTest()
 
 async function testnet () {
   const t = await createTestnet(3)
-  cleanups.push(() => t.destroy())
+  defer(() => t.destroy())
   return t.bootstrap as Array<{ host: string; port: number }>
 }
 
@@ -39,13 +35,13 @@ describe('sync over Hyperswarm on a HyperDHT testnet (loopback)', () => {
   it('paired devices converge; a live entry arrives within 100 ms; an unpaired device learns nothing', async () => {
     const bootstrap = await testnet()
     const [ha, hb, hx] = [await device(), await device(), await device()]
-    cleanups.push(() => ha.close(), () => hb.close(), () => hx.close())
+    defer(() => ha.close(), () => hb.close(), () => hx.close())
     const secret = crypto.randomBytes(32)
     const a = await node(ha, new TestCluster(secret, [ha.device, hb.device]), bootstrap)
     const b = await node(hb, new TestCluster(secret, [ha.device, hb.device]), bootstrap)
     // x knows the topic secret but is not paired: the firewalls drop it
     const x = await node(hx, new TestCluster(secret, [hx.device, ha.device, hb.device]), bootstrap)
-    cleanups.push(() => a.close(), () => b.close(), () => x.close())
+    defer(() => a.close(), () => b.close(), () => x.close())
 
     const root = await ha.createConversation({ title: 'shared' })
     let parent = root.id
@@ -77,11 +73,11 @@ describe('sync over Hyperswarm on a HyperDHT testnet (loopback)', () => {
   it('suspects a device that goes offline and recovers it when it returns; writes on both sides merge', async () => {
     const bootstrap = await testnet()
     const [ha, hb] = [await device(), await device()]
-    cleanups.push(() => ha.close(), () => hb.close())
+    defer(() => ha.close(), () => hb.close())
     const secret = crypto.randomBytes(32)
     const a = await node(ha, new TestCluster(secret, [ha.device, hb.device]), bootstrap)
     const b = await node(hb, new TestCluster(secret, [ha.device, hb.device]), bootstrap)
-    cleanups.push(() => a.close(), () => b.close())
+    defer(() => a.close(), () => b.close())
     const events: PeerEvent[] = []
     a.on('peer', (ev: PeerEvent) => events.push(ev))
     const root = await ha.createConversation({ title: 'partition' })
@@ -104,12 +100,12 @@ describe('sync over Hyperswarm on a HyperDHT testnet (loopback)', () => {
   it('a node started offline sends nothing until the network is turned on, then catches up', async () => {
     const bootstrap = await testnet()
     const [ha, hb] = [await device(), await device()]
-    cleanups.push(() => ha.close(), () => hb.close())
+    defer(() => ha.close(), () => hb.close())
     const secret = crypto.randomBytes(32)
     const root = await ha.createConversation({ title: 'written before b came online' })
     const a = await node(ha, new TestCluster(secret, [ha.device, hb.device]), bootstrap)
     const b = await node(hb, new TestCluster(secret, [ha.device, hb.device]), bootstrap, { online: false })
-    cleanups.push(() => a.close(), () => b.close())
+    defer(() => a.close(), () => b.close())
     expect(b.isOnline).toBe(false)
     // no DHT node exists to talk to anyone (one bootstraps as soon as it is made)
     expect(b.hyperswarm).toBeNull()

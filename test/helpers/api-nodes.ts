@@ -1,6 +1,6 @@
 // Real nodes for tests of the API and what serves it, on a HyperDHT testnet on loopback.
 // apiNodes() registers the test file's hooks: call it at the top level of the file.
-import { afterAll, afterEach, beforeAll, expect } from 'vitest'
+import { afterAll, beforeAll, expect } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
 import createTestnet from 'hyperdht/testnet.js'
@@ -10,17 +10,13 @@ import { ApiService } from '../../src/main/api/api-service'
 import { setMeta } from '../../src/main/history/set-meta'
 import { ArborNode, type ArborNodeOptions } from '../../src/main/node'
 import type { BootstrapNode } from '../../src/main/sync/sync-node'
-import { tempDirs } from './temp-dir'
+import { perTest, type PerTest } from './per-test'
 
 export interface ApiNode { node: ArborNode; api: ApiService; events: ApiEvent[]; dir: string }
 
-export interface ApiNodes {
-  /** temp directories, removed after each test */
-  dirs: ReturnType<typeof tempDirs>
+export interface ApiNodes extends PerTest {
   /** the testnet's bootstrap nodes */
   bootstrap: () => BootstrapNode[]
-  /** runs `fn` after the test (the last deferred first), before the directories are removed */
-  defer: (fn: () => Promise<void> | void) => void
   /**
    * A ready ArborNode in a fresh directory (its agents' HOME too) on the testnet, without the
    * CLI's socket, behind an ApiService whose events are kept; `options` override those.
@@ -29,22 +25,16 @@ export interface ApiNodes {
   start: (name: string, options?: Partial<ArborNodeOptions>) => Promise<ApiNode>
 }
 
-/** The testnet for the whole file; nodes, directories and whatever is deferred for each test. */
+/** The testnet for the whole file; nodes, directories and whatever is deferred for each test (perTest). */
 export function apiNodes (prefix: string): ApiNodes {
-  const dirs = tempDirs(prefix)
+  const { dirs, defer } = perTest(prefix)
   let testnet: { bootstrap: BootstrapNode[]; destroy: () => Promise<void> } | undefined
-  const deferred: Array<() => Promise<void> | void> = []
   beforeAll(async () => { testnet = await createTestnet(3) })
   afterAll(async () => { await testnet?.destroy() })
-  afterEach(async () => {
-    for (const fn of deferred.splice(0).reverse()) await fn()
-    await dirs.cleanup()
-  })
   const bootstrap = (): BootstrapNode[] => {
     if (testnet === undefined) throw new Error('the testnet is not up: apiNodes() belongs at the top level of a test file')
     return testnet.bootstrap
   }
-  const defer = (fn: () => Promise<void> | void): void => { deferred.push(fn) }
   return {
     dirs,
     bootstrap,

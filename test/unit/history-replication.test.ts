@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import Corestore from 'corestore'
@@ -8,19 +8,15 @@ import { makeFeedHeader } from '../../src/main/history/feed-header'
 import { encodeEntry, type Entry } from '../../src/shared/entry'
 import { makeEntry } from '../../src/main/history/entry-codec'
 import { memoryLogger } from '../../src/shared/logger'
-import { tempDirs, until } from '../helpers/temp-dir'
+import { perTest } from '../helpers/per-test'
+import { until } from '../helpers/temp-dir'
 
-const dirs = tempDirs()
-const cleanups: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c()
-  await dirs.cleanup()
-})
+const { dirs, defer } = perTest()
 
 async function store (): Promise<HistoryStore & { logs: ReturnType<typeof memoryLogger> }> {
   const logs = memoryLogger()
   const s = Object.assign(new HistoryStore({ dir: await dirs.make(), log: logs }), { logs })
-  cleanups.push(() => s.close())
+  defer(() => s.close())
   await s.ready()
   return s
 }
@@ -34,7 +30,7 @@ function connect (a: { replicate: (i: boolean) => NodeJS.ReadWriteStream & { des
   ;(s1 as unknown as NodeJS.EventEmitter).on('error', swallow)
   ;(s2 as unknown as NodeJS.EventEmitter).on('error', swallow)
   const cut = (): void => { s1.destroy(); s2.destroy() }
-  cleanups.push(async () => cut())
+  defer(async () => cut())
   return cut
 }
 
@@ -101,7 +97,7 @@ describe('replication between two stores', () => {
     // A rogue device writes a feed by hand: a correct header, then junk and forgeries.
     const rogueDir = await dirs.make()
     const rogue = new Corestore(rogueDir)
-    cleanups.push(() => rogue.close())
+    defer(() => rogue.close())
     const device = crypto.keyPair()
     const dev = device.publicKey.toString('hex')
     const core = rogue.get({ name: 'rogue' })
@@ -144,7 +140,7 @@ describe('replication between two stores', () => {
     await b.close()
     await fs.rm(path.join(b.dir, 'index', 'entries', root.id + '.jsonl'))
     const b2 = new HistoryStore({ dir: b.dir, log: memoryLogger() })
-    cleanups.push(() => b2.close())
+    defer(() => b2.close())
     await b2.ready()
     const healed = await b2.open(root.id)
     expect(healed.size).toBe(4)
@@ -156,7 +152,7 @@ describe('replication between two stores', () => {
     const b = await store()
     const root = await a.createConversation({ title: 'target' })
     const rogue = new Corestore(await dirs.make())
-    cleanups.push(() => rogue.close())
+    defer(() => rogue.close())
     const core = rogue.get({ name: 'forged' })
     await core.ready()
     const key = (core.key as Buffer).toString('hex')
