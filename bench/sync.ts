@@ -12,7 +12,8 @@ import { SyncNode } from '../src/main/sync/sync-node'
 import type { SyncSession } from '../src/main/sync/sync-session'
 import type { EntryDraft } from '../src/shared/entry'
 import type { Logger } from '../src/shared/logger'
-import { BenchCluster, MemoryLink } from './lib/memory-link'
+import { MemoryLink } from '../test/helpers/in-process-network'
+import { TestCluster, type TestDevices } from '../test/helpers/test-cluster'
 import { emit, median, round, textMaker } from './lib/util'
 
 const PER_CONVERSATION = 20 // entries after each root
@@ -30,7 +31,7 @@ const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'arbor-bench-sync-'))
 let dirs = 0
 const freshDir = (name: string): string => path.join(tmp, `${name}-${dirs++}`)
 const secret = crypto.randomBytes(32)
-const devices: string[] = [] // every device of the bench is in one cluster
+const devices: TestDevices = new Map() // every device of the bench is in one cluster
 const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
 
 async function timed<T> (fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
@@ -89,8 +90,9 @@ interface Device { history: HistoryStore; node: SyncNode }
 async function device (dir = freshDir('device')): Promise<Device> {
   const history = new HistoryStore({ dir, log, idleCloseMs: 500 })
   await history.ready()
-  if (!devices.includes(history.device)) devices.push(history.device)
-  const node = new SyncNode({ history, cluster: new BenchCluster(secret, devices), swarm: false, log })
+  const cluster = new TestCluster(secret, devices, 'bench')
+  cluster.add(history.device)
+  const node = new SyncNode({ history, cluster, swarm: false, log })
   await node.ready()
   return { history, node }
 }

@@ -2,6 +2,8 @@ import { Duplex } from 'node:stream'
 import NoiseSecretStream from '@hyperswarm/secret-stream'
 import type { SyncNode } from '../../src/main/sync/sync-node'
 
+interface KeyPair { publicKey: Buffer; secretKey: Buffer }
+
 /**
  * An in-process network of SyncNodes whose links a test can cut, delay and heal
  * (DESIGN.md, "Sync and trust": "an in-process network whose links a test can cut and heal").
@@ -18,7 +20,8 @@ import type { SyncNode } from '../../src/main/sync/sync-node'
  */
 export class InProcessNetwork {
   private readonly nodes = new Map<string, SyncNode>()
-  private readonly links = new Map<string, Link>()
+  /** the link of each pair, and its handing over to the nodes */
+  private readonly links = new Map<string, { link: MemoryLink; attached: Promise<void> }>()
   private readonly delays = new Map<string, number>()
   private closed = false
   /** links made so far (a heal counts as a new one) */
@@ -48,7 +51,7 @@ export class InProcessNetwork {
   /** Whether a and b have a live link (it may still be handshaking). */
   isConnected (a: string, b: string): boolean {
     const l = this.links.get(pairKey(a, b))
-    return l !== undefined && !l.down
+    return l !== undefined && !l.link.down
   }
 
   /**
@@ -60,29 +63,26 @@ export class InProcessNetwork {
     if (a === b) throw new Error(`cannot link ${a} to itself`)
     const key = pairKey(a, b)
     const existing = this.links.get(key)
-    if (existing !== undefined && !existing.down) return existing.attached
+    if (existing !== undefined && !existing.link.down) return existing.attached
     const nodeA = this.node(a)
     const nodeB = this.node(b)
-    const link = new Link(this.delays.get(key) ?? 0, () => { if (this.links.get(key) === link) this.links.delete(key) })
-    this.links.set(key, link)
-    this.connections++
-    const streamA = new NoiseSecretStream(true, link.endA, { keyPair: nodeA.history.keyPair })
-    const streamB = new NoiseSecretStream(false, link.endB, { keyPair: nodeB.history.keyPair })
-    link.streams.push(streamA, streamB)
-    // The network owns these streams until a node takes them: a cut must not be an unhandled error.
-    for (const s of link.streams) s.on('error', () => {})
-    link.attached = (async () => {
-      const [okA, okB] = await Promise.all([streamA.opened, streamB.opened])
-      if (!okA || !okB || link.down) return
-      nodeA.attach(streamA)
-      nodeB.attach(streamB)
+    const link: MemoryLink = new MemoryLink(nodeA.history.keyPair, nodeB.history.keyPair, {
+      delayMs: this.delays.get(key) ?? 0,
+      onDown: () => { if (this.links.get(key)?.link === link) this.links.delete(key) }
+    })
+    const attached = (async () => {
+      if (!await link.opened()) return
+      nodeA.attach(link.a)
+      nodeB.attach(link.b)
     })()
-    return link.attached
+    this.links.set(key, { link, attached })
+    this.connections++
+    return attached
   }
 
   /** Destroys the link between a and b, as a network failure would. */
   cut (a: string, b: string): void {
-    this.links.get(pairKey(a, b))?.destroy(new Error(`link ${a}–${b} was cut`))
+    this.links.get(pairKey(a, b))?.link.destroy(new Error(`link ${a}–${b} was cut`))
   }
 
   /** Reconnects a and b (a no-op if they are linked). */
@@ -98,7 +98,7 @@ export class InProcessNetwork {
 
   /** Cuts every link. */
   cutAll (): void {
-    for (const l of [...this.links.values()]) l.destroy(new Error('every link was cut'))
+    for (const l of [...this.links.values()]) l.link.destroy(new Error('every link was cut'))
   }
 
   /** Links every pair of nodes that is not linked (the earlier-added node initiates). */
@@ -119,21 +119,21 @@ export class InProcessNetwork {
     const key = pairKey(a, b)
     this.delays.set(key, ms)
     const l = this.links.get(key)
-    if (l !== undefined) l.delayMs = ms
+    if (l !== undefined) l.link.delayMs = ms
   }
 
   /** Bytes delivered so far over the current link between a and b (both directions). */
   bytes (a: string, b: string): number {
-    return this.links.get(pairKey(a, b))?.bytes ?? 0
+    return this.links.get(pairKey(a, b))?.link.bytes ?? 0
   }
 
   /** Tears every link down and leaves no timer behind. The nodes are the caller's to close. */
   async close (): Promise<void> {
     this.closed = true
     const links = [...this.links.values()]
-    for (const l of links) l.destroy(new Error('the network was closed'))
+    for (const l of links) l.link.destroy(new Error('the network was closed'))
     await Promise.allSettled(links.map(l => l.attached))
-    await Promise.all(links.flatMap(l => l.streams).map(waitClosed))
+    await Promise.all(links.map(l => l.link.closed()))
   }
 }
 
@@ -151,23 +151,48 @@ function waitClosed (s: Duplex): Promise<void> {
   })
 }
 
-/** One link: two raw ends joined in memory through two ordered, optionally delayed queues. */
-class Link {
-  readonly endA: RawEnd
-  readonly endB: RawEnd
-  readonly streams: NoiseSecretStream[] = []
-  attached: Promise<void> = Promise.resolve()
+/**
+ * One connection: two raw duplex ends joined in memory through two ordered, optionally
+ * delayed queues, each wrapped in a real NoiseSecretStream (`a` the initiator), as Hyperswarm
+ * would hand them over. InProcessNetwork's links; bench/sync's too, with raw Corestore
+ * replication over it as well as SyncNodes.
+ */
+export class MemoryLink {
+  readonly a: NoiseSecretStream
+  readonly b: NoiseSecretStream
   down = false
+  /** bytes delivered so far, both directions (ciphertext) */
   bytes = 0
+  /** performance.now() of the last delivery */
+  lastChunkAt = performance.now()
+  /** added to every chunk's delivery (0: none) */
+  delayMs: number
+  private readonly endA: RawEnd
+  private readonly endB: RawEnd
+  private readonly onDown: () => void
 
-  constructor (public delayMs: number, private readonly onDown: () => void) {
+  constructor (keyA: KeyPair, keyB: KeyPair, o: { delayMs?: number; onDown?: () => void } = {}) {
+    this.delayMs = o.delayMs ?? 0
+    this.onDown = o.onDown ?? (() => {})
     this.endA = new RawEnd(this)
     this.endB = new RawEnd(this)
     this.endA.peer = this.endB
     this.endB.peer = this.endA
+    this.a = new NoiseSecretStream(true, this.endA, { keyPair: keyA })
+    this.b = new NoiseSecretStream(false, this.endB, { keyPair: keyB })
+    // Whoever holds these streams, a cut must not be an unhandled error.
+    this.a.on('error', () => {})
+    this.b.on('error', () => {})
   }
 
-  destroy (err: Error): void {
+  /** Resolves once both Noise handshakes are done (false if either failed or the link went down). */
+  async opened (): Promise<boolean> {
+    const [okA, okB] = await Promise.all([this.a.opened, this.b.opened])
+    return okA && okB && !this.down
+  }
+
+  /** Destroys both raw ends, dropping whatever is in flight, as a network failure would. */
+  destroy (err: Error = new Error('link cut')): void {
     if (this.down) return
     this.down = true
     this.onDown()
@@ -175,6 +200,17 @@ class Link {
     this.endB.discard()
     this.endA.destroy(err)
     this.endB.destroy(err)
+  }
+
+  /** Resolves once both Noise streams have closed. */
+  async closed (): Promise<void> {
+    await Promise.all([waitClosed(this.a), waitClosed(this.b)])
+  }
+
+  /** destroy(), then closed(). */
+  async cut (): Promise<void> {
+    this.destroy()
+    await this.closed()
   }
 }
 
@@ -188,7 +224,7 @@ class RawEnd extends Duplex {
   private timer: NodeJS.Timeout | null = null
   private immediate: NodeJS.Immediate | null = null
 
-  constructor (private readonly link: Link) {
+  constructor (private readonly link: MemoryLink) {
     super({ allowHalfOpen: true })
   }
 
@@ -250,6 +286,7 @@ class RawEnd extends Duplex {
       if (chunk !== null) this.link.bytes += chunk.byteLength
       this.peer.push(chunk)
     }
+    this.link.lastChunkAt = performance.now()
     if (!this.link.down) this.schedule()
   }
 }

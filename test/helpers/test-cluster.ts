@@ -2,14 +2,24 @@ import crypto from 'hypercore-crypto'
 import type { DevicesMessage } from '../../src/main/sync/arbor-messages'
 import type { ClusterMembership } from '../../src/main/sync/sync-node'
 
+export type TestDevices = Map<string, { name: string; addedAt: number }>
+
 /**
- * An in-memory cluster for sync tests that do not exercise pairing: every device given
- * is trusted, and the proofs are real hashes over the shared secret.
+ * An in-memory cluster for sync tests (and bench/sync) that do not exercise pairing: every
+ * device given is trusted, and the proofs are real hashes over the shared secret. Given a
+ * TestDevices map rather than keys, it trusts what is in that map, shared with whoever else
+ * holds it (a device added there is trusted by all of them at once).
  */
 export class TestCluster implements ClusterMembership {
-  readonly devices = new Map<string, { name: string; addedAt: number }>()
-  constructor (public secret: Buffer | null, devices: string[], readonly name = 'test') {
-    for (const d of devices) this.devices.set(d, { name: d.slice(0, 6), addedAt: 0 })
+  readonly devices: TestDevices
+  constructor (public secret: Buffer | null, devices: string[] | TestDevices, readonly name = 'test') {
+    this.devices = devices instanceof Map ? devices : new Map()
+    if (Array.isArray(devices)) for (const d of devices) this.add(d)
+  }
+
+  /** Trusts a device (named by the start of its key) unless it is trusted already. */
+  add (device: string): void {
+    if (!this.devices.has(device)) this.devices.set(device, { name: device.slice(0, 6), addedAt: 0 })
   }
 
   isTrusted (device: string): boolean { return this.devices.has(device) }
