@@ -157,28 +157,25 @@ const C_KEYWORDS = 'auto break case const continue default do else enum extern f
 const C_TYPES = 'char double float int long short signed unsigned void bool _Bool size_t ssize_t ptrdiff_t intptr_t uintptr_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t FILE'
 const CPP_EXTRA = 'alignas alignof and asm catch class concept consteval constexpr constinit co_await co_return co_yield decltype delete explicit export friend mutable namespace new noexcept not operator or override final private protected public requires static_assert static_cast dynamic_cast reinterpret_cast const_cast template this thread_local throw try typeid typename using virtual xor'
 
+const JAVASCRIPT: CodeSpec = {
+  keywords: words(JS_KEYWORDS),
+  literals: words('true false null undefined NaN Infinity'),
+  types: words(''),
+  lineComments: ['//'],
+  blockComment: ['/*', '*/'],
+  quotes: '"\'',
+  multilineQuotes: '`',
+  capsTypes: true,
+  decorators: true
+}
+
 const SPECS: Record<Exclude<LanguageId, 'diff' | 'yaml' | 'html' | 'css'>, CodeSpec> = {
-  javascript: {
-    keywords: words(JS_KEYWORDS),
-    literals: words('true false null undefined NaN Infinity'),
-    types: words(''),
-    lineComments: ['//'],
-    blockComment: ['/*', '*/'],
-    quotes: '"\'',
-    multilineQuotes: '`',
-    capsTypes: true,
-    decorators: true
-  },
+  javascript: JAVASCRIPT,
+  // JavaScript's, with TypeScript's keywords and built-in types
   typescript: {
+    ...JAVASCRIPT,
     keywords: words(JS_KEYWORDS + ' ' + TS_EXTRA),
-    literals: words('true false null undefined NaN Infinity'),
-    types: words('string number boolean any unknown never void object symbol bigint'),
-    lineComments: ['//'],
-    blockComment: ['/*', '*/'],
-    quotes: '"\'',
-    multilineQuotes: '`',
-    capsTypes: true,
-    decorators: true
+    types: words('string number boolean any unknown never void object symbol bigint')
   },
   json: {
     keywords: words(''),
