@@ -9,8 +9,7 @@ import { FileSecretStore } from '../../src/main/secret-store'
 import { tempDirs, until } from '../helpers/temp-dir'
 
 const fake = await vi.hoisted(async () => {
-  const { EventEmitter } = await import('node:events')
-  const { PassThrough } = await import('node:stream')
+  const { FakeUtility } = await import('../helpers/fake-utility')
   type Handler = (...args: unknown[]) => unknown
   class Emitter {
     readonly handlers = new Map<string, Handler[]>()
@@ -65,25 +64,6 @@ const fake = await vi.hoisted(async () => {
     readonly whenReady = vi.fn(async () => undefined)
     isReady (): boolean { return true }
   }
-  /** A UtilityProcess: records what main posts; the test plays the node. */
-  class FakeUtility extends EventEmitter {
-    static pids = 4000
-    readonly pid = FakeUtility.pids++
-    readonly stdout = new PassThrough()
-    readonly stderr = new PassThrough()
-    readonly posted: Array<{ msg: unknown; transfer: unknown[] }> = []
-    kills = 0
-    exited = false
-    constructor (readonly modulePath: string, readonly args: string[], readonly options: Record<string, unknown>) { super() }
-    postMessage (msg: unknown, transfer: unknown[] = []): void { this.posted.push({ msg, transfer }) }
-    kill (): boolean { this.kills++; return true }
-    exit (code: number): void {
-      this.exited = true
-      this.stdout.end()
-      this.stderr.end()
-      this.emit('exit', code)
-    }
-  }
   let channels = 0
   class FakeMessageChannelMain {
     readonly port1: { end: string }
@@ -111,7 +91,7 @@ const fake = await vi.hoisted(async () => {
     }),
     showErrorBox: (title: string, content: string) => { dialog.errors.push([title, content]) }
   }
-  const state = { app: new FakeApp(), forks: [] as FakeUtility[] }
+  const state = { app: new FakeApp(), forks: [] as Array<InstanceType<typeof FakeUtility>> }
   return {
     state,
     dialog,
@@ -165,7 +145,7 @@ async function startApp (lock = true) {
   started.push({ clock, nodes })
   const windows = fake.FakeBrowserWindow.all
   const node = (): (typeof nodes)[number] => nodes.at(-1) as (typeof nodes)[number]
-  const say = (msg: FromNode): void => { node().emit('message', msg) }
+  const say = (msg: FromNode): void => { node().say(msg) }
   /** what main posted to the current node */
   const toNode = (): ToNode[] => node().posted.map(p => p.msg as ToNode)
   const sent = (channel: string) => (windows[0]?.webContents.sent ?? []).filter(s => s.channel === channel)
@@ -358,7 +338,7 @@ describe('Electron main: the API key', () => {
     expect(fs.readFileSync(path.join(dir, 'secrets.enc'), 'utf8')).not.toContain('sk-left')
 
     // a key set in the UI: the node asks main, which encrypts it
-    node.emit('message', { type: 'secret-set', id: 1, name: 'apiKey', value: 'sk-new' } satisfies FromNode)
+    node.say({ type: 'secret-set', id: 1, name: 'apiKey', value: 'sk-new' })
     await until(() => node.posted.some(p => (p.msg as ToNode).type === 'secret-saved'), 'the answer')
     expect(node.posted.at(-1)?.msg).toEqual({ type: 'secret-saved', id: 1 })
     const enc = fs.readFileSync(path.join(dir, 'secrets.enc'), 'utf8')
@@ -378,7 +358,7 @@ describe('Electron main: the API key', () => {
     await until(() => fake.state.forks.length === 1, 'the node to be forked')
     expect(fake.state.forks[0]!.posted[0]?.msg).toMatchObject({ secretsDescription: `in ${path.join(dir, 'secrets.json')}, readable only by you (no system keychain was found to encrypt it)` })
     expect(echoed.join('')).toMatch(/warn secrets: no system keychain to encrypt the API key with/)
-    fake.state.forks[0]!.emit('message', { type: 'secret-set', id: 1, name: 'apiKey', value: 'sk-plain' } satisfies FromNode)
+    fake.state.forks[0]!.say({ type: 'secret-set', id: 1, name: 'apiKey', value: 'sk-plain' })
     await until(() => fs.existsSync(path.join(dir, 'secrets.json')), 'the key file')
     expect(fs.statSync(path.join(dir, 'secrets.json')).mode & 0o777).toBe(0o600)
     expect(fs.existsSync(path.join(dir, 'secrets.enc'))).toBe(false)

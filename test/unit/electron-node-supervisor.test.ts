@@ -1,37 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { EventEmitter } from 'node:events'
-import { PassThrough } from 'node:stream'
 import { memoryLogger } from '../../src/shared/logger'
-import { NodeHost, type NodeChild, type NodeHostOptions } from '../../src/main/electron/node-host'
-import type { FromNode, ToNode } from '../../src/main/node-process-protocol'
+import { NodeHost, type NodeHostOptions } from '../../src/main/electron/node-host'
 import { ManualClock } from '../../src/main/runtime/clock'
 import type { SecretName, SecretStore } from '../../src/main/secret-store'
+import { FakeUtility } from '../helpers/fake-utility'
 
 // Electron main's supervision of the node (src/main/electron/node-host.ts), with Electron's
 // UtilityProcess and MessageChannelMain substituted and time moved by hand.
-
-/** A stand-in for a UtilityProcess: records what main posts; the test plays the node. */
-class FakeNode extends EventEmitter implements NodeChild {
-  static pids = 1000
-  readonly pid = FakeNode.pids++
-  readonly stdout = new PassThrough()
-  readonly stderr = new PassThrough()
-  readonly posted: Array<{ msg: ToNode; transfer: unknown[] }> = []
-  kills = 0
-  exited = false
-
-  postMessage (message: unknown, transfer: unknown[] = []): void { this.posted.push({ msg: message as ToNode, transfer }) }
-  kill (): boolean { this.kills++; return true }
-  say (msg: FromNode): void { this.emit('message', msg) }
-  exit (code: number): void {
-    this.exited = true
-    this.stdout.end()
-    this.stderr.end()
-    this.emit('exit', code)
-  }
-
-  types (): string[] { return this.posted.map(p => p.msg.type) }
-}
 
 class MemorySecrets implements SecretStore {
   readonly description = 'encrypted by the test keychain'
@@ -47,13 +22,13 @@ class MemorySecrets implements SecretStore {
 
 function harness (opts: Partial<NodeHostOptions<string>> = {}) {
   const clock = new ManualClock(1_000_000)
-  const nodes: FakeNode[] = []
+  const nodes: FakeUtility[] = []
   const log = memoryLogger()
   const secrets = new MemorySecrets()
   const forceKilled: number[] = []
   let channels = 0
   const host = new NodeHost<string>({
-    fork: () => { const n = new FakeNode(); nodes.push(n); return n },
+    fork: () => { const n = new FakeUtility(); nodes.push(n); return n },
     channel: () => { channels++; return { port1: `node-end-${channels}`, port2: `window-end-${channels}` } },
     dataDir: '/data/arbor',
     secrets,
@@ -67,7 +42,7 @@ function harness (opts: Partial<NodeHostOptions<string>> = {}) {
   host.on('up', () => { events.push({ type: 'up' }) })
   host.on('down', e => { events.push({ type: 'down', ...e }) })
   host.on('failed', e => { events.push({ type: 'failed', ...e }) })
-  const last = (): FakeNode => nodes.at(-1) as FakeNode
+  const last = (): FakeUtility => nodes.at(-1) as FakeUtility
   return { host, clock, nodes, log, secrets, events, forceKilled, last }
 }
 
