@@ -281,11 +281,14 @@ class RawEnd extends Duplex {
 
   private deliver (): void {
     const now = Date.now()
-    while (this.queue.length > 0 && (this.queue[0] as Queued).at <= now && !this.link.down) {
-      const { chunk } = this.queue.shift() as Queued
+    // by index, then one splice: shift() per chunk is quadratic in a long burst
+    let i = 0
+    while (i < this.queue.length && (this.queue[i] as Queued).at <= now && !this.link.down) {
+      const { chunk } = this.queue[i++] as Queued
       if (chunk !== null) this.link.bytes += chunk.byteLength
       this.peer.push(chunk)
     }
+    this.queue.splice(0, i)
     this.link.lastChunkAt = performance.now()
     if (!this.link.down) this.schedule()
   }
