@@ -46,6 +46,7 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     await page.getByRole('button', { name: 'New conversation' }).first().click()
     await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Trip planning')
     await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { name: 'Trip planning', level: 2 }).waitFor({ timeout: 10_000 })
     await page.getByRole('textbox', { name: 'Message' }).fill('Where should we go?')
     await page.keyboard.press('Enter')
     await page.getByText('You said: Where should we go?').waitFor({ timeout: 15_000 })
@@ -98,6 +99,8 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Tools')
     await page.getByRole('textbox', { name: 'Model', exact: true }).fill('scripted-tools')
     await page.getByRole('button', { name: 'Create' }).click()
+    // the new conversation is open (typing earlier would go to the one it replaces)
+    await page.getByRole('heading', { name: 'Tools', level: 2 }).waitFor({ timeout: 10_000 })
     await page.getByRole('textbox', { name: 'Message' }).fill('show me the files')
     await page.keyboard.press('Enter')
     await page.getByText(/The tool said: hello from the sandbox/).waitFor({ timeout: 45_000 }).catch(async (err: unknown) => {
