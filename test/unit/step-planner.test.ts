@@ -36,6 +36,18 @@ describe('planNext', () => {
     expect(planNext(branch(user('go'), { kind: 'agent.started', body: { epoch: 0, reason: 'user' } }, asst('x'), { kind: 'agent.stopped', body: { epoch: 0, reason: 'done' } }), effectOf).kind).toBe('done')
   })
 
+  it('never runs a step that changes things when another agent planned it (it may have started it unseen)', () => {
+    const b = branch(user('go'), asst('', [['c1', 'pay'], ['c2', 'cat']]))
+    const planned = b.at(-1) as Entry
+    const notMine = (e: Entry): boolean => e.id !== planned.id
+    expect(planNext(b, effectOf, notMine)).toMatchObject({ kind: 'unknown-outcome', call: { id: 'c1' } })
+    expect(planNext(b, effectOf, notMine)).not.toHaveProperty('intent')
+    expect(planNext(b, effectOf, () => true)).toMatchObject({ kind: 'tool', call: { id: 'c1' }, effect: 'external' })
+    // a read step planned elsewhere is run here: repeating it changes nothing
+    const readFirst = branch(user('go'), asst('', [['c2', 'cat'], ['c1', 'pay']]))
+    expect(planNext(readFirst, effectOf, () => false)).toMatchObject({ kind: 'tool', call: { id: 'c2' }, effect: 'read' })
+  })
+
   it('re-runs interrupted read and idempotent steps, and gives up on workspace and external ones', () => {
     for (const [tool, effect, expected] of [['cat', 'read', 'tool'], ['fetch', 'idempotent', 'tool'], ['bash', 'workspace', 'unknown-outcome'], ['pay', 'external', 'unknown-outcome']] as const) {
       const b = branch(user('go'), asst('', [['c1', tool]]), intent('c1', tool, effect))

@@ -94,7 +94,7 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
     }
     const dag = await history.open(conversation)
     const branch = dag.pathTo(run.cursor.tip)
-    const step = planNext(branch, effectOf)
+    const step = planNext(branch, effectOf, e => e.author.device === history.device && e.author.agent === agent)
     switch (step.kind) {
       case 'idle':
         await stop('done', 'there is no message to answer')
@@ -135,7 +135,7 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
         break
       }
       case 'unknown-outcome':
-        await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'unknown', output: 'interrupted before its result was recorded' }, parents: [] })
+        await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'unknown', output: step.intent !== undefined ? 'interrupted before its result was recorded' : 'planned by the agent that ran before this one, which may have started it; not run again here' }, parents: [] })
         break
       case 'tool': {
         const tool = deps.tools.get(step.call.name)

@@ -9,7 +9,8 @@ export type NextStep =
   | { kind: 'idle' }                       // no user message to answer
   | { kind: 'model' }                      // call the model with the branch so far
   | { kind: 'tool'; assistant: EntryOf<'assistant'>; call: IrToolCall; effect: EffectClass; intent?: EntryOf<'tool.intent'> }
-  | { kind: 'unknown-outcome'; assistant: EntryOf<'assistant'>; call: IrToolCall; intent: EntryOf<'tool.intent'> }
+  /** interrupted (an intent without a result), or planned by another agent that may have started it unseen */
+  | { kind: 'unknown-outcome'; assistant: EntryOf<'assistant'>; call: IrToolCall; intent?: EntryOf<'tool.intent'> }
   | { kind: 'done' }                       // the model answered without tool calls
 
 /** The idempotency key of a tool call: stable across restarts, unique per call. */
@@ -28,9 +29,12 @@ export function rerunnable (effect: EffectClass): boolean {
 /**
  * Plans the next step of the turn that ends the branch: the entries after its last user
  * message. `effectOf` gives a tool's effect class ('external' for unknown tools: the
- * safe assumption).
+ * safe assumption). `mine` says whether an assistant message was written by the agent
+ * planning now: a step another agent planned (before a revival or a resume) that changes
+ * things is never run here, even without an intent in view — that agent may have started
+ * it on the other side of a partition, where its intent cannot be seen.
  */
-export function planNext (branch: readonly Entry[], effectOf: (tool: string) => EffectClass | undefined): NextStep {
+export function planNext (branch: readonly Entry[], effectOf: (tool: string) => EffectClass | undefined, mine: (assistant: Entry) => boolean = () => true): NextStep {
   let lastUser = -1
   for (let i = branch.length - 1; i >= 0; i--) if (branch[i]?.kind === 'user') { lastUser = i; break }
   if (lastUser === -1) return { kind: 'idle' }
@@ -51,6 +55,7 @@ export function planNext (branch: readonly Entry[], effectOf: (tool: string) => 
     const intent = intents.get(call.id)
     const effect = intent?.body.effect ?? effectOf(call.name) ?? 'external'
     if (intent !== undefined && !rerunnable(effect)) return { kind: 'unknown-outcome', assistant, call, intent }
+    if (intent === undefined && !rerunnable(effect) && !mine(assistant)) return { kind: 'unknown-outcome', assistant, call }
     return intent === undefined ? { kind: 'tool', assistant, call, effect } : { kind: 'tool', assistant, call, effect, intent }
   }
   return { kind: 'model' }
