@@ -170,7 +170,7 @@ describe('HistoryStore', () => {
     // Listing reads the summaries, not the entries: it is right without the cache.
     expect(s2.list()[0]).toMatchObject({ id: root.id, size: 21, heads: [parent] })
     expect((await s2.open(root.id)).snapshot()).toEqual(snap)
-    expect(log.lines.some(l => l.level === 'warn' && /is incomplete \(0 of 21 entries/.test(l.message))).toBe(true)
+    expect(log.lines.some(l => l.level === 'warn' && /is missing entries \(0 of 21\)/.test(l.message))).toBe(true)
     await s2.close()
     // and the cache was rewritten
     const s3 = await store(dir)

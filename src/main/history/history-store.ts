@@ -587,7 +587,9 @@ export class HistoryStore extends EventEmitter {
         const expected = this.state.conversations[conversation]?.size ?? 0
         if (torn > 0 || d.size < expected) {
           // Derived state went missing or bad: read the conversation again from its feeds.
-          this.log.warn(`entry cache of ${conversation.slice(0, 12)} is incomplete (${d.size} of ${expected} entries, ${torn} torn line(s)); re-reading its feeds`)
+          // A torn last line with nothing missing is what a kill mid-write leaves: expected, not a warning.
+          const say = d.size >= expected ? this.log.info : this.log.warn
+          say.call(this.log, `entry cache of ${conversation.slice(0, 12)} ${d.size < expected ? `is missing entries (${d.size} of ${expected})` : 'ends in a torn line'} (${torn} torn line(s)); re-reading its feeds`)
           await this.refill(d)
         }
         this.dags.set(conversation, d)
