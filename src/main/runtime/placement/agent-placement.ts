@@ -50,6 +50,9 @@ export type PostOutcome =
   | { runs: 'here'; queued?: boolean }
   | { runs: 'elsewhere'; device: string; name: string; reachable: boolean }
 
+/** The entries that can change where an agent should run. */
+const PLACEMENT_KINDS: ReadonlySet<Entry['kind']> = new Set(['user', 'agent.started', 'agent.stopped', 'meta'])
+
 /** How long after a failed placement decision it is taken again. */
 const RETRY_MS = 1000
 
@@ -185,7 +188,9 @@ export class AgentPlacement {
       if (top !== k.owner) k.owner = top
     }
     // Only what others wrote can call for an action here; our own writes were decided already.
-    if (ev.local) return
+    // And only messages, agent starts and stops, and settings change a decision: a peer's
+    // agent writing its steps (most of an initial sync) opens nothing here.
+    if (ev.local || !ev.joined.some(e => PLACEMENT_KINDS.has(e.kind))) return
     // Every message sent for an agent is for the conversation's agent, wherever it runs; one
     // written into the history only (`arbor post`: reply false) is not. Decided by the entry
     // itself, not by what else happened to arrive first.
@@ -318,11 +323,17 @@ export class AgentPlacement {
   }
 
   private writing: Promise<void> = Promise.resolve()
+  private writeQueued = false
   /** The conversations with an agent running here (written in order, atomically). */
   private writeState (): Promise<void> {
-    // Also while closing: the agents stopping cleanly leave the running list (nothing to
-    // continue), while messages still waiting for them are kept.
-    this.writing = this.writing.then(async () => {
+    // One write waiting is enough: it writes the state as it is when it runs (a burst of
+    // messages is one write). Also while closing: the agents stopping cleanly leave the
+    // running list (nothing to continue), while messages still waiting for them are kept.
+    if (this.writeQueued) return this.writing
+    this.writeQueued = true
+    // after a failed write (reported by its caller) the next one is still made
+    this.writing = this.writing.catch(() => undefined).then(async () => {
+      this.writeQueued = false
       const running = this.opts.agents.runs().map(r => r.conversation).sort()
       await fs.mkdir(path.dirname(this.opts.stateFile), { recursive: true })
       const waiting = Object.fromEntries([...this.fresh].map(([c, ids]) => [c, [...ids].sort()]))
