@@ -212,8 +212,8 @@ async function runNodeCommand (command: string, args: string[], values: Values, 
 
 /** Runs the command in the node serving this data directory; null if none runs. */
 async function forwardToNode (dir: string, argv: string[], io: CliIo): Promise<number | null> {
-  const { callNode, socketPath } = await import('../api/local-socket')
-  const reply = await callNode(socketPath(dir), 'cli', { argv, cwd: io.cwd, env: io.env }, {
+  const { callNode } = await import('../api/local-socket')
+  const reply = await callNode(dir, 'cli', { argv, cwd: io.cwd, env: io.env }, {
     onEvent: e => {
       const ev = e as { out?: string; err?: string }
       if (typeof ev.out === 'string') io.out(ev.out)
