@@ -3,12 +3,11 @@
 // hyperlink, clear the screen, switch to the alternate screen, make the terminal answer as if
 // typed (device status reports), DCS/APC/PM/SOS strings, 8-bit C1 forms, and \r or backspace
 // to hide a shown line. The real `arbor` process (the build) must print none of it as control.
-import { describe, expect, it } from 'vitest'
-import { spawnSync } from 'node:child_process'
+import { afterEach, describe, expect, it } from 'vitest'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { tempDirs } from '../helpers/temp-dir'
-import { afterEach } from 'vitest'
+import { tempDirs, until } from '../helpers/temp-dir'
 
 const dirs = tempDirs('arbor-attack-terminal-')
 afterEach(() => dirs.cleanup())
@@ -38,29 +37,34 @@ function expectInert (what: string, b: Buffer): string {
   return text
 }
 
+/** Chats with the hostile scripted model; checks what reached stdout and stderr; returns the conversation. */
+async function hostileChat (env: NodeJS.ProcessEnv): Promise<string> {
+  const work = await dirs.make()
+  const script = path.join(work, '..', path.basename(work) + '-script.json')
+  fs.writeFileSync(script, JSON.stringify([
+    { text: `before the tool ${HOSTILE}`, toolCalls: [{ name: 'bash', args: { command: `${PRINTF} # ${E}]0;in the command${'\x07'}` } }] },
+    { text: `after the tool ${HOSTILE} done`, chunkSize: 3 } // cut into small chunks: sequences split between them
+  ]))
+  const chat = arbor(env, 'chat', '--new', `hi ${E}]0;title from the user${'\x07'}`, '--provider', 'fake', '--script', script, '--cwd', work)
+  fs.rmSync(script)
+  const out = expectInert('chat stdout', chat.out)
+  expectInert('chat stderr', chat.err)
+  expect(chat.code, chat.err.toString()).toBe(0)
+  // what was attempted stays visible, inert
+  expect(out).toContain('before the tool ^[]52;c;cm0gLXJmIH4K^G^[]0;pwned^[\\')
+  expect(out).toContain('rm -rf ~^Mls -l') // the line \r meant to hide is shown
+  expect(out).toContain('bs: abc^H^H^Hxyz')
+  expect(out).toContain('safe^MHIDDEN^H^H^H^H^H^H')
+  expect(out).toContain('done')
+  return /conversation ([0-9a-f]{64})/.exec(out)?.[1] as string
+}
+
 describe('arbor prints what a model or a tool wrote as text, never as terminal control', () => {
   it('chat, show, tree, ls and export md are inert; export json keeps every byte', async () => {
     expect(fs.existsSync(path.resolve('out/main/cli.js')), 'run `npm run build` first').toBe(true)
     const data = await dirs.make()
-    const work = await dirs.make()
-    const script = path.join(data, 'script.json')
-    fs.writeFileSync(script, JSON.stringify([
-      { text: `before the tool ${HOSTILE}`, toolCalls: [{ name: 'bash', args: { command: `${PRINTF} # ${E}]0;in the command${'\x07'}` } }] },
-      { text: `after the tool ${HOSTILE} done`, chunkSize: 3 } // cut into small chunks: sequences split between them
-    ]))
     const env = { ...process.env, ARBOR_DATA: data, HOME: data }
-
-    const chat = arbor(env, 'chat', '--new', `hi ${E}]0;title from the user${'\x07'}`, '--provider', 'fake', '--script', script, '--cwd', work)
-    const out = expectInert('chat stdout', chat.out)
-    expectInert('chat stderr', chat.err)
-    expect(chat.code, chat.err.toString()).toBe(0)
-    // what was attempted stays visible, inert
-    expect(out).toContain('before the tool ^[]52;c;cm0gLXJmIH4K^G^[]0;pwned^[\\')
-    expect(out).toContain('rm -rf ~^Mls -l') // the line \r meant to hide is shown
-    expect(out).toContain('bs: abc^H^H^Hxyz')
-    expect(out).toContain('safe^MHIDDEN^H^H^H^H^H^H')
-    expect(out).toContain('done')
-    const conv = /conversation ([0-9a-f]{64})/.exec(out)?.[1] as string
+    const conv = await hostileChat(env)
 
     for (const args of [['show', conv], ['tree', conv], ['ls'], ['export', conv, '--format', 'md'], ['ls', '--json']]) {
       const r = arbor(env, ...args)
@@ -71,5 +75,23 @@ describe('arbor prints what a model or a tool wrote as text, never as terminal c
     const json = arbor(env, 'export', conv, '--format', 'json')
     const texts = (JSON.parse(expectInert('export json', json.out)) as { entries: Array<{ body: { text?: string } }> }).entries.map(e => e.body.text)
     expect(texts).toContain(`after the tool ${HOSTILE} done`)
+  })
+
+  it('so does chat through a running node (`arbor serve`)', async () => {
+    const data = await dirs.make()
+    const env = { ...process.env, ARBOR_DATA: data, HOME: data }
+    const node = spawn(process.execPath, [BIN, 'serve', '--offline', '--port', '0', '--bootstrap', '127.0.0.1:1'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let said = ''
+    node.stdout.on('data', (d: Buffer) => { said += d.toString() })
+    node.stderr.on('data', (d: Buffer) => { said += d.toString() })
+    const exited = new Promise(resolve => node.on('exit', resolve))
+    try {
+      await until(() => said.includes('now works through this node'), `the node to serve (it said: ${said})`, 30_000)
+      await hostileChat(env) // the node holds the store: the chat can only have run through it
+      expect(expectInert('ls', arbor(env, 'ls').out)).toContain('hi ^[]0;title from the user^G')
+    } finally {
+      node.kill('SIGTERM')
+      await exited
+    }
   })
 })
