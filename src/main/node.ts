@@ -12,7 +12,7 @@ import { consoleLogger, type Logger } from '../shared/logger'
 import { ClusterStore } from './sync/cluster-store'
 import { PairingHost, createInvite, joinCluster } from './sync/pairing'
 import { SyncNode, type BootstrapNode } from './sync/sync-node'
-import { LocalApiServer, socketPath } from './api/local-socket'
+import { LocalApiServer } from './api/local-socket'
 import { FileSecretStore, type SecretStore } from './secret-store'
 import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 
@@ -145,7 +145,7 @@ export class ArborNode implements NodeCommands {
     await this.startPairingHost()
     await this.placement.ready()
     if (this.opts.api !== false) {
-      this.api = new LocalApiServer(socketPath(this.dataDir), {
+      this.api = new LocalApiServer(this.dataDir, {
         cli: async (params, ctx) => {
           const p = params as { argv: string[]; cwd: string; env: NodeJS.ProcessEnv }
           const { runCli } = await import('./cli/run-cli')
@@ -153,7 +153,7 @@ export class ArborNode implements NodeCommands {
           const cliCtx: CliContext = { store: this.history, node: this, secrets: this.secrets }
           return runCli(p.argv, io, cliCtx)
         }
-      })
+      }, this.logFor('api'))
       await this.api.listen()
     }
   }

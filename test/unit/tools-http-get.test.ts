@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net'
 import zlib from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decodeEntities, htmlToText } from '../../src/main/tools/html-text'
-import { createHttpGetTool, guardedLookup, isPrivateAddress } from '../../src/main/tools/http-get-tool'
+import { createHttpGetTool, guardedLookup } from '../../src/main/tools/http-get-tool'
+import { isPrivateAddress } from '../../src/main/tools/private-address'
 import type { ToolContext } from '../../src/main/tools/tool'
 
 let server: http.Server

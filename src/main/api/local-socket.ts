@@ -1,14 +1,28 @@
 import net from 'node:net'
 import fs from 'node:fs'
+import fsp from 'node:fs/promises'
 import path from 'node:path'
+import { isMainThread } from 'node:worker_threads'
+import type { Logger } from '../../shared/logger'
+import { writeFileAtomic } from '../json-file'
+import { randomToken, tokenMatches } from './api-token'
 
 /**
  * The node's local socket in its data directory: how the `arbor` CLI talks to a running
- * node (only one process can open the history). Newline-delimited JSON: a request
- * `{id, method, params}`; any number of `{id, event}` notifications; then `{id, result}`
- * or `{id, error}`. A `{id, method: 'cancel'}` aborts request `id`.
+ * node (only one process can open the history). Newline-delimited JSON. A connection first
+ * presents the node's token, `{token}`, read from the token file beside the socket (new on
+ * every start, readable by the node's user only); a wrong or missing token gets
+ * `{id: null, error}` and the connection is closed before any request is read. Then: a
+ * request `{id, method, params}`; any number of `{id, event}` notifications; then
+ * `{id, result}` or `{id, error}`. A `{id, method: 'cancel'}` aborts request `id`.
  */
 export type ApiHandler = (params: unknown, ctx: { notify: (event: unknown) => void; signal: AbortSignal }) => Promise<unknown>
+
+/** An unauthenticated connection is closed after this long without its token, or a first frame this long. */
+const AUTH_TIMEOUT_MS = 10_000
+const MAX_AUTH_FRAME = 1024
+
+const REFUSED = 'this is not your Arbor node\'s token: '
 
 /** The socket path for a data directory (a named pipe on Windows). */
 export function socketPath (dataDir: string): string {
@@ -16,11 +30,22 @@ export function socketPath (dataDir: string): string {
   return path.join(path.resolve(dataDir), 'arbor.sock')
 }
 
+/** The file holding the token a caller of the local socket presents. */
+export function tokenPath (dataDir: string): string {
+  return path.join(path.resolve(dataDir), 'arbor.sock.token')
+}
+
 export class LocalApiServer {
+  readonly path: string
+  readonly tokenFile: string
   private server: net.Server | null = null
+  private token: string | null = null
   private readonly sockets = new Set<net.Socket>()
 
-  constructor (readonly path: string, private readonly handlers: Record<string, ApiHandler>) {}
+  constructor (dataDir: string, private readonly handlers: Record<string, ApiHandler>, private readonly log?: Logger) {
+    this.path = socketPath(dataDir)
+    this.tokenFile = tokenPath(dataDir)
+  }
 
   async listen (): Promise<void> {
     // A socket file left by a node that was killed: remove it if nobody answers on it.
@@ -28,12 +53,21 @@ export class LocalApiServer {
       if (await isAnswering(this.path)) throw new Error(`another Arbor node is already running on ${path.dirname(this.path)}`)
       fs.rmSync(this.path, { force: true })
     }
+    // The token exists before the socket does: no connection is ever served without it.
+    const token = randomToken()
+    await writeFileAtomic(this.tokenFile, token + '\n', 0o600)
+    this.token = token
     const server = net.createServer(socket => this.serve(socket))
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(this.path, () => { server.off('error', reject); resolve() })
-    })
-    if (process.platform !== 'win32') fs.chmodSync(this.path, 0o600) // only this user may drive the node
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        listenPrivately(server, this.path, () => { server.off('error', reject); resolve() })
+      })
+    } catch (err) {
+      this.token = null
+      await fsp.rm(this.tokenFile, { force: true })
+      throw err
+    }
     this.server = server
   }
 
@@ -42,48 +76,116 @@ export class LocalApiServer {
     const server = this.server
     this.server = null
     if (server !== null) await new Promise<void>(resolve => server.close(() => resolve()))
+    if (this.token !== null) {
+      this.token = null
+      await fsp.rm(this.tokenFile, { force: true })
+    }
   }
 
   private serve (socket: net.Socket): void {
     this.sockets.add(socket)
     const running = new Map<number, AbortController>()
+    let authenticated = false
+    let refused = false
     const send = (msg: unknown): void => { if (!socket.destroyed) socket.write(JSON.stringify(msg) + '\n') }
+    const refuse = (why: string): void => {
+      if (refused) return
+      refused = true
+      clearTimeout(timer)
+      this.log?.warn(`refused a connection to the local socket: ${why}`)
+      send({ id: null, error: { code: 'unauthenticated', message: REFUSED + why } })
+      socket.destroySoon() // after the refusal is written
+    }
+    const timer = setTimeout(() => { refuse(`none came within ${AUTH_TIMEOUT_MS / 1000} s`) }, AUTH_TIMEOUT_MS)
+    timer.unref()
     socket.on('close', () => {
+      clearTimeout(timer)
       this.sockets.delete(socket)
       for (const c of running.values()) c.abort() // the client went away: stop its work
     })
     socket.on('error', () => { /* reported by 'close' */ })
-    readLines(socket, line => {
-      let req: { id?: unknown; method?: unknown; params?: unknown }
-      try {
-        req = JSON.parse(line) as typeof req
-      } catch {
-        send({ id: null, error: { message: 'not JSON' } })
-        return
+    readLines(socket, {
+      maxPending: () => authenticated ? Infinity : MAX_AUTH_FRAME,
+      onOverflow: () => { refuse(`the first frame is over ${MAX_AUTH_FRAME} bytes; it must be {"token": …}`) },
+      onLine: line => {
+        if (refused) return
+        let req: { id?: unknown; method?: unknown; params?: unknown; token?: unknown }
+        try {
+          const parsed: unknown = JSON.parse(line)
+          if (parsed === null || typeof parsed !== 'object') throw new Error('not an object')
+          req = parsed as typeof req
+        } catch {
+          if (!authenticated) refuse('the first frame is not a JSON object; it must be {"token": …}')
+          else send({ id: null, error: { message: 'not a JSON object' } })
+          return
+        }
+        if (!authenticated) {
+          const token = this.token
+          if (token !== null && typeof req.token === 'string' && tokenMatches(req.token, token)) {
+            authenticated = true
+            clearTimeout(timer)
+            return
+          }
+          refuse(typeof req.token === 'string'
+            ? `the node on ${path.dirname(this.tokenFile)} has another (it is in ${this.tokenFile}, readable by the node's user only)`
+            : `the connection did not present one; a client sends {"token": …} from ${this.tokenFile} as its first frame`)
+          return
+        }
+        const id = typeof req.id === 'number' ? req.id : -1
+        if (req.method === 'cancel') { running.get(id)?.abort(); return }
+        const handler = typeof req.method === 'string' && Object.hasOwn(this.handlers, req.method) ? this.handlers[req.method] : undefined
+        if (handler === undefined) { send({ id, error: { message: `unknown method ${String(req.method)}` } }); return }
+        const controller = new AbortController()
+        running.set(id, controller)
+        handler(req.params, { notify: event => send({ id, event }), signal: controller.signal })
+          .then(result => send({ id, result: result ?? null }))
+          .catch((err: unknown) => send({ id, error: { message: err instanceof Error ? err.message : String(err) } }))
+          .finally(() => running.delete(id))
       }
-      const id = typeof req.id === 'number' ? req.id : -1
-      if (req.method === 'cancel') { running.get(id)?.abort(); return }
-      const handler = typeof req.method === 'string' && Object.hasOwn(this.handlers, req.method) ? this.handlers[req.method] : undefined
-      if (handler === undefined) { send({ id, error: { message: `unknown method ${String(req.method)}` } }); return }
-      const controller = new AbortController()
-      running.set(id, controller)
-      handler(req.params, { notify: event => send({ id, event }), signal: controller.signal })
-        .then(result => send({ id, result: result ?? null }))
-        .catch((err: unknown) => send({ id, error: { message: err instanceof Error ? err.message : String(err) } }))
-        .finally(() => running.delete(id))
     })
   }
 }
 
-/** Calls a method on the node serving `socket`; null if no node answers there. */
-export async function callNode (socket: string, method: string, params: unknown, opts: { onEvent?: (e: unknown) => void; signal?: AbortSignal } = {}): Promise<{ result: unknown } | null> {
+/**
+ * Listens with the umask 077: bind (synchronous inside listen) creates the socket for this
+ * user only, so there is no moment in which another user could connect before a chmod.
+ */
+function listenPrivately (server: net.Server, file: string, onListening: () => void): void {
+  if (process.platform === 'win32') { server.listen(file, onListening); return }
+  if (!isMainThread) {
+    // A worker cannot set the umask: chmod after bind, as before; the token still guards the moment between.
+    server.listen(file, () => { fs.chmodSync(file, 0o600); onListening() })
+    return
+  }
+  const umask = process.umask(0o077)
+  try {
+    server.listen(file, onListening)
+  } finally {
+    process.umask(umask)
+  }
+}
+
+/** Calls a method on the node serving the data directory `dataDir`; null if no node answers there. */
+export async function callNode (dataDir: string, method: string, params: unknown, opts: { onEvent?: (e: unknown) => void; signal?: AbortSignal } = {}): Promise<{ result: unknown } | null> {
   let conn: net.Socket
   try {
-    conn = await connect(socket)
+    conn = await connect(socketPath(dataDir))
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT' || code === 'ECONNREFUSED') return null
     throw err
+  }
+  const file = tokenPath(dataDir)
+  let token: string | undefined
+  try {
+    token = (await fsp.readFile(file, 'utf8')).trim()
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    // A node of a version before tokens writes none, and needs none; a newer one says what is missing.
+    if (code !== 'ENOENT') {
+      conn.destroy()
+      throw new Error(`a node runs on ${path.resolve(dataDir)}, but its token cannot be read: ${(err as Error).message} (run arbor as the user the node runs as)`, { cause: err })
+    }
   }
   return new Promise((resolve, reject) => {
     const id = 1
@@ -99,13 +201,18 @@ export async function callNode (socket: string, method: string, params: unknown,
     }
     conn.on('error', err => finish(() => reject(err)))
     conn.on('close', () => finish(() => reject(new Error('the Arbor node closed the connection before answering'))))
-    readLines(conn, line => {
-      const msg = JSON.parse(line) as { id: number; event?: unknown; result?: unknown; error?: { message: string } }
-      if (msg.id !== id) return
-      if ('event' in msg) opts.onEvent?.(msg.event)
-      else if (msg.error !== undefined) finish(() => reject(new Error(msg.error?.message)))
-      else finish(() => resolve({ result: msg.result }))
+    readLines(conn, {
+      onLine: line => {
+        const msg = JSON.parse(line) as { id: number | null; event?: unknown; result?: unknown; error?: { message: string } }
+        // An error for no request is about the connection (the token was refused).
+        if (msg.id === null && msg.error !== undefined) { finish(() => reject(new Error(msg.error?.message))); return }
+        if (msg.id !== id) return
+        if ('event' in msg) opts.onEvent?.(msg.event)
+        else if (msg.error !== undefined) finish(() => reject(new Error(msg.error?.message)))
+        else finish(() => resolve({ result: msg.result }))
+      }
     })
+    if (token !== undefined) conn.write(JSON.stringify({ token }) + '\n')
     conn.write(JSON.stringify({ id, method, params }) + '\n')
   })
 }
@@ -128,7 +235,8 @@ async function isAnswering (socket: string): Promise<boolean> {
   }
 }
 
-function readLines (stream: net.Socket, onLine: (line: string) => void): void {
+/** Splits a stream into lines; past `maxPending` characters without a newline, `onOverflow` instead. */
+function readLines (stream: net.Socket, o: { onLine: (line: string) => void; maxPending?: () => number; onOverflow?: () => void }): void {
   let buf = ''
   stream.setEncoding('utf8')
   stream.on('data', (chunk: string) => {
@@ -137,7 +245,11 @@ function readLines (stream: net.Socket, onLine: (line: string) => void): void {
     while ((i = buf.indexOf('\n')) >= 0) {
       const line = buf.slice(0, i)
       buf = buf.slice(i + 1)
-      if (line.trim() !== '') onLine(line)
+      if (line.trim() !== '') o.onLine(line)
+    }
+    if (o.maxPending !== undefined && buf.length > o.maxPending()) {
+      buf = ''
+      o.onOverflow?.()
     }
   })
 }

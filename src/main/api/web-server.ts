@@ -1,7 +1,6 @@
 // The headless node's web UI (`arbor serve`): the built renderer over HTTP and the API
 // over a WebSocket at /api (DESIGN.md, "Processes": loopback by default, token + Origin
 // checked). The same ClientMessage/ServerMessage JSON the Electron MessagePort carries.
-import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import http from 'node:http'
@@ -13,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { WebSocketServer, WebSocket, type RawData } from 'ws'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { ApiConnection } from './api-connection'
+import { randomToken, tokenMatches } from './api-token'
 import type { ApiService } from './api-service'
 
 export const DEFAULT_WEB_PORT = 7777
@@ -99,7 +99,7 @@ export class WebServer {
     this.opts = opts
     this.log = opts.log ?? consoleLogger('web')
     this.host = opts.host ?? '127.0.0.1'
-    this.token = opts.token ?? crypto.randomBytes(32).toString('hex')
+    this.token = opts.token ?? randomToken()
     this.root = opts.root !== undefined ? path.resolve(opts.root) : findRendererDir()
     this.server = http.createServer((req, res) => {
       this.serveStatic(req, res).catch(err => {
@@ -242,13 +242,6 @@ function send (res: http.ServerResponse, status: number, text: string): void {
 function refuse (socket: Duplex, status: number, text: string): void {
   const body = text + '\n'
   socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
-}
-
-/** Constant-time comparison (of digests, so the lengths always match). */
-function tokenMatches (given: string, token: string): boolean {
-  const a = crypto.createHash('sha256').update(given).digest()
-  const b = crypto.createHash('sha256').update(token).digest()
-  return crypto.timingSafeEqual(a, b)
 }
 
 function rawText (data: RawData): string {

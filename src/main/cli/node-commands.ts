@@ -1,6 +1,7 @@
 import path from 'node:path'
 import type { CliIo, NodeCommands } from './run-cli'
 import type { ArborNode } from '../node'
+import { terminalJson } from './terminal-text'
 
 /** Options the node commands take (a subset of the CLI's). */
 export interface NodeCommandOptions {
@@ -145,7 +146,7 @@ export async function devices (node: NodeCommands | undefined, o: NodeCommandOpt
     rows = [{ device: cluster.device ?? '(this device)', name: `${cluster.name} (this device)`, self: true, connected: false, suspected: false, behind: 0 },
       ...cluster.devices().map(d => ({ device: d.key, name: d.name, self: false, connected: false, suspected: false, behind: 0, ...(d.lastSeen !== undefined ? { lastSeen: d.lastSeen } : {}) }))]
   }
-  if (json) { io.out(JSON.stringify({ live, devices: rows }, null, 2) + '\n'); return 0 }
+  if (json) { io.out(terminalJson({ live, devices: rows }) + '\n'); return 0 }
   const table = [['DEVICE', 'NAME', 'STATE', 'LAST SEEN', 'BEHIND']]
   for (const r of rows) {
     const since = r.suspectedSince !== undefined ? ` since ${new Date(r.suspectedSince).toLocaleTimeString()}` : ''

@@ -12,6 +12,7 @@ import type { NodeCommandOptions } from './node-commands'
 import { asciiTree } from './ascii-tree'
 import { dataDir } from './data-dir'
 import { agentStatusText } from './agent-status'
+import { terminalJson, terminalSafeWriter } from './terminal-text'
 import type { EventEmitter } from 'node:events'
 import type { AgentHost } from '../runtime/agent/agent-host'
 import type { PlacementStatus, PostOutcome } from '../runtime/placement/agent-placement'
@@ -133,6 +134,18 @@ export interface NodeCommands {
 
 /** Runs one CLI invocation; returns the exit code. Never throws. */
 export async function runCli (argv: string[], io: CliIo, ctx: CliContext = {}): Promise<number> {
+  // Every command's output, whoever wrote the text (the model, a tool, a peer), reaches the terminal as text only.
+  const out = terminalSafeWriter(io.out)
+  const err = terminalSafeWriter(io.err)
+  try {
+    return await runCommand(argv, { ...io, out: out.write, err: err.write }, ctx)
+  } finally {
+    out.flush()
+    err.flush()
+  }
+}
+
+async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<number> {
   let values: Values
   let positionals: string[]
   try {
@@ -212,8 +225,8 @@ async function runNodeCommand (command: string, args: string[], values: Values, 
 
 /** Runs the command in the node serving this data directory; null if none runs. */
 async function forwardToNode (dir: string, argv: string[], io: CliIo): Promise<number | null> {
-  const { callNode, socketPath } = await import('../api/local-socket')
-  const reply = await callNode(socketPath(dir), 'cli', { argv, cwd: io.cwd, env: io.env }, {
+  const { callNode } = await import('../api/local-socket')
+  const reply = await callNode(dir, 'cli', { argv, cwd: io.cwd, env: io.env }, {
     onEvent: e => {
       const ev = e as { out?: string; err?: string }
       if (typeof ev.out === 'string') io.out(ev.out)
@@ -354,14 +367,14 @@ const COMMANDS: Record<string, Handler> = {
   async export (store, args, values, io) {
     need(args, 1, 'conversation: arbor export <conv> --format md|json')
     const dag = await store.open(args[0] as string)
-    if (values.format === 'json') io.out(JSON.stringify(conversationJson(dag), null, 2) + '\n')
+    if (values.format === 'json') io.out(terminalJson(conversationJson(dag)) + '\n')
     else if (values.format === 'md') io.out(transcriptMarkdown(dag, branchOf(store, dag, values.leaf)))
     else throw new CliError('--format must be md or json', 2)
   }
 }
 
 function printList (list: ConversationSummary[], values: Values, io: CliIo): void {
-  if (values.json === true) { io.out(JSON.stringify(list, null, 2) + '\n'); return }
+  if (values.json === true) { io.out(terminalJson(list) + '\n'); return }
   if (list.length === 0) { io.out('no conversations yet; start one with `arbor new --title "..."`\n'); return }
   const rows = list.map(c => [c.id.slice(0, 12), ago(c.updatedAt), String(c.size), String(c.heads.length), c.title || '(untitled)'])
   io.out(table([['ID', 'UPDATED', 'ENTRIES', 'BRANCHES', 'TITLE'], ...rows]))

@@ -1,8 +1,8 @@
 /**
  * The `http_get` tool: fetches one http(s) URL on the host (the bash sandbox has no
  * network), within a size and a time limit. HTML comes back as readable text, other text
- * as is, binary content is refused. Private and loopback addresses are refused unless
- * allowed, checked at connect time (so DNS cannot point a public name at them).
+ * as is, binary content is refused. Private and loopback addresses (private-address.ts) are
+ * refused unless allowed, checked at connect time (so DNS cannot point a public name at them).
  */
 import dns from 'node:dns'
 import http from 'node:http'
@@ -11,6 +11,7 @@ import net from 'node:net'
 import zlib from 'node:zlib'
 import type { Readable } from 'node:stream'
 import { htmlToText } from './html-text'
+import { isPrivateAddress } from './private-address'
 import { groupDigits, limitOutput, type OutputLimits } from './output-limit'
 import { abortWords, argsObject, timeoutReason, validateArgs } from './tool-args'
 import type { Tool, ToolResult } from './tool'
@@ -27,23 +28,6 @@ export interface HttpGetOptions {
 }
 
 const DEFAULT_MAX_BYTES = 2 * 1024 * 1024
-
-/** Loopback, private, link-local, CGNAT, unspecified, multicast and the like. */
-const PRIVATE = new net.BlockList()
-for (const [a, p] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) PRIVATE.addSubnet(a, p, 'ipv4')
-for (const [a, p] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96]] as const) PRIVATE.addSubnet(a, p, 'ipv6')
-
-export function isPrivateAddress (address: string): boolean {
-  const family = net.isIP(address)
-  if (family === 4) return PRIVATE.check(address, 'ipv4')
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-    if (mapped?.[1] !== undefined) return PRIVATE.check(mapped[1], 'ipv4')
-    return PRIVATE.check(address, 'ipv6')
-  }
-  return true
-}
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|ecmascript|x-javascript|xhtml\+xml|rss\+xml|atom\+xml|ld\+json|x-yaml|yaml|toml|x-sh|sql|graphql|csv)\b)|[+](json|xml)\b/i
 
@@ -94,7 +78,7 @@ function fetchOnce (url: URL, opts: Required<Pick<HttpGetOptions, 'maxBytes' | '
       const status = res.statusCode ?? 0
       const location = res.headers.location
       if (status >= 300 && status < 400 && location !== undefined) {
-        res.resume()
+        res.destroy() // its body is never read: a redirect with an endless one must not keep the connection
         resolve({ redirect: location, status })
         return
       }
