@@ -247,7 +247,7 @@ export class HistoryStore extends EventEmitter {
       ...(opts.autoRevival !== undefined ? { autoRevival: opts.autoRevival } : {})
     }
     const root = makeEntry({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
-    const dag = new ConversationDag(root.id)
+    const dag = new ConversationDag(root.id, [], { now: this.now })
     this.dags.set(root.id, dag)
     const core = await this.ownFeed(root.id)
     await this.writeBlocks(core, [root])
@@ -582,7 +582,7 @@ export class HistoryStore extends EventEmitter {
     if (p === undefined) {
       p = (async () => {
         const { entries, torn } = await this.cache.read(conversation)
-        const d = new ConversationDag(conversation)
+        const d = new ConversationDag(conversation, [], { now: this.now })
         for (const e of entries) if (e.conversation === conversation) d.add(e)
         const expected = this.state.conversations[conversation]?.size ?? 0
         if (torn > 0 || d.size < expected) {
