@@ -566,7 +566,9 @@ export class HistoryStore extends EventEmitter {
       size: dag.size,
       waiting: dag.size - dag.joinedSize
     }
-    if (root.body.cwd !== undefined) s.cwd = root.body.cwd
+    // only a directory this device gave it: one a peer wrote is not where this device works
+    const own = dag.rootBy(this.device)
+    if (own?.body.cwd !== undefined) s.cwd = own.body.cwd
     const revival = dag.meta('autoRevival')
     const autoRevival = revival !== undefined ? revival.value === true : root.body.autoRevival
     if (autoRevival !== undefined) s.autoRevival = autoRevival
