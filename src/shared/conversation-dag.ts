@@ -44,9 +44,6 @@ export class ConversationDag {
     for (const e of entries) this.add(e)
   }
 
-  /** The reader's clock (the one timestamps are bounded against). */
-  now (): number { return this.clock() }
-
   get size (): number { return this.all.size }
   get joinedSize (): number { return this.joinedIds.size }
   /** Wall time of the newest entry, for display. */
@@ -195,12 +192,18 @@ export class ConversationDag {
   meta (key: string): { value: unknown; hlc: Hlc } | undefined {
     const list = this.metaByKey.get(key)
     if (list === undefined) return undefined
+    // Sorted by wall first, the entries that count now are a prefix: the last of it wins
+    // (a binary search, so a peer's pile of far-future entries costs nothing here).
     const now = this.clock()
-    for (let i = list.length - 1; i >= 0; i--) {
-      const e = list[i] as EntryOf<'meta'>
-      if (hlcDue(e.body.hlc, now)) return { value: e.body.value, hlc: e.body.hlc }
+    let lo = 0
+    let hi = list.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (hlcDue((list[mid] as EntryOf<'meta'>).body.hlc, now)) lo = mid + 1
+      else hi = mid
     }
-    return undefined
+    const best = list[lo - 1]
+    return best === undefined ? undefined : { value: best.body.value, hlc: best.body.hlc }
   }
 
   /**
