@@ -1,13 +1,14 @@
 // What a conversation's agent runs with: node settings + the conversation's own settings
-// (its `llm` and `sandbox` meta entries) + the environment -> an AgentConfig. Used by
-// `arbor chat` and by the node's long-lived agent host (the API).
+// (its `llm` and `sandbox` meta entries, its root's directory and model — only those this
+// device wrote) + the environment -> an AgentConfig. Used by `arbor chat` and by the node's
+// long-lived agent host (the API).
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
 import type { ConversationDag } from '../shared/conversation-dag'
 import type { HistoryStore } from './history/history-store'
-import { createProvider, type CreatedProvider } from './llm/provider-factory'
+import { createProvider, sameBaseURL, type CreatedProvider } from './llm/provider-factory'
 import type { AgentConfig } from './runtime/agent/agent-host'
 import { systemPrompt } from './runtime/agent/system-prompt'
 import { defaultHiddenPaths } from './tools/sandbox/hidden-paths'
@@ -54,17 +55,53 @@ export async function writeNodeSettings (dataDir: string, settings: NodeSettings
   await writeFileAtomic(settingsFile(dataDir), JSON.stringify(settings, null, 2) + '\n', 0o644)
 }
 
-/** The conversation's saved model settings (its `llm` meta entry). */
-export function conversationLlm (dag: ConversationDag): LlmSetting {
-  const v = dag.meta('llm')?.value
-  return v !== null && typeof v === 'object' ? v as LlmSetting : {}
+/**
+ * What a conversation asks of this device, honoured only where this device wrote it
+ * (DESIGN.md, "Trust": an entry from a peer is data, never an instruction). The sandbox
+ * switch, the model server and the working directory are security-relevant: a peer that
+ * writes them into a shared conversation must not weaken the sandbox, pick the directory,
+ * or redirect the model traffic (and the API key) of another device.
+ */
+export interface ConversationSettings {
+  /** the last `llm` setting this device wrote (provider, model, base URL, fake script) */
+  llm: LlmSetting
+  /** the root's working directory and model, if this device wrote the root */
+  cwd?: string
+  model?: string
+  /** false only if this device's last `sandbox` setting turned it off */
+  sandbox: boolean
+}
+
+export function conversationSettings (dag: ConversationDag, device: string): ConversationSettings {
+  const root = dag.rootBy(device)
+  const out: ConversationSettings = { llm: llmSetting(dag.metaOf('llm', device)?.value), sandbox: dag.metaOf('sandbox', device)?.value !== false }
+  if (root?.body.cwd !== undefined) out.cwd = root.body.cwd
+  if (root?.body.model !== undefined) out.model = root.body.model
+  return out
+}
+
+/** Where this device's agent of a conversation works: the directory this device gave it, else a workspace of its own. */
+export function conversationCwd (dag: ConversationDag, device: string, env: NodeJS.ProcessEnv): string {
+  return conversationSettings(dag, device).cwd ?? defaultWorkspace(dag.conversation, env)
+}
+
+/** The string fields of a saved `llm` value (anything else in it is ignored). */
+function llmSetting (v: unknown): LlmSetting {
+  const out: LlmSetting = {}
+  if (v === null || typeof v !== 'object') return out
+  for (const k of ['provider', 'model', 'baseURL', 'script'] as const) {
+    const x = (v as Record<string, unknown>)[k]
+    if (typeof x === 'string') out[k] = x
+  }
+  return out
 }
 
 /**
- * The provider and model for a conversation. The conversation's `llm` setting wins; the
- * node's settings fill in what it leaves open, as long as it names no other provider; then
- * the environment (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL). The stored API key goes
- * only to the base URL of the node's settings, never to one a conversation names.
+ * The provider and model for a conversation. The conversation's `llm` setting (this
+ * device's: conversationSettings) wins; the node's settings fill in what it leaves open, as
+ * long as it names no other provider; then the environment (OPENAI_API_KEY, OPENAI_BASE_URL,
+ * OPENAI_MODEL). Each API key goes only to the base URL configured with it on this device:
+ * the stored key to the settings' base URL, OPENAI_API_KEY to OPENAI_BASE_URL (createProvider).
  * Throws AgentConfigError when no model is set up at all.
  */
 export function createLlm (o: { llm: LlmSetting; settings?: NodeSettings; apiKey?: string; rootModel?: string; env: NodeJS.ProcessEnv }): CreatedProvider {
@@ -74,7 +111,7 @@ export function createLlm (o: { llm: LlmSetting; settings?: NodeSettings; apiKey
   const node = s.provider === undefined || s.provider === name ? s : {}
   const model = o.llm.model ?? o.rootModel ?? node.model
   const baseURL = o.llm.baseURL ?? node.baseURL
-  const keyFits = o.apiKey !== undefined && (o.llm.baseURL === undefined || o.llm.baseURL === s.baseURL) && (s.provider === undefined || s.provider === name)
+  const keyFits = o.apiKey !== undefined && node === s && sameBaseURL(baseURL, s.baseURL)
   try {
     return createProvider({
       provider: name,
@@ -117,23 +154,25 @@ export interface AgentConfigOptions {
 
 /**
  * The whole AgentConfig of a conversation: provider and model, tools, sandbox policy
- * (on unless the conversation's `sandbox` setting is false), system prompt and working
- * directory (created if missing).
+ * (on unless this device turned it off for the conversation), system prompt and working
+ * directory (created if missing) — from conversationSettings: what this device wrote.
  */
 export async function resolveAgentConfig (o: AgentConfigOptions): Promise<ResolvedAgentConfig> {
   const root = o.dag.root
   if (root === undefined || root.kind !== 'conversation') throw new AgentConfigError(`the start of conversation ${o.dag.conversation.slice(0, 12)} has not arrived on this device yet`)
-  const { provider, model } = o.llm ?? createLlm({
-    llm: conversationLlm(o.dag),
+  const own = conversationSettings(o.dag, o.store.device)
+  const made = o.llm ?? createLlm({
+    llm: own.llm,
     ...(o.settings !== undefined ? { settings: o.settings } : {}),
     ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
-    ...(root.body.model !== undefined ? { rootModel: root.body.model } : {}),
+    ...(own.model !== undefined ? { rootModel: own.model } : {}),
     env: o.env
   })
-  const cwd = o.cwd ?? root.body.cwd ?? defaultWorkspace(o.dag.conversation, o.env)
+  const cwd = o.cwd ?? own.cwd ?? defaultWorkspace(o.dag.conversation, o.env)
   fs.mkdirSync(cwd, { recursive: true })
-  const sandboxed = o.dag.meta('sandbox')?.value !== false
-  const warnings: string[] = []
+  const sandboxed = own.sandbox
+  const { provider, model } = made
+  const warnings: string[] = made.warning !== undefined ? [made.warning] : []
   if (sandboxed) {
     const probe = await sandboxProbe()
     if (!probe.ok) warnings.push(`the bash tool cannot run here: ${probe.message}`)

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
-import { readNodeSettings, resolveAgentConfig } from './agent-config'
+import { conversationCwd, readNodeSettings, resolveAgentConfig } from './agent-config'
 import { AgentHost, type AgentConfig, type StartOptions } from './runtime/agent/agent-host'
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
@@ -192,6 +192,11 @@ export class ArborNode implements NodeCommands {
   async agentConfig (conversation: string): ReturnType<typeof resolveAgentConfig> {
     const [settings, apiKey, dag] = await Promise.all([readNodeSettings(this.dataDir), this.secrets.get('apiKey'), this.history.open(conversation)])
     return resolveAgentConfig({ store: this.history, dag, dataDir: this.dataDir, env: this.opts.env ?? process.env, settings, ...(apiKey !== undefined ? { apiKey } : {}) })
+  }
+
+  /** Where this device's agent of a conversation works (what the UI shows): this device's choice, never a path a peer wrote. */
+  async workingDirectory (conversation: string): Promise<string> {
+    return conversationCwd(await this.history.open(conversation), this.device, this.opts.env ?? process.env)
   }
 
   /** What an agent of the conversation runs with here (throws, saying what to set up, if no model is). */

@@ -46,6 +46,8 @@ export class ConversationStore {
   private running: boolean
   private usage: { input: number; output: number }
   private readonly dtoTitle: string
+  /** where this device's agent works, as the node says (not the root's directory: a peer may have written it) */
+  private readonly cwd: string | undefined
   private streaming = ''
   private thinking = ''
   /** the run and parent entry the streamed text belongs to */
@@ -64,6 +66,7 @@ export class ConversationStore {
     this.running = dto.running
     this.agents = dto.agents ?? []
     this.dtoTitle = dto.title
+    this.cwd = dto.cwd
     // the node's count covers every entry; fall back to ours if it sends none
     this.usage = dto.usage !== undefined ? { ...dto.usage } : sumUsage(dto.entries)
     this.snap = this.makeSnapshot(0)
@@ -189,7 +192,6 @@ export class ConversationStore {
   }
 
   private makeSnapshot (version: number): ConversationSnapshot {
-    const root = this.dag.root
     const s: ConversationSnapshot = {
       version,
       id: this.id,
@@ -204,7 +206,7 @@ export class ConversationStore {
       dag: this.dag
     }
     if (this.stream !== undefined) s.streamParent = this.stream.parent
-    if (root?.kind === 'conversation' && root.body.cwd !== undefined) s.cwd = root.body.cwd
+    if (this.cwd !== undefined) s.cwd = this.cwd
     if (this.selected !== undefined) s.selected = this.selected
     return s
   }

@@ -36,6 +36,8 @@ export interface ConversationDto {
   running: boolean
   agents: AgentPlaceDto[]
   usage: { input: number; output: number }
+  /** where this device's agent works: the directory this device gave it, else its own workspace (never a path a peer wrote) */
+  cwd?: string
 }
 
 export interface DeviceDto {

@@ -1,5 +1,5 @@
-import type { Entry } from './entry'
-import { compareHlc, type Hlc } from './hlc'
+import type { Entry, EntryOf } from './entry'
+import { compareHlc, hlcDue, honestHlc, maxHlc, tickHlc, type Hlc } from './hlc'
 
 /** Sibling order: oldest first by wall time, then id, so every device draws the same tree. */
 export function compareEntries (a: Entry, b: Entry): number {
@@ -15,6 +15,11 @@ export interface DagSnapshot {
   children: Record<string, string[]>
 }
 
+export interface DagOptions {
+  /** the reader's clock, against which peers' hybrid-clock timestamps are bounded (default Date.now) */
+  now?: () => number
+}
+
 /**
  * The entries of one conversation as a tree (a DAG, since an entry may have several
  * parents). Pure and in memory: the union of any set of entries in any order.
@@ -28,12 +33,14 @@ export class ConversationDag {
   private readonly kids = new Map<string, Entry[]>()
   private readonly headSet = new Set<string>()
   private readonly waitingOn = new Map<string, Set<string>>()
-  /** The winning joined `meta` entry per key, kept as entries join. */
-  private readonly metaBest = new Map<string, Entry>()
+  /** Per key, the joined `meta` entries whose clock is honest (names their author), oldest first by (HLC, id). */
+  private readonly metaByKey = new Map<string, Array<EntryOf<'meta'>>>()
   private lastTs = 0
+  private readonly clock: () => number
 
-  constructor (conversation: string, entries: Iterable<Entry> = []) {
+  constructor (conversation: string, entries: Iterable<Entry> = [], opts: DagOptions = {}) {
     this.conversation = conversation
+    this.clock = opts.now ?? Date.now
     for (const e of entries) this.add(e)
   }
 
@@ -99,10 +106,11 @@ export class ConversationDag {
   private join (e: Entry): void {
     this.joinedIds.add(e.id)
     this.headSet.add(e.id)
-    if (e.kind === 'meta') {
-      const best = this.metaBest.get(e.body.key)
-      const c = best?.kind === 'meta' ? compareHlc(e.body.hlc, best.body.hlc) : 1
-      if (best === undefined || c > 0 || (c === 0 && e.id > best.id)) this.metaBest.set(e.body.key, e)
+    // A clock naming another device than the entry's author never counts (it would steal the tie-break).
+    if (e.kind === 'meta' && honestHlc(e.body.hlc, e.author.device)) {
+      let list = this.metaByKey.get(e.body.key)
+      if (list === undefined) this.metaByKey.set(e.body.key, list = [])
+      insertSorted(list, e, compareMeta)
     }
     for (const p of e.parents) {
       this.headSet.delete(p)
@@ -175,13 +183,64 @@ export class ConversationDag {
   }
 
   /**
-   * Last-writer-wins (by hybrid logical clock) over `meta` entries with this key.
-   * Equal clocks (a device reusing one, or naming another's device) fall back to the
+   * Last-writer-wins (by hybrid logical clock) over `meta` entries with this key, for state
+   * every device shares (titles, auto-revival). Counts only honest clocks (hlcDue, honestHlc:
+   * naming the entry's author, not more than MAX_CLOCK_SKEW_MS ahead of this reader's clock),
+   * so the choice depends on the entries and the clock alone. Equal clocks fall back to the
    * larger entry id, so every device picks the same value whatever the arrival order.
    */
   meta (key: string): { value: unknown; hlc: Hlc } | undefined {
-    const best = this.metaBest.get(key)
-    return best === undefined || best.kind !== 'meta' ? undefined : { value: best.body.value, hlc: best.body.hlc }
+    const list = this.metaByKey.get(key)
+    if (list === undefined) return undefined
+    // Sorted by wall first, the entries that count now are a prefix: the last of it wins
+    // (a binary search, so a peer's pile of far-future entries costs nothing here).
+    const now = this.clock()
+    let lo = 0
+    let hi = list.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (hlcDue((list[mid] as EntryOf<'meta'>).body.hlc, now)) lo = mid + 1
+      else hi = mid
+    }
+    const best = list[lo - 1]
+    return best === undefined ? undefined : { value: best.body.value, hlc: best.body.hlc }
+  }
+
+  /**
+   * Last-writer-wins over the `meta` entries with this key that `device` wrote: a setting
+   * that device keeps for itself (sandbox, model server). What other devices write under the
+   * key is not looked at, so a peer can neither set nor pin it.
+   */
+  metaOf (key: string, device: string): { value: unknown; hlc: Hlc } | undefined {
+    const list = this.metaByKey.get(key) ?? []
+    for (let i = list.length - 1; i >= 0; i--) {
+      const e = list[i] as EntryOf<'meta'>
+      if (e.author.device === device) return { value: e.body.value, hlc: e.body.hlc }
+    }
+    return undefined
+  }
+
+  /** The root entry if `device` wrote it (its directory and model are that device's choice), else undefined. */
+  rootBy (device: string): EntryOf<'conversation'> | undefined {
+    const r = this.root
+    return r?.kind === 'conversation' && r.author.device === device ? r : undefined
+  }
+
+  /**
+   * The clock for a new `meta` entry of `key` written by `device`: after every clock that
+   * counts now, and after that device's own earlier writes of the key (so its new value wins
+   * over them in metaOf even if its clock went back). A clock too far ahead is not folded
+   * in: a peer's far-future timestamp does not drag every later write there.
+   */
+  nextMetaHlc (key: string, device: string): Hlc {
+    const now = this.clock()
+    let last: Hlc | null = null
+    for (const [k, list] of this.metaByKey) {
+      for (const e of list) {
+        if (hlcDue(e.body.hlc, now) || (k === key && e.author.device === device)) last = maxHlc(last, e.body.hlc)
+      }
+    }
+    return tickHlc(last, now, device)
   }
 
   title (): string {
@@ -205,20 +264,25 @@ export class ConversationDag {
   /** A new DAG holding the entries of both. */
   static union (a: ConversationDag, b: ConversationDag): ConversationDag {
     if (a.conversation !== b.conversation) throw new Error('cannot unite two different conversations')
-    const out = new ConversationDag(a.conversation, a.all.values())
+    const out = new ConversationDag(a.conversation, a.all.values(), { now: a.clock })
     for (const e of b.all.values()) out.add(e)
     return out
   }
 }
 
-function insertSorted (list: Entry[], e: Entry): void {
+/** Meta entries by clock, then id (the tie-break every device computes alike). */
+function compareMeta (a: EntryOf<'meta'>, b: EntryOf<'meta'>): number {
+  return compareHlc(a.body.hlc, b.body.hlc) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+}
+
+function insertSorted<T extends Entry> (list: T[], e: T, compare: (a: T, b: T) => number = compareEntries): void {
   const last = list[list.length - 1]
-  if (last === undefined || compareEntries(last, e) < 0) { list.push(e); return } // arrivals are mostly in order
+  if (last === undefined || compare(last, e) < 0) { list.push(e); return } // arrivals are mostly in order
   let lo = 0
   let hi = list.length
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
-    if (compareEntries(list[mid] as Entry, e) < 0) lo = mid + 1
+    if (compare(list[mid] as T, e) < 0) lo = mid + 1
     else hi = mid
   }
   list.splice(lo, 0, e)

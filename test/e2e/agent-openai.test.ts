@@ -18,7 +18,8 @@ afterEach(async () => {
 async function arbor (data: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = ''
   let err = ''
-  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', PATH: process.env.PATH }
+  // the key from the environment goes only to OPENAI_BASE_URL: the server is named there too
+  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: server.baseURL, PATH: process.env.PATH }
   const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env, cwd: data })
   return { code, out, err }
 }
@@ -90,7 +91,7 @@ describe('arbor chat with the real openai SDK against a local OpenAI-compatible 
     server.enqueue(reply.unauthorized())
     let err = ''
     const code = await runCli(['chat', '--new', 'hi', '--provider', 'openai', '--base-url', server.baseURL, '--model', 'test-model'],
-      { out: () => {}, err: t => { err += t }, env: { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-wrong' }, cwd: data })
+      { out: () => {}, err: t => { err += t }, env: { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-wrong', OPENAI_BASE_URL: server.baseURL }, cwd: data })
     expect(code).toBe(1)
     expect(err).toMatch(/the agent stopped: .*(API key|key).*refused/i)
   })

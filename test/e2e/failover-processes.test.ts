@@ -44,8 +44,9 @@ describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
       return true
     }, 'every pair of devices to connect', 60_000, 250)
 
-    // The model every node runs (the script's path is in the conversation's settings): "crash"
-    // starts a bash call that outlives the node; "offline" one that waits for the test's go.
+    // The model every node runs (each its own setting: a device never takes its model from a
+    // peer's entries): "crash" starts a bash call that outlives the node; "offline" one that
+    // waits for the test's go.
     const shared = await cluster.tempDir('arbor-failover-')
     const work = path.join(shared, 'work')
     await fs.mkdir(work)
@@ -57,6 +58,7 @@ describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
       ],
       default: { text: 'You said: {{lastUser}}' }
     }))
+    for (const n of NAMES) await fs.writeFile(path.join(cluster.devices.get(n)?.dir as string, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
     const lines = async (file: string): Promise<number> => (await fs.readFile(path.join(work, file), 'utf8').catch(() => '')).split('\n').filter(Boolean).length
 
     const conv = (await cluster.ok('laptop', 'new', '--title', 'failover', '--auto-revival', '--cwd', work)).trim()

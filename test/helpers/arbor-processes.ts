@@ -17,6 +17,8 @@ export interface ArborResult { code: number; out: string; err: string }
 export interface Device {
   name: string
   dir: string
+  /** where its agents work in conversations it was given no directory for (ARBOR_WORKSPACES): not the user's home */
+  workspaces: string
   proc: ChildProcess | null
   /** everything the current and earlier processes of this device printed */
   log: string
@@ -48,14 +50,15 @@ export class ProcessCluster {
   }
 
   private env (name: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-    return { ...process.env, ARBOR_DATA: this.device(name).dir, ARBOR_BOOTSTRAP: this.bootstrap, ...extra }
+    const d = this.device(name)
+    return { ...process.env, ARBOR_DATA: d.dir, ARBOR_WORKSPACES: d.workspaces, ARBOR_BOOTSTRAP: this.bootstrap, ...extra }
   }
 
   /** Starts (or restarts) a device's node; resolves once it serves. */
   async serve (name: string, args: string[] = [], timeoutMs = 30_000): Promise<Device> {
     let dev = this.devices.get(name)
     if (dev === undefined) {
-      dev = { name, dir: await this.tempDir('arbor-node-'), proc: null, log: '' }
+      dev = { name, dir: await this.tempDir('arbor-node-'), workspaces: await this.tempDir('arbor-ws-'), proc: null, log: '' }
       this.devices.set(name, dev)
     }
     if (dev.proc !== null && dev.proc.exitCode === null && dev.proc.signalCode === null) throw new Error(`${name} is already running`)

@@ -106,10 +106,13 @@ const ids = (es: Iterable<Entry>): string[] => [...es].map(e => e.id)
 const sorted = (xs: Iterable<string>): string[] => [...xs].sort()
 const sortedByEntry = (w: World, xs: Iterable<string>): string[] => [...xs].map(id => w.byId.get(id) as Entry).sort(compareEntries).map(e => e.id)
 
-/** The newest title by HLC among those in `joined`. */
+/** The newest title by HLC among those in `joined` whose clock names their author (the others never count). */
 function expectedTitle (w: World, joined: Set<string>): { value: string; hlc: Hlc } | undefined {
   let best: { value: string; hlc: Hlc } | undefined
-  for (const t of w.titles) if (joined.has(t.id) && (best === undefined || compareHlc(t.hlc, best.hlc) > 0)) best = { value: t.value, hlc: t.hlc }
+  for (const t of w.titles) {
+    if (!joined.has(t.id) || w.byId.get(t.id)?.author.device !== t.hlc.device) continue
+    if (best === undefined || compareHlc(t.hlc, best.hlc) > 0) best = { value: t.value, hlc: t.hlc }
+  }
   return best
 }
 

@@ -39,6 +39,26 @@ describe('agent config: which model a conversation runs with', () => {
     expect(keyOf(elsewhere.provider)).toBeUndefined()
   })
 
+  it('the key from the environment goes only to OPENAI_BASE_URL (or the default OpenAI URL when that is unset)', () => {
+    const env = { OPENAI_API_KEY: 'sk-env', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1/', OPENAI_ORG_ID: 'org-1' }
+    const own = createLlm({ llm: {}, env })
+    expect(keyOf(own.provider)).toBe('sk-env')
+    expect(keyOf(createLlm({ llm: { baseURL: 'http://127.0.0.1:11434/v1' }, env }).provider)).toBe('sk-env')
+    const elsewhere = createLlm({ llm: { provider: 'openai', baseURL: 'http://elsewhere.example/v1' }, env })
+    expect((elsewhere.provider as OpenAIProvider).baseURL).toBe('http://elsewhere.example/v1')
+    expect(keyOf(elsewhere.provider)).toBeUndefined()
+    const settingsElsewhere = createLlm({ llm: {}, settings: { provider: 'openai', baseURL: 'http://elsewhere.example/v1' }, env })
+    expect(keyOf(settingsElsewhere.provider)).toBeUndefined()
+    // no OPENAI_BASE_URL: the key belongs to the default OpenAI URL
+    const bare = { OPENAI_API_KEY: 'sk-env' }
+    expect(keyOf(createLlm({ llm: {}, env: bare }).provider)).toBe('sk-env')
+    expect(keyOf(createLlm({ llm: { baseURL: 'https://api.openai.com/v1/' }, env: bare }).provider)).toBe('sk-env')
+    expect(keyOf(createLlm({ llm: { baseURL: 'http://127.0.0.1:8080/v1' }, env: bare }).provider)).toBeUndefined()
+    // the stored key, tied to the settings' base URL, still goes there
+    const stored = createLlm({ llm: {}, settings: { provider: 'openai', baseURL: 'http://elsewhere.example/v1/' }, apiKey: 'sk-stored', env })
+    expect(keyOf(stored.provider)).toBe('sk-stored')
+  })
+
   it('settings and the key live in the data directory; the key file is private; bad files are named', async () => {
     const dir = await dirs.make()
     const secrets = new FileSecretStore(dir)

@@ -25,7 +25,7 @@ const token = (delta: string, parent: string, run = 'r1', conversation = C): Api
 describe('ConversationStore', () => {
   it('starts from conversation.open and follows live entries, tokens and the running flag', () => {
     const u = user(2, C, 'hello')
-    const s = new ConversationStore(dto([root, u], { selected: u.id }))
+    const s = new ConversationStore(dto([root, u], { selected: u.id, cwd: '/home/me/proj' }))
     let notified = 0
     s.subscribe(() => notified++)
     expect(s.snapshot()).toMatchObject({ title: 'Fix the build', cwd: '/home/me/proj', selected: u.id, running: false, streaming: '', usage: { input: 5, output: 1 } })

@@ -6,17 +6,23 @@ import type { EffectClass, Entry, EntryDraft } from '../../src/shared/entry'
 import type { IrMessage } from '../../src/shared/llm-ir'
 
 const DEV = 'd'.repeat(64)
+const PEER = 'e'.repeat(64)
+const AGENT = 'agent#0'
+/** the agent planning now: the one that wrote the assistant entries of `branch` */
+const ME = { device: DEV, agent: AGENT }
 
 /** Builds a linear branch from drafts (each the child of the previous). */
-function branch (...drafts: Array<Omit<EntryDraft, 'parents'>>): Entry[] {
+function branch (...drafts: Array<Omit<EntryDraft, 'parents'> & { by?: string }>): Entry[] {
   const root = makeEntry({ kind: 'conversation', body: { title: 't', nonce: 'n' }, parents: [] }, { conversation: null, device: DEV, ts: 1 })
   const out: Entry[] = [root]
   let ts = 2
-  for (const d of drafts) out.push(makeEntry({ ...d, parents: [(out.at(-1) as Entry).id] } as EntryDraft, { conversation: root.id, device: DEV, ts: ts++ }))
+  for (const { by, ...d } of drafts) out.push(makeEntry({ ...d, parents: [(out.at(-1) as Entry).id] } as EntryDraft, { conversation: root.id, device: by ?? DEV, ts: ts++ }))
   return out
 }
+/** the same draft, written by another device */
+const byPeer = <T extends object>(d: T): T & { by: string } => ({ ...d, by: PEER })
 const user = (text: string) => ({ kind: 'user' as const, body: { text } })
-const asst = (text: string, calls: Array<[string, string]> = []) => ({ kind: 'assistant' as const, body: calls.length === 0 ? { text } : { text, toolCalls: calls.map(([id, name]) => ({ id, name, args: { x: id } })) } })
+const asst = (text: string, calls: Array<[string, string]> = []) => ({ kind: 'assistant' as const, agent: AGENT, body: calls.length === 0 ? { text } : { text, toolCalls: calls.map(([id, name]) => ({ id, name, args: { x: id } })) } })
 const intent = (callId: string, tool: string, effect: EffectClass) => ({ kind: 'tool.intent' as const, body: { callId, tool, args: {}, effect, idemKey: 'k' } })
 const result = (callId: string, status: 'ok' | 'error' | 'unknown' | 'cancelled' = 'ok') => ({ kind: 'tool.result' as const, body: { callId, status, output: `out ${callId}` } })
 const effects: Record<string, EffectClass> = { cat: 'read', fetch: 'idempotent', bash: 'workspace', pay: 'external' }
@@ -24,40 +30,55 @@ const effectOf = (t: string): EffectClass | undefined => effects[t]
 
 describe('planNext', () => {
   it('follows a turn from the user message to the answer', () => {
-    expect(planNext(branch(), effectOf).kind).toBe('idle')
-    expect(planNext(branch(user('hi')), effectOf).kind).toBe('model')
-    expect(planNext(branch(user('hi'), asst('hello')), effectOf).kind).toBe('done')
-    expect(planNext(branch(user('hi'), asst('hello'), user('again')), effectOf).kind).toBe('model')
+    expect(planNext(branch(), effectOf, ME).kind).toBe('idle')
+    expect(planNext(branch(user('hi')), effectOf, ME).kind).toBe('model')
+    expect(planNext(branch(user('hi'), asst('hello')), effectOf, ME).kind).toBe('done')
+    expect(planNext(branch(user('hi'), asst('hello'), user('again')), effectOf, ME).kind).toBe('model')
     const two = branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]))
-    expect(planNext(two, effectOf)).toMatchObject({ kind: 'tool', call: { id: 'c1' }, effect: 'read' })
-    expect(planNext(branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]), intent('c1', 'cat', 'read'), result('c1')), effectOf)).toMatchObject({ kind: 'tool', call: { id: 'c2' }, effect: 'external' })
-    expect(planNext(branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]), result('c1'), result('c2')), effectOf).kind).toBe('model')
+    expect(planNext(two, effectOf, ME)).toMatchObject({ kind: 'tool', call: { id: 'c1' }, effect: 'read' })
+    expect(planNext(branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]), intent('c1', 'cat', 'read'), result('c1')), effectOf, ME)).toMatchObject({ kind: 'tool', call: { id: 'c2' }, effect: 'external' })
+    expect(planNext(branch(user('go'), asst('', [['c1', 'cat'], ['c2', 'pay']]), result('c1'), result('c2')), effectOf, ME).kind).toBe('model')
     // lifecycle entries in between change nothing
-    expect(planNext(branch(user('go'), { kind: 'agent.started', body: { epoch: 0, reason: 'user' } }, asst('x'), { kind: 'agent.stopped', body: { epoch: 0, reason: 'done' } }), effectOf).kind).toBe('done')
+    expect(planNext(branch(user('go'), { kind: 'agent.started', body: { epoch: 0, reason: 'user' } }, asst('x'), { kind: 'agent.stopped', body: { epoch: 0, reason: 'done' } }), effectOf, ME).kind).toBe('done')
   })
 
-  it('never runs a step that changes things when another agent planned it (it may have started it unseen)', () => {
+  it('never runs a step that changes things when another agent of this device planned it (it may have started it unseen)', () => {
     const b = branch(user('go'), asst('', [['c1', 'pay'], ['c2', 'cat']]))
-    const planned = b.at(-1) as Entry
-    const notMine = (e: Entry): boolean => e.id !== planned.id
-    expect(planNext(b, effectOf, notMine)).toMatchObject({ kind: 'unknown-outcome', call: { id: 'c1' } })
-    expect(planNext(b, effectOf, notMine)).not.toHaveProperty('intent')
-    expect(planNext(b, effectOf, () => true)).toMatchObject({ kind: 'tool', call: { id: 'c1' }, effect: 'external' })
-    // a read step planned elsewhere is run here: repeating it changes nothing
+    const next = { device: DEV, agent: 'agent#1' }
+    expect(planNext(b, effectOf, next)).toMatchObject({ kind: 'unknown-outcome', call: { id: 'c1' }, why: 'other-agent' })
+    expect(planNext(b, effectOf, next)).not.toHaveProperty('intent')
+    expect(planNext(b, effectOf, ME)).toMatchObject({ kind: 'tool', call: { id: 'c1' }, effect: 'external' })
+    // a read step another agent of this device planned is run here: repeating it changes nothing
     const readFirst = branch(user('go'), asst('', [['c2', 'cat'], ['c1', 'pay']]))
-    expect(planNext(readFirst, effectOf, () => false)).toMatchObject({ kind: 'tool', call: { id: 'c2' }, effect: 'read' })
+    expect(planNext(readFirst, effectOf, next)).toMatchObject({ kind: 'tool', call: { id: 'c2' }, effect: 'read' })
+  })
+
+  it('never runs a call another device wrote, whatever its effect or the effect its intent claims', () => {
+    for (const tool of ['cat', 'fetch', 'bash', 'pay', 'gone']) {
+      const b = branch(user('go'), byPeer(asst('', [['c1', tool]])))
+      expect(planNext(b, effectOf, ME), tool).toMatchObject({ kind: 'unknown-outcome', call: { id: 'c1' }, why: 'other-device' })
+      const claimed = branch(user('go'), byPeer(asst('', [['c1', tool]])), byPeer(intent('c1', tool, 'read')))
+      expect(planNext(claimed, effectOf, ME), tool).toMatchObject({ kind: 'unknown-outcome', call: { id: 'c1' }, why: 'other-device' })
+    }
+    // the peer's results are kept; the next call of its message is still not run
+    const half = branch(user('go'), byPeer(asst('', [['c1', 'cat'], ['c2', 'cat']])), byPeer(result('c1')))
+    expect(planNext(half, effectOf, ME)).toMatchObject({ kind: 'unknown-outcome', call: { id: 'c2' } })
+    // once every call has a result, the model decides again
+    expect(planNext(branch(user('go'), byPeer(asst('', [['c1', 'bash']])), result('c1', 'unknown')), effectOf, ME).kind).toBe('model')
   })
 
   it('re-runs interrupted read and idempotent steps, and gives up on workspace and external ones', () => {
     for (const [tool, effect, expected] of [['cat', 'read', 'tool'], ['fetch', 'idempotent', 'tool'], ['bash', 'workspace', 'unknown-outcome'], ['pay', 'external', 'unknown-outcome']] as const) {
       const b = branch(user('go'), asst('', [['c1', tool]]), intent('c1', tool, effect))
-      const step = planNext(b, effectOf)
+      const step = planNext(b, effectOf, ME)
       expect(step.kind, tool).toBe(expected)
       if (step.kind === 'tool') expect(step.intent?.body.callId).toBe('c1')
     }
-    // the recorded effect wins over the tool's current one; unknown tools count as external
-    expect(planNext(branch(user('go'), asst('', [['c1', 'cat']]), intent('c1', 'cat', 'external')), effectOf).kind).toBe('unknown-outcome')
-    expect(planNext(branch(user('go'), asst('', [['c1', 'gone']])), effectOf)).toMatchObject({ kind: 'tool', effect: 'external' })
+    // the registry's effect wins over the one an intent names (an entry, even one of ours); unknown tools count as external
+    expect(planNext(branch(user('go'), asst('', [['c1', 'cat']]), intent('c1', 'cat', 'external')), effectOf, ME)).toMatchObject({ kind: 'tool', effect: 'read' })
+    expect(planNext(branch(user('go'), asst('', [['c1', 'bash']]), intent('c1', 'bash', 'read')), effectOf, ME)).toMatchObject({ kind: 'unknown-outcome', why: 'interrupted' })
+    expect(planNext(branch(user('go'), asst('', [['c1', 'bash']]), byPeer(intent('c1', 'bash', 'read'))), effectOf, ME)).toMatchObject({ kind: 'unknown-outcome', why: 'interrupted' })
+    expect(planNext(branch(user('go'), asst('', [['c1', 'gone']])), effectOf, ME)).toMatchObject({ kind: 'tool', effect: 'external' })
   })
 
   it('derives idempotency keys from the assistant entry and the call id', () => {

@@ -314,7 +314,8 @@ export class ApiService {
       ...(selected !== undefined ? { selected } : {}),
       running: agents.length > 0,
       agents,
-      usage: { input: usage.input, output: usage.output }
+      usage: { input: usage.input, output: usage.output },
+      cwd: await this.node.workingDirectory(id)
     }
   }
 
@@ -351,11 +352,16 @@ export class ApiService {
       } else {
         after = (dag.branch(node.history.selected(id)).at(-1) as Entry).id
       }
-      // Refuse before anything is written if no model is set up (the message would wait for nothing).
-      try {
-        await node.configFor(id)
-      } catch (err) {
-        throw new ApiError((err as Error).message)
+      // Refuse before anything is written if the agent would run here and no model is set up
+      // here (the message would wait for nothing). One that runs elsewhere uses that device's model.
+      const st = await node.agentStatus(id)
+      const top = topRef([st.owner, ...st.announced])
+      if (top === null || top.device === node.device) {
+        try {
+          await node.configFor(id)
+        } catch (err) {
+          throw new ApiError((err as Error).message)
+        }
       }
       const [entry] = await node.history.append(id, [{ kind: 'user', body: { text }, parents: [after] }])
       const user = entry as Entry

@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { Entry, EntryOf } from '../../shared/entry'
 import type { HistoryStore } from '../history/history-store'
 import { setMeta } from '../history/set-meta'
-import { AgentConfigError, conversationLlm, createLlm, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../agent-config'
+import { AgentConfigError, conversationSettings, createLlm, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../agent-config'
 import { FileSecretStore, type SecretStore } from '../secret-store'
 import { AgentHost } from '../runtime/agent/agent-host'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
@@ -65,20 +65,22 @@ export async function chat (store: HistoryStore, o: ChatOptions): Promise<number
   const root = dag.root
   if (root === undefined || root.kind !== 'conversation') throw new ChatError(`the start of conversation ${conversation.slice(0, 12)} has not arrived on this device yet`)
 
-  // The model settings given here are kept with the conversation (never the API key).
+  // The model settings given here are kept with the conversation (never the API key), as
+  // this device's: what another device wrote there is not looked at (conversationSettings).
   const given: LlmSetting = {}
   if (o.provider !== undefined) given.provider = o.provider
   if (o.model !== undefined) given.model = o.model
   if (o.baseURL !== undefined) given.baseURL = o.baseURL
   if (o.script !== undefined) given.script = o.script
-  const saved = conversationLlm(dag)
+  const own = conversationSettings(dag, store.device)
+  const saved = own.llm
   const llm: LlmSetting = { ...saved, ...given }
   if (Object.keys(given).length > 0 && JSON.stringify(llm) !== JSON.stringify(saved)) await setMeta(store, dag, 'llm', llm)
   let resolved: Awaited<ReturnType<typeof resolveAgentConfig>>
   try {
     // This device's settings (as the app saves them) fill in what the conversation leaves open.
     const [settings, apiKey] = await Promise.all([readNodeSettings(o.dataDir), (o.secrets ?? new FileSecretStore(o.dataDir)).get('apiKey')])
-    const made = createLlm({ llm, settings, ...(apiKey !== undefined ? { apiKey } : {}), ...(root.body.model !== undefined ? { rootModel: root.body.model } : {}), env: o.env })
+    const made = createLlm({ llm, settings, ...(apiKey !== undefined ? { apiKey } : {}), ...(own.model !== undefined ? { rootModel: own.model } : {}), env: o.env })
     if (o.sandboxOff !== undefined) await setMeta(store, dag, 'sandbox', !o.sandboxOff)
     const cwd = o.cwd !== undefined && !o.newConversation ? path.resolve(o.cwd) : undefined
     resolved = await resolveAgentConfig({ store, dag, dataDir: o.dataDir, env: o.env, llm: made, ...(cwd !== undefined ? { cwd } : {}) })

@@ -247,7 +247,7 @@ export class HistoryStore extends EventEmitter {
       ...(opts.autoRevival !== undefined ? { autoRevival: opts.autoRevival } : {})
     }
     const root = makeEntry({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
-    const dag = new ConversationDag(root.id)
+    const dag = new ConversationDag(root.id, [], { now: this.now })
     this.dags.set(root.id, dag)
     const core = await this.ownFeed(root.id)
     await this.writeBlocks(core, [root])
@@ -566,7 +566,9 @@ export class HistoryStore extends EventEmitter {
       size: dag.size,
       waiting: dag.size - dag.joinedSize
     }
-    if (root.body.cwd !== undefined) s.cwd = root.body.cwd
+    // only a directory this device gave it: one a peer wrote is not where this device works
+    const own = dag.rootBy(this.device)
+    if (own?.body.cwd !== undefined) s.cwd = own.body.cwd
     const revival = dag.meta('autoRevival')
     const autoRevival = revival !== undefined ? revival.value === true : root.body.autoRevival
     if (autoRevival !== undefined) s.autoRevival = autoRevival
@@ -582,7 +584,7 @@ export class HistoryStore extends EventEmitter {
     if (p === undefined) {
       p = (async () => {
         const { entries, torn } = await this.cache.read(conversation)
-        const d = new ConversationDag(conversation)
+        const d = new ConversationDag(conversation, [], { now: this.now })
         for (const e of entries) if (e.conversation === conversation) d.add(e)
         const expected = this.state.conversations[conversation]?.size ?? 0
         if (torn > 0 || d.size < expected) {

@@ -2,18 +2,16 @@
 // hybrid logical clock wins on every device, whatever order the entries arrive in.
 import type { ConversationDag } from '../../shared/conversation-dag'
 import type { Entry } from '../../shared/entry'
-import { maxHlc, tickHlc, type Hlc } from '../../shared/hlc'
 import type { HistoryStore } from './history-store'
 
 /**
  * Writes a `meta` setting at the tip of the branch shown here and shows it (so the view
- * stays on that branch). Its clock is after every setting this device holds.
+ * stays on that branch). Its clock is after every clock that counts here now (a peer's
+ * far-future one does not: ConversationDag.nextMetaHlc), so it wins.
  */
 export async function setMeta (store: HistoryStore, dag: ConversationDag, key: string, value: unknown): Promise<Entry> {
-  let last: Hlc | null = null
-  for (const e of dag.entries()) if (e.kind === 'meta') last = maxHlc(last, e.body.hlc)
   const tip = dag.branch(store.selected(dag.conversation)).at(-1) as Entry
-  const [e] = await store.append(dag.conversation, [{ kind: 'meta', body: { key, value, hlc: tickHlc(last, Date.now(), store.device) }, parents: [tip.id] }])
+  const [e] = await store.append(dag.conversation, [{ kind: 'meta', body: { key, value, hlc: dag.nextMetaHlc(key, store.device) }, parents: [tip.id] }])
   store.select(dag.conversation, (e as Entry).id)
   return e as Entry
 }

@@ -7,7 +7,7 @@ import { Supervisor } from '../supervisor/supervisor'
 import { taskChild } from '../supervisor/task-child'
 import type { ExitReason, SupervisorTree } from '../supervisor/types'
 import { describeExit } from '../supervisor/types'
-import type { AgentRef } from '../placement/placement'
+import { ownerOf, type AgentRef } from '../placement/placement'
 import { runAgent, type AgentDeps, type AgentEvent, type AgentOutcome, type AgentRun } from './agent-loop'
 
 /** Everything an agent for one conversation needs, decided by the composition root. */
@@ -179,11 +179,9 @@ export class AgentHost {
   }
 }
 
-/** The highest epoch any agent of this conversation ran with (0 if none). */
+/** The highest epoch any agent of this conversation ran with (0 if none), among epochs that count (placement's MAX_EPOCH). */
 export function currentEpoch (entries: Iterable<Entry>): number {
-  let max = 0
-  for (const e of entries) if (e.kind === 'agent.started' && e.body.epoch > max) max = e.body.epoch
-  return max
+  return ownerOf(entries)?.epoch ?? 0
 }
 
 function errorText (err: unknown): string {

@@ -5,7 +5,7 @@ import { LlmError, type LlmProvider } from '../../llm/provider'
 import type { Tool, ToolResult } from '../../tools/tool'
 import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
-import { idemKey, planNext, toIrMessages } from './step-planner'
+import { idemKey, planNext, toIrMessages, type UnknownWhy } from './step-planner'
 import type { AgentRef } from '../placement/placement'
 
 /**
@@ -94,7 +94,7 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
     }
     const dag = await history.open(conversation)
     const branch = dag.pathTo(run.cursor.tip)
-    const step = planNext(branch, effectOf, e => e.author.device === history.device && e.author.agent === agent)
+    const step = planNext(branch, effectOf, { device: history.device, agent })
     switch (step.kind) {
       case 'idle':
         await stop('done', 'there is no message to answer')
@@ -135,7 +135,7 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
         break
       }
       case 'unknown-outcome':
-        await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'unknown', output: step.intent !== undefined ? 'interrupted before its result was recorded' : 'planned by the agent that ran before this one, which may have started it; not run again here' }, parents: [] })
+        await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'unknown', output: NOT_RUN[step.why] }, parents: [] })
         break
       case 'tool': {
         const tool = deps.tools.get(step.call.name)
@@ -161,6 +161,13 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
       }
     }
   }
+}
+
+/** What a call recorded as unknown says about why it was not run here. */
+const NOT_RUN: Record<UnknownWhy, string> = {
+  interrupted: 'interrupted before its result was recorded',
+  'other-agent': 'planned by the agent that ran before this one, which may have started it; not run again here',
+  'other-device': 'written by another device; a device runs only the calls its own agent planned, so it was not run here'
 }
 
 /** Runs one tool call (arguments checked, time limit kept); a tool that throws crashes the agent. */

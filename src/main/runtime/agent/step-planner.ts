@@ -9,9 +9,19 @@ export type NextStep =
   | { kind: 'idle' }                       // no user message to answer
   | { kind: 'model' }                      // call the model with the branch so far
   | { kind: 'tool'; assistant: EntryOf<'assistant'>; call: IrToolCall; effect: EffectClass; intent?: EntryOf<'tool.intent'> }
-  /** interrupted (an intent without a result), or planned by another agent that may have started it unseen */
-  | { kind: 'unknown-outcome'; assistant: EntryOf<'assistant'>; call: IrToolCall; intent?: EntryOf<'tool.intent'> }
+  /** a call not run here: interrupted, planned by another agent that may have started it unseen, or by another device */
+  | { kind: 'unknown-outcome'; assistant: EntryOf<'assistant'>; call: IrToolCall; why: UnknownWhy; intent?: EntryOf<'tool.intent'> }
   | { kind: 'done' }                       // the model answered without tool calls
+
+/**
+ * Why a call's outcome is recorded as unknown instead of running it: `interrupted` (an intent
+ * without a result), `other-agent` (an earlier agent of this device planned a step that
+ * changes things), `other-device` (another device wrote the call: an entry, never an instruction).
+ */
+export type UnknownWhy = 'interrupted' | 'other-agent' | 'other-device'
+
+/** Who is planning: this device, and its agent (author.agent of the entries it writes). */
+export interface Planner { device: string; agent: string }
 
 /** The idempotency key of a tool call: stable across restarts, unique per call. */
 export function idemKey (assistant: Entry, callId: string): string {
@@ -28,13 +38,18 @@ export function rerunnable (effect: EffectClass): boolean {
 
 /**
  * Plans the next step of the turn that ends the branch: the entries after its last user
- * message. `effectOf` gives a tool's effect class ('external' for unknown tools: the
- * safe assumption). `mine` says whether an assistant message was written by the agent
- * planning now: a step another agent planned (before a revival or a resume) that changes
- * things is never run here, even without an intent in view — that agent may have started
- * it on the other side of a partition, where its intent cannot be seen.
+ * message. Pure: what runs is decided from the entries and this device's tool registry alone.
+ *
+ * - A call's effect class is `effectOf(tool)` — this device's registry, 'external' for a tool
+ *   it does not know — never the effect an entry (an intent) names.
+ * - A call in an assistant entry another device wrote is never run here, whatever its effect:
+ *   its outcome is unknown and the model decides again (DESIGN.md, "Trust").
+ * - A step an earlier agent of this device planned that changes things (workspace, external)
+ *   is not run either, even without an intent in view: that agent may have started it on the
+ *   other side of a partition, where its intent cannot be seen. Read and idempotent ones are
+ *   run again (with their idemKey), and so are this agent's own interrupted ones.
  */
-export function planNext (branch: readonly Entry[], effectOf: (tool: string) => EffectClass | undefined, mine: (assistant: Entry) => boolean = () => true): NextStep {
+export function planNext (branch: readonly Entry[], effectOf: (tool: string) => EffectClass | undefined, self: Planner): NextStep {
   let lastUser = -1
   for (let i = branch.length - 1; i >= 0; i--) if (branch[i]?.kind === 'user') { lastUser = i; break }
   if (lastUser === -1) return { kind: 'idle' }
@@ -50,13 +65,19 @@ export function planNext (branch: readonly Entry[], effectOf: (tool: string) => 
   if (assistant === undefined) return { kind: 'model' }
   const calls = assistant.body.toolCalls ?? []
   if (calls.length === 0) return { kind: 'done' }
+  const fromHere = assistant.author.device === self.device
+  const mine = fromHere && assistant.author.agent === self.agent
   for (const call of calls) {
     if (results.has(call.id)) continue
     const intent = intents.get(call.id)
-    const effect = intent?.body.effect ?? effectOf(call.name) ?? 'external'
-    if (intent !== undefined && !rerunnable(effect)) return { kind: 'unknown-outcome', assistant, call, intent }
-    if (intent === undefined && !rerunnable(effect) && !mine(assistant)) return { kind: 'unknown-outcome', assistant, call }
-    return intent === undefined ? { kind: 'tool', assistant, call, effect } : { kind: 'tool', assistant, call, effect, intent }
+    const withIntent = intent === undefined ? {} : { intent }
+    if (!fromHere) return { kind: 'unknown-outcome', assistant, call, why: 'other-device', ...withIntent }
+    const effect = effectOf(call.name) ?? 'external'
+    if (!rerunnable(effect)) {
+      if (intent !== undefined) return { kind: 'unknown-outcome', assistant, call, why: 'interrupted', intent }
+      if (!mine) return { kind: 'unknown-outcome', assistant, call, why: 'other-agent' }
+    }
+    return { kind: 'tool', assistant, call, effect, ...withIntent }
   }
   return { kind: 'model' }
 }

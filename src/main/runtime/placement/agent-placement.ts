@@ -5,7 +5,7 @@ import type { Entry } from '../../../shared/entry'
 import type { Logger } from '../../../shared/logger'
 import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
-import { compareRefs, decide, nextEpoch, openWork, ownerOf, topRef, type AgentRef, type PlacementAction } from './placement'
+import { compareRefs, decide, honouredEpoch, nextEpoch, openWork, ownerOf, topRef, type AgentRef, type PlacementAction } from './placement'
 
 /** What placement needs to know of the other devices (the sync layer provides it). */
 export interface PeerView {
@@ -107,7 +107,7 @@ export class AgentPlacement {
   /** For the agent loop: the agent that outranks `run` (it then stops at its step boundary). */
   supersededBy (run: AgentRun): AgentRef | null {
     const self = { device: this.opts.history.device, epoch: run.epoch }
-    const top = topRef([this.known.get(run.conversation)?.owner ?? null, ...this.opts.peers.announced(run.conversation)])
+    const top = topRef([this.known.get(run.conversation)?.owner ?? null, ...this.announced(run.conversation)])
     return top !== null && compareRefs(top, self) > 0 ? top : null
   }
 
@@ -116,7 +116,7 @@ export class AgentPlacement {
     const run = this.opts.agents.runOf(conversation)
     return {
       owner: k.owner,
-      announced: this.opts.peers.announced(conversation),
+      announced: this.announced(conversation),
       runningHere: run === undefined ? null : { device: this.opts.history.device, epoch: run.epoch },
       autoRevival: this.autoRevival(conversation),
       ownerDown: k.owner !== null && k.owner.device !== this.opts.history.device && this.opts.peers.down(k.owner.device)
@@ -132,7 +132,7 @@ export class AgentPlacement {
     const self = this.opts.history.device
     // an agent just started here counts before its start entry is written
     const run = this.opts.agents.runOf(conversation)
-    const top = topRef([k.owner, ...this.opts.peers.announced(conversation), run === undefined ? null : { device: self, epoch: run.epoch }])
+    const top = topRef([k.owner, ...this.announced(conversation), run === undefined ? null : { device: self, epoch: run.epoch }])
     if (top === null || top.device === self) {
       // Busy here: the message waits its turn; the agent takes it up when the current run ends.
       if (this.opts.agents.isRunning(conversation)) {
@@ -155,7 +155,7 @@ export class AgentPlacement {
     const { history } = this.opts
     const dag = await history.open(conversation)
     const k = await this.learn(conversation)
-    const previous = topRef([k.owner, ...this.opts.peers.announced(conversation)])
+    const previous = topRef([k.owner, ...this.announced(conversation)])
     const epoch = nextEpoch(previous)
     let tip = leaf ?? dag.branch(history.selected(conversation)).at(-1)?.id
     if (tip === undefined) throw new Error(`conversation ${conversation.slice(0, 12)} has no entries yet`)
@@ -166,6 +166,11 @@ export class AgentPlacement {
     }
     await this.run(conversation, previous === null ? { leaf: tip, epoch, reason: 'resume' } : { leaf: tip, epoch, reason: 'resume', previous })
     return { device: history.device, epoch }
+  }
+
+  /** The agents connected peers announce for a conversation, but for epochs that do not count (see MAX_EPOCH). */
+  private announced (conversation: string): AgentRef[] {
+    return this.opts.peers.announced(conversation).filter(r => honouredEpoch(r.epoch))
   }
 
   /** Who is live changed: conversations that may need a decision are looked at again. */
@@ -270,7 +275,7 @@ export class AgentPlacement {
       self: history.device,
       conversation,
       owner: k.owner,
-      announced: peers.announced(conversation),
+      announced: this.announced(conversation),
       running: run === undefined ? null : { device: history.device, epoch: run.epoch },
       autoRevival: this.autoRevival(conversation),
       live: peers.live(conversation),

@@ -25,12 +25,29 @@ export function topRef (refs: Iterable<AgentRef | null>): AgentRef | null {
   return top
 }
 
-/** The agent a conversation belongs to: the highest (epoch, device) that ever started in it. */
+/**
+ * The highest epoch that counts (DESIGN.md, "Trust"). An honest epoch grows by one per resume
+ * or revival, so it never comes near; a larger one (or one that is not a safe integer) is
+ * another device's attempt to own the conversation for ever, past any epoch a resume could
+ * take, and counts for nothing: not for ownership, not as an announced agent.
+ */
+export const MAX_EPOCH = 2 ** 31
+
+export function honouredEpoch (epoch: number): boolean {
+  return Number.isSafeInteger(epoch) && epoch >= 0 && epoch <= MAX_EPOCH
+}
+
+/** The start an agent.started entry records, if its epoch counts (one that does not is read like a note). */
+function startOf (e: Entry): AgentRef | null {
+  return e.kind === 'agent.started' && honouredEpoch(e.body.epoch) ? { device: e.author.device, epoch: e.body.epoch } : null
+}
+
+/** The agent a conversation belongs to: the highest (epoch, device) that ever started in it, among epochs that count. */
 export function ownerOf (entries: Iterable<Entry>): AgentRef | null {
   let top: AgentRef | null = null
   for (const e of entries) {
-    if (e.kind !== 'agent.started') continue
-    const ref = { device: e.author.device, epoch: e.body.epoch }
+    const ref = startOf(e)
+    if (ref === null) continue
     if (top === null || compareRefs(ref, top) > 0) top = ref
   }
   return top
@@ -80,9 +97,10 @@ export function openWork (dag: ConversationDag): OpenWork[] {
 export function workAt (dag: ConversationDag, head: Entry): OpenWork | null {
   let cur: Entry | undefined = head
   for (let i = 0; cur !== undefined && i < MAX_WALK; i++) {
+    const agent = startOf(cur)
+    if (agent !== null) return { kind: 'turn', leaf: head, agent }
     switch (cur.kind) {
       case 'agent.stopped': return null
-      case 'agent.started': return { kind: 'turn', leaf: head, agent: { device: cur.author.device, epoch: cur.body.epoch } }
       // a message answered by nothing (a note or meta after it does not answer it)
       case 'user': return answered(dag, cur) ? null : { kind: 'message', leaf: head, message: cur }
       case 'conversation': return null
@@ -93,13 +111,13 @@ export function workAt (dag: ConversationDag, head: Entry): OpenWork | null {
   return null
 }
 
-/** Whether an agent took a message up on some branch: a turn starts after it, past notes and settings. */
+/** Whether an agent took a message up on some branch: a turn starts after it, past notes, settings and starts that do not count. */
 function answered (dag: ConversationDag, message: Entry): boolean {
   const todo = [...dag.children(message.id)]
   for (let i = 0; i < todo.length && i < MAX_WALK; i++) {
     const e = todo[i] as Entry
-    if (e.kind === 'agent.started' || e.kind === 'assistant') return true
-    if (e.kind === 'note' || e.kind === 'meta') todo.push(...dag.children(e.id))
+    if (startOf(e) !== null || e.kind === 'assistant') return true
+    if (e.kind === 'note' || e.kind === 'meta' || e.kind === 'agent.started') todo.push(...dag.children(e.id))
   }
   return false
 }
