@@ -40,11 +40,12 @@ describe('git config, read as git reads it', () => {
     ])
     expect(keys('\ufeff[core]\r\n\tbare = true\r\n')).toEqual([['core.bare', 'true']])
     expect(keys('')).toEqual([])
+    expect(keys('[core]\nname = a\\')).toEqual([['core.name', 'a']]) // a continuation at the end of the file, as git reads it
   })
 
   it('refuses what git refuses, and what it cannot follow', () => {
     for (const bad of ['x = 1', '[core', '[core "x]', '[ core ]', '[core]\nname = "open', '[core]\nname = a\\q', '[core]\n1x = 1',
-      '[core]\nname # c', '[core]\nname = a\0b', '[]\nx = 1', '[core]\nname = a\\']) {
+      '[core]\nname # c', '[core]\nname = a\0b', '[]\nx = 1']) {
       expect(parseGitConfig(bad).ok, JSON.stringify(bad)).toBe(false)
     }
   })

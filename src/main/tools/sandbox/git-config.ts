@@ -161,10 +161,7 @@ function parseValue (r: Reader): string | undefined {
     for (; space > 0; space--) out += ' '
     if (c === '\\') {
       c = r.next()
-      if (c === '\n') {
-        if (r.eof) return undefined
-        continue
-      }
+      if (c === '\n') continue // a continuation line (at the end of the file, the end of the value)
       if (c === 't') c = '\t'
       else if (c === 'b') c = '\b'
       else if (c === 'n') c = '\n'
