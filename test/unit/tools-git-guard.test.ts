@@ -81,6 +81,12 @@ describe('the git plan (what is mounted before a call)', () => {
     expect(plan.readOnly).toEqual(['/p/.git/hooks'])
   })
 
+  it('a working directory that is a bare repository: its control files are read-only', () => {
+    const plan = planGitProtection('/srv/x.git', { home: HOME, probe: fakeFs(repo('/srv/x.git')) })
+    expect(plan.pin).toEqual([])
+    expect(plan.readOnly).toEqual(['/srv/x.git/config', '/srv/x.git/hooks', '/srv/x.git/info'])
+  })
+
   it('no repository: nothing to mount', () => {
     const plan = planGitProtection('/p', { home: HOME, probe: fakeFs({ '/p/a': 'file' }) })
     expect(plan).toMatchObject({ pin: [], readOnly: [], watch: [], problems: [] })

@@ -222,10 +222,11 @@ export function planGitProtection (cwd: string, o: GitPlanOptions): GitPlan {
     }
   }
   for (const d of dirs.slice(0, limit)) {
-    const real = inCwd(d)
+    // the working directory may be a bare repository itself: it is bound already, its files are not
+    const real = probe.realpath(d) === cwd ? cwd : inCwd(d)
     if (real === undefined) continue
     plan.gitDirs.push(real)
-    plan.pin.push(real)
+    if (real !== cwd) plan.pin.push(real)
     for (const n of READ_ONLY_IN_GIT_DIR) {
       const p = path.join(real, n)
       if (lkind(p, probe) === undefined) continue
