@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events'
+import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
 import { conversationCwd, readNodeSettings, resolveAgentConfig } from './agent-config'
@@ -15,6 +16,7 @@ import { SyncNode, type BootstrapNode } from './sync/sync-node'
 import { LocalApiServer } from './api/local-socket'
 import { FileSecretStore, type SecretStore } from './secret-store'
 import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
+import { defaultRegistryDir, registerDataDir } from './tools/sandbox/data-dir-registry'
 
 /** When a direct connection is not made, pairing falls back to polling DHT records this often. */
 const PAIRING_POLL_MS = 1000
@@ -40,6 +42,11 @@ export interface ArborNodeOptions {
   agentConfig?: (conversation: string) => Promise<AgentConfig>
   /** where the API key is kept (default: <data>/secrets.json; the desktop app: encrypted by Electron main) */
   secrets?: SecretStore
+  /**
+   * where this node records its data directory, so the sandboxes of the user's other nodes
+   * on this machine hide it (default: ~/.config/Arbor/nodes, HOME from `env`)
+   */
+  registryDir?: string
 }
 
 /** What the node's agent host reports: every agent event, and agents starting and ending. */
@@ -137,6 +144,12 @@ export class ArborNode implements NodeCommands {
 
   private async open (): Promise<void> {
     await this.history.ready()
+    const registry = this.opts.registryDir ?? defaultRegistryDir((this.opts.env ?? process.env).HOME ?? os.homedir())
+    try {
+      registerDataDir(this.dataDir, registry)
+    } catch (err) {
+      this.log.warn(`could not record ${this.dataDir} in ${registry} (${(err as Error).message}): the sandboxes of other Arbor nodes on this machine will not hide this node's data`)
+    }
     await this.agents.ready()
     this.cluster.device = this.history.device
     await this.cluster.load()

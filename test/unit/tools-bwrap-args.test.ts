@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  buildBwrapArgs, defaultHiddenPaths, hiddenMounts, isSecretEnvName, SandboxPolicyError, sandboxEnv
+  allHidden, buildBwrapArgs, defaultHiddenPaths, hiddenAncestors, hiddenMounts, isSecretEnvName, SandboxPolicyError, sandboxEnv
 } from '../../src/main/tools/sandbox/bwrap-args'
 import { canonicalPath } from '../../src/main/tools/sandbox/hidden-paths'
 import { fakeFs } from '../fixtures/tools/fake-fs'
@@ -76,15 +76,37 @@ describe('bwrap arguments', () => {
     expect(pairs(inTmp, '--tmpfs')).toContain('/tmp/arbor-data')
   })
 
-  it('keeps git hooks and config in the working directory read-only', () => {
+  it('keeps git hooks and config in the working directory read-only, and .git itself unrenamable', () => {
     const args = buildBwrapArgs({ policy, command: 'true', env: {}, home: HOME, fs })
     expect(pairs(args, '--ro-bind')).toEqual(expect.arrayContaining(['/home/u/proj/.git/hooks', '/home/u/proj/.git/config']))
-    expect(args.indexOf('/home/u/proj/.git/hooks')).toBeGreaterThan(args.indexOf('--bind'))
+    // the cwd, then .git onto itself (a mount point cannot be renamed), then what is read-only inside it
+    expect(pairs(args, '--bind')).toEqual(['/home/u/proj', '/home/u/proj/.git'])
+    expect(args.indexOf('/home/u/proj/.git/hooks')).toBeGreaterThan(args.lastIndexOf('--bind'))
+  })
+
+  it('binds the parents of a hidden path inside the working directory onto themselves (no renaming them away)', () => {
+    const f = fakeFs({ '/w/a/b/secrets/key': 'file', '/w/a/token': 'file', '/w/x': 'file' })
+    const args = buildBwrapArgs({ policy: { enabled: true, cwd: '/w', hidden: ['/w/a/b/secrets', '/w/a/token'] }, command: 'true', env: {}, home: HOME, fs: f })
+    expect(pairs(args, '--bind')).toEqual(['/w', '/w/a', '/w/a/b'])
+    expect(args.indexOf('--tmpfs', args.indexOf('/w/a/b'))).toBeGreaterThan(args.lastIndexOf('--bind'))
+    expect(hiddenAncestors([{ path: '/w/a/b/s', kind: 'dir' }, { path: '/elsewhere/s', kind: 'dir' }, { path: '/w/t', kind: 'file' }], '/w')).toEqual(['/w/a/b', '/w/a'])
+  })
+
+  it('hides the data directories of the other nodes in the registry, and the registry', () => {
+    const f = fakeFs({ '/srv/arbor2/feeds': 'dir', '/home/u/proj/x': 'file' }, {
+      '/home/u/.config/Arbor/nodes/a.json': JSON.stringify({ dataDir: '/srv/arbor2' }),
+      '/home/u/.config/Arbor/nodes/b.json': JSON.stringify({ dataDir: '/srv/gone' }),
+      '/home/u/.config/Arbor/nodes/c.json': 'not json'
+    })
+    const args = buildBwrapArgs({ policy, command: 'true', env: {}, home: HOME, fs: f })
+    expect(pairs(args, '--tmpfs')).toEqual(expect.arrayContaining(['/srv/arbor2', '/home/u/.config/Arbor']))
+    expect(args).not.toContain('/srv/gone')
+    expect(allHidden(policy, HOME, undefined, f)).toEqual(expect.arrayContaining(['/srv/arbor2', '/home/u/.config/Arbor/nodes']))
   })
 
   it('uses the canonical working directory and refuses one that is hidden, missing or /', () => {
     const args = buildBwrapArgs({ policy: { ...policy, cwd: '/home/u/link-to-proj' }, command: 'true', env: {}, home: HOME, fs })
-    expect(pairs(args, '--bind')).toEqual(['/home/u/proj'])
+    expect(pairs(args, '--bind')[0]).toBe('/home/u/proj')
     expect(() => buildBwrapArgs({ policy: { ...policy, cwd: '/home/u/.ssh' }, command: 'true', env: {}, home: HOME, fs }))
       .toThrow(/inside \/home\/u\/\.ssh, which is hidden/)
     expect(() => buildBwrapArgs({ policy: { ...policy, cwd: '/data/aws' }, command: 'true', env: {}, home: HOME, fs }))
@@ -109,8 +131,8 @@ describe('bwrap arguments', () => {
   })
 
   it('has the default hidden set, /root included', () => {
-    const h = defaultHiddenPaths('/home/u', '/var/lib/arbor')
-    for (const p of ['/var/lib/arbor', '/home/u/.ssh', '/home/u/.aws', '/home/u/.gnupg', '/home/u/.config/gcloud', '/home/u/.azure',
+    const h = defaultHiddenPaths('/home/u', '/var/lib/arbor', ['/srv/arbor2'])
+    for (const p of ['/var/lib/arbor', '/srv/arbor2', '/home/u/.ssh', '/home/u/.aws', '/home/u/.gnupg', '/home/u/.config/gcloud', '/home/u/.azure',
       '/home/u/.kube', '/home/u/.docker/config.json', '/home/u/.netrc', '/home/u/.npmrc', '/home/u/.pypirc', '/home/u/.git-credentials',
       '/home/u/.config/Arbor', '/root/.ssh', '/root/.config/Arbor']) expect(h).toContain(p)
     expect(defaultHiddenPaths('/root').filter(p => p === '/root/.ssh')).toHaveLength(1)

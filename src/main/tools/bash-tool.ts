@@ -11,7 +11,9 @@ import os from 'node:os'
 import path from 'node:path'
 import { StringDecoder } from 'node:string_decoder'
 import { OutputAccumulator, type OutputLimits } from './output-limit'
-import { buildBwrapArgs, isSecretEnvName, SandboxPolicyError, sandboxEnv } from './sandbox/bwrap-args'
+import { isSecretEnvName, planSandbox, SandboxPolicyError, sandboxEnv } from './sandbox/bwrap-args'
+import { GitScanner, guardReportText, type GuardReport } from './sandbox/git-scan'
+import { stdioClosingInherited } from './sandbox/inherited-fds'
 import { sandboxProbe, type ProbeOptions, type SandboxProbe } from './sandbox/sandbox-probe'
 import { abortWords, argsObject, effectiveTimeout, timeoutReason, validateArgs } from './tool-args'
 import type { Tool, ToolContext, ToolResult } from './tool'
@@ -56,6 +58,14 @@ function ensureGitHooksDir (cwd: string): void {
 
 interface Spawned { file: string; args: string[]; env: Record<string, string>; cwd: string; sandboxed: boolean }
 
+/** One walk cache per home for the whole process: every agent's calls in a directory share it. */
+const scanners = new Map<string, GitScanner>()
+function scannerFor (home: string): GitScanner {
+  let s = scanners.get(home)
+  if (s === undefined) scanners.set(home, s = new GitScanner({ home }))
+  return s
+}
+
 export function createBashTool (opts: BashToolOptions = {}): Tool {
   const env = opts.env ?? process.env
   const home = opts.home ?? os.homedir()
@@ -94,13 +104,23 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
         const p = await probe({ bwrapPath: opts.bwrapPath, env })
         if (!p.ok) return { status: 'error', output: `The command did not run: ${p.message}` }
         ensureGitHooksDir(ctx.sandbox.cwd)
+        let guard: { finish: () => Promise<GuardReport> }
+        let gitProblems: string[]
         try {
-          const bargs = buildBwrapArgs({ policy: ctx.sandbox, command, env, home, dataDir: opts.dataDir, chdir: ctx.cwd, disableUserns: p.disableUserns })
+          const { args: bargs, cwd, git } = planSandbox({ policy: ctx.sandbox, command, env, home, dataDir: opts.dataDir, chdir: ctx.cwd, disableUserns: p.disableUserns })
           spec = { file: p.bwrapPath, args: bargs, env: sandboxEnv(env, home), cwd: '/', sandboxed: true }
+          gitProblems = git.problems
+          guard = await scannerFor(home).begin(cwd, git)
         } catch (e) {
           if (e instanceof SandboxPolicyError) return { status: 'error', output: `The command did not run: ${e.message}` }
           throw e
         }
+        const result = await runSpawned(spec, effectiveTimeout(tool, args), ctx, opts.limits, warning)
+        // after the sandbox is gone: what it left for the host's git to run is moved aside, and said
+        const said = [guardReportText(await guard.finish()), ...gitProblems.map(pr => `[git guard: ${pr}; settings there are not protected]`)].filter(t => t !== '').join('\n')
+        if (said === '') return result
+        ctx.onOutput?.(said + '\n')
+        return { ...result, output: `${result.output}\n${said}` }
       }
       return runSpawned(spec, effectiveTimeout(tool, args), ctx, opts.limits, warning)
     }
@@ -118,7 +138,9 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     }
     if (warning !== undefined) ctx.onOutput?.(warning + '\n')
 
-    const child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    // fds 0-2 as named; any fd this process inherited without close-on-exec becomes /dev/null in the child
+    const stdio = stdioClosingInherited(['ignore', 'pipe', 'pipe']) as unknown as ['ignore', 'pipe', 'pipe']
+    const child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, detached: true, stdio })
     const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const
     child.stdout.on('data', (b: Buffer) => emit(decoders[0].write(b)))
     child.stderr.on('data', (b: Buffer) => emit(decoders[1].write(b)))

@@ -8,6 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import type { SandboxPolicy } from './sandbox-policy'
 import { allHidden, PROTECTED_IN_CWD, SandboxPolicyError, sandboxCwd } from './sandbox/bwrap-args'
+import { gitWriteRefusal, planGitProtection } from './sandbox/git-guard'
 import { canonicalPath, hiddenContaining, hiddenForms, isInside, nodeFsProbe, type FsProbe } from './sandbox/hidden-paths'
 
 export type PathAccess = 'read' | 'write'
@@ -40,7 +41,7 @@ export function resolveToolPath (p: string, ctx: PathContext, access: PathAccess
   const probe = opts.fs ?? nodeFsProbe
   if (typeof p !== 'string') return { ok: false, error: 'the path must be a string' }
   if (p.includes('\0')) return { ok: false, error: 'the path contains a NUL character' }
-  const hidden = allHidden(ctx.sandbox, opts.home ?? os.homedir(), opts.dataDir)
+  const hidden = allHidden(ctx.sandbox, opts.home ?? os.homedir(), opts.dataDir, probe)
   let root: string
   try {
     root = sandboxCwd(ctx.sandbox, hidden, probe, opts.home ?? os.homedir())
@@ -61,8 +62,9 @@ export function resolveToolPath (p: string, ctx: PathContext, access: PathAccess
   if (h !== undefined) return { ok: false, error: `${p} is hidden from tools: ${h} holds credentials or Arbor's data${via}` }
   if (access === 'write') {
     const prot = PROTECTED_IN_CWD.map(rel => path.join(root, rel)).find(q => isInside(target, q))
-    if (prot !== undefined) {
-      return { ok: false, error: `${p} is read-only for tools: ${path.relative(root, prot)} is run by programs outside the sandbox (git hooks and config, shell start-up files)` }
+    const git = prot === undefined ? gitWriteRefusal(target, root, planGitProtection(root, { home: opts.home ?? os.homedir(), probe }), probe) : undefined
+    if (prot !== undefined || git !== undefined) {
+      return { ok: false, error: `${p} is read-only for tools: ${prot !== undefined ? path.relative(root, prot) : git} is run by programs outside the sandbox (git hooks and config, shell start-up files)` }
     }
   }
   return { ok: true, path: target, relative: path.relative(root, target) || '.' }

@@ -7,7 +7,9 @@
  */
 import path from 'node:path'
 import type { SandboxPolicy } from '../sandbox-policy'
-import { canonicalPath, defaultHiddenPaths, hiddenContaining, hiddenForms, isInside, nodeFsProbe, type FsProbe } from './hidden-paths'
+import { defaultRegistryDir, registeredDataDirs } from './data-dir-registry'
+import { planGitProtection, type GitPlan } from './git-guard'
+import { canonicalPath, defaultHiddenPaths, hiddenContaining, hiddenForms, isInside, memoProbe, nodeFsProbe, type FsProbe } from './hidden-paths'
 
 export { defaultHiddenPaths } from './hidden-paths'
 
@@ -25,6 +27,8 @@ export interface BwrapArgsInput {
   shell?: string
   /** add --disable-userns (bwrap ≥ 0.8.0): no nested user namespaces (default true) */
   disableUserns?: boolean
+  /** what keeps the host's git safe (default: planned here with planGitProtection) */
+  git?: GitPlan
   fs?: FsProbe
 }
 
@@ -57,12 +61,11 @@ export const BASE_MOUNT_ARGS: readonly string[] = [
 const FRESH_ROOTS = ['/tmp', '/dev', '/proc', '/run']
 
 /**
- * Files in the working directory that the host runs later (git hooks and config with
- * core.hooksPath, shell start-up files when the working directory is a home): read-only
- * inside, so a command cannot plant code that runs outside the sandbox.
+ * Files in the working directory that the host runs later (shell start-up files, should the
+ * working directory be used as a home): read-only inside, so a command cannot plant code
+ * that runs outside the sandbox. Git's files are planned by git-guard.ts.
  */
 export const PROTECTED_IN_CWD = [
-  '.git/hooks', '.git/config',
   '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.profile',
   '.zshrc', '.zprofile', '.zshenv', '.zlogin', '.gitconfig'
 ] as const
@@ -138,15 +141,38 @@ export function sandboxCwd (policy: SandboxPolicy, hidden: readonly string[], pr
   return real
 }
 
-/** All hidden paths for a policy: its own list plus the defaults. */
-export function allHidden (policy: SandboxPolicy, home: string, dataDir?: string): string[] {
-  return [...new Set([...policy.hidden, ...defaultHiddenPaths(home, dataDir)])]
+/**
+ * All hidden paths for a policy: its own list plus the defaults, the data directories of the
+ * other Arbor nodes of this user (their registry under `home`) and that registry itself.
+ */
+export function allHidden (policy: SandboxPolicy, home: string, dataDir?: string, probe: FsProbe = nodeFsProbe): string[] {
+  const registry = defaultRegistryDir(home)
+  return [...new Set([...policy.hidden, ...defaultHiddenPaths(home, dataDir, registeredDataDirs(registry, probe)), registry])]
+}
+
+/**
+ * Directories inside the working directory that hold a hidden path (between the two): bound
+ * onto themselves, so a command cannot rename one and reach the hidden path at a new name
+ * in a later call (a mount point cannot be renamed).
+ */
+export function hiddenAncestors (masks: readonly HiddenMount[], cwd: string): string[] {
+  const out = new Set<string>()
+  for (const m of masks) {
+    if (!isInside(m.path, cwd) || m.path === cwd) continue
+    for (let d = path.dirname(m.path); d !== cwd && isInside(d, cwd); d = path.dirname(d)) out.add(d)
+  }
+  return [...out]
 }
 
 /** bwrap's argv (without the bwrap executable itself), ending in `-- bash -c COMMAND`. */
 export function buildBwrapArgs (input: BwrapArgsInput): string[] {
-  const probe = input.fs ?? nodeFsProbe
-  const hidden = allHidden(input.policy, input.home, input.dataDir)
+  return planSandbox(input).args
+}
+
+/** bwrap's argv, and what it was built from: the canonical working directory and the git plan. */
+export function planSandbox (input: BwrapArgsInput): { args: string[]; cwd: string; git: GitPlan } {
+  const probe = memoProbe(input.fs ?? nodeFsProbe)
+  const hidden = allHidden(input.policy, input.home, input.dataDir, probe)
   const cwd = sandboxCwd(input.policy, hidden, probe, input.home)
   let chdir = cwd
   if (input.chdir !== undefined) {
@@ -157,14 +183,19 @@ export function buildBwrapArgs (input: BwrapArgsInput): string[] {
   const args = [...isolationArgs(input.disableUserns ?? true), ...BASE_MOUNT_ARGS]
   // After --tmpfs /tmp, so a working directory under /tmp is the host's, not the fresh one.
   args.push('--bind', cwd, cwd)
+  const masks = hiddenMounts(hidden, cwd, probe)
+  const git = input.git ?? planGitProtection(cwd, { home: input.home, env: input.env, probe })
+  // Pins before what is mounted inside them, parents before children (sorted).
+  for (const d of [...new Set([...git.pin, ...hiddenAncestors(masks, cwd)])].sort()) args.push('--bind', d, d)
+  const readOnly = new Set(git.readOnly.filter(p => isInside(p, cwd) && p !== cwd))
   for (const rel of PROTECTED_IN_CWD) {
-    const p = path.join(cwd, rel)
-    const real = probe.realpath(p)
+    const real = probe.realpath(path.join(cwd, rel))
     // a protected name that is a symlink out of the cwd is read-only there anyway
-    if (real !== undefined && isInside(real, cwd)) args.push('--ro-bind', real, real)
+    if (real !== undefined && isInside(real, cwd)) readOnly.add(real)
   }
+  for (const p of [...readOnly].sort()) args.push('--ro-bind', p, p)
   // Masks last: they must cover anything bound above (a hidden dir inside the cwd).
-  for (const m of hiddenMounts(hidden, cwd, probe)) {
+  for (const m of masks) {
     if (m.kind === 'dir') args.push('--tmpfs', m.path, '--remount-ro', m.path)
     else args.push('--ro-bind', '/dev/null', m.path)
   }
@@ -177,5 +208,5 @@ export function buildBwrapArgs (input: BwrapArgsInput): string[] {
   for (const k of [...unset].sort()) args.push('--unsetenv', k)
 
   args.push('--', input.shell ?? 'bash', '-c', input.command)
-  return args
+  return { args, cwd, git }
 }
