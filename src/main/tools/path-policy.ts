@@ -1,11 +1,16 @@
 /**
  * The sandbox's file rules for in-process tools (read_file, write_file, ...): a path must
- * resolve, symlinks followed, inside the working directory and outside every hidden path;
- * writes also stay off the files the host runs later (git hooks, shell start-up files).
- * The same rules bwrap enforces for the bash tool (sandbox/bwrap-args.ts).
+ * lead, symlinks followed, to the working directory or below it, and to nothing hidden;
+ * writes also stay off what the host runs later (git's directories at any depth, shell
+ * start-up files). The same rules bwrap enforces for the bash tool (sandbox/bwrap-args.ts).
+ * They are applied while the path is walked (beneath.ts), to the very directories opened,
+ * so a concurrent swap of a component for a symlink cannot slip between check and use.
  */
+import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { componentsBeneath, isGitName, nameError, pathTextError } from './beneath-path'
+import { walkBeneath, type Backend, type Dir, type Reach, type WalkRefusal } from './beneath'
 import type { SandboxPolicy } from './sandbox-policy'
 import { allHidden, PROTECTED_IN_CWD, SandboxPolicyError, sandboxCwd } from './sandbox/bwrap-args'
 import { canonicalPath, hiddenContaining, hiddenForms, isInside, nodeFsProbe, type FsProbe } from './sandbox/hidden-paths'
@@ -13,7 +18,7 @@ import { canonicalPath, hiddenContaining, hiddenForms, isInside, nodeFsProbe, ty
 export type PathAccess = 'read' | 'write'
 
 export type PathCheck =
-  | { ok: true; /** canonical absolute path to operate on */ path: string; /** relative to the working directory ('.' for itself) */ relative: string }
+  | { ok: true; /** where the path led, canonical (for messages: operate through openToolPath) */ path: string; /** relative to the working directory ('.' for itself) */ relative: string }
   | { ok: false; error: string }
 
 export interface PathPolicyOptions {
@@ -21,7 +26,10 @@ export interface PathPolicyOptions {
   home?: string
   /** Arbor's data directory, hidden */
   dataDir?: string
+  /** for resolving the working directory and the hidden set (default: the real one, results kept a second) */
   fs?: FsProbe
+  /** how directories are held (default: by descriptor where /proc allows) */
+  backend?: Backend
 }
 
 export interface PathContext {
@@ -30,40 +38,191 @@ export interface PathContext {
   sandbox: SandboxPolicy
 }
 
+/** What a path reached is, for a tool that looks further (list_dir's entries). */
+export interface PathRules {
+  /** the hidden path `st` is (renamed, moved or hard-linked, it is the same file), if any */
+  hiddenAs (st: fs.Stats): string | undefined
+  /** the hidden path that contains the absolute path `p`, by name, if any */
+  hiddenName (p: string): string | undefined
+}
+
+export type OpenedPath =
+  | { ok: true; reach: Reach; /** relative to the working directory ('.' for itself), symlinks resolved */ relative: string; rules: PathRules }
+  | { ok: false; error: string }
+
+const READ_ONLY_WHY = 'is run by programs outside the sandbox (git hooks and config, shell start-up files)'
+
 /**
- * Resolves `p` (relative to ctx.cwd, or absolute) and checks it. Operate on the returned
- * path, not on `p`: that is the path that was checked. (A command running concurrently in
- * the working directory could still swap a component for a symlink between the check and
- * the use; the bash sandbox does not depend on this check.)
+ * Why a write to `names` (below the working directory) is refused, or undefined: a name git
+ * would take for its directory at any depth (a nested or new repository's hooks and config
+ * run on the host's next git command), or one of the files the host runs later.
  */
-export function resolveToolPath (p: string, ctx: PathContext, access: PathAccess, opts: PathPolicyOptions = {}): PathCheck {
-  const probe = opts.fs ?? nodeFsProbe
-  if (typeof p !== 'string') return { ok: false, error: 'the path must be a string' }
-  if (p.includes('\0')) return { ok: false, error: 'the path contains a NUL character' }
-  const hidden = allHidden(ctx.sandbox, opts.home ?? os.homedir(), opts.dataDir)
+export function writeProtection (names: readonly string[]): string | undefined {
+  const git = names.findIndex(isGitName)
+  if (git !== -1) return `${names.slice(0, git + 1).join('/')} ${READ_ONLY_WHY}`
+  const rel = names.join('/').toLowerCase() // case folds on macOS and Windows
+  const prot = PROTECTED_IN_CWD.find(p => rel === p.toLowerCase() || rel.startsWith(p.toLowerCase() + '/'))
+  return prot === undefined ? undefined : `${prot} ${READ_ONLY_WHY}`
+}
+
+/**
+ * A directory git would use as its own (HEAD, objects/, refs/), whatever its name: a `.git`
+ * renamed away and back, or a bare repository, is still one.
+ */
+function looksLikeGitDir (dir: Dir): boolean {
+  const kind = (name: string): fs.Stats | undefined => {
+    try { return fs.lstatSync(dir.child(name)) } catch { return undefined }
+  }
+  const head = kind('HEAD')
+  if (head === undefined || head.isDirectory()) return false
+  return kind('objects')?.isDirectory() === true && kind('refs')?.isDirectory() === true
+}
+
+// The hidden set is resolved against the file system once a second at most: what lies
+// outside the working directory is the user's to change, and that is a second's delay;
+// what lies inside is checked by identity on every walk (below).
+const PROBE_TTL_MS = 1000
+
+/** nodeFsProbe with answers kept PROBE_TTL_MS. */
+function keptProbe (): FsProbe {
+  let since = 0
+  const kept = new Map<string, unknown>()
+  const keep = <T>(key: string, f: () => T): T => {
+    const now = Date.now()
+    if (now - since > PROBE_TTL_MS) { kept.clear(); since = now }
+    if (kept.has(key)) return kept.get(key) as T
+    const v = f()
+    kept.set(key, v)
+    return v
+  }
+  return {
+    realpath: p => keep('r' + p, () => nodeFsProbe.realpath(p)),
+    readlink: p => keep('l' + p, () => nodeFsProbe.readlink(p)),
+    kind: p => keep('k' + p, () => nodeFsProbe.kind(p))
+  }
+}
+const defaultProbe = keptProbe()
+
+function identity (st: fs.Stats): string {
+  // birthtime tells a renamed directory (kept) from a new file on a reused inode number
+  return `${st.dev}:${st.ino}:${st.birthtimeMs}`
+}
+
+/**
+ * Identities of hidden paths this process has seen, kept after they move: a hidden
+ * directory inside the working directory renamed between calls is still hidden. Bounded;
+ * the oldest go first.
+ */
+const seenHidden = new Map<string, string>()
+const MAX_SEEN = 4096
+/** When each hidden set (its forms, joined) was last looked at; a few sets at once (one per conversation policy). */
+const statted = new Map<string, number>()
+
+function noteHidden (forms: readonly string[]): void {
+  const key = forms.join('\0')
+  const now = Date.now()
+  const at = statted.get(key)
+  if (at !== undefined && now - at <= PROBE_TTL_MS) return
+  statted.delete(key)
+  statted.set(key, now)
+  if (statted.size > 64) statted.delete(statted.keys().next().value as string)
+  for (const h of forms) {
+    let st: fs.Stats
+    try { st = fs.statSync(h) } catch { continue }
+    const id = identity(st)
+    seenHidden.delete(id)
+    seenHidden.set(id, h)
+    if (seenHidden.size > MAX_SEEN) seenHidden.delete(seenHidden.keys().next().value as string)
+  }
+}
+
+function outsideError (p: string, ctx: PathContext, resolved: string | undefined): string {
+  const via = resolved !== undefined ? ` (it resolves to ${resolved} through a symlink)` : ''
+  return `${p} is outside the working directory ${ctx.sandbox.cwd}${via}; tools may only touch files inside it`
+}
+
+/**
+ * Walks `p` (relative to ctx.cwd, or absolute) beneath the working directory under the
+ * rules, and holds what it reached: the directory holding the target, and what the target
+ * is. Operate only through the reach (beneath.ts openReached, replaceReached, ...), never
+ * on a path: that is what makes the check and the use one. `create` makes missing
+ * directories on the way (write_file). Close the reach when done.
+ */
+export function openToolPath (p: string, ctx: PathContext, access: PathAccess, opts: PathPolicyOptions = {}, create = false): OpenedPath {
+  const bad = pathTextError(p)
+  if (bad !== undefined) return { ok: false, error: bad }
+  const probe = opts.fs ?? defaultProbe
+  const home = opts.home ?? os.homedir()
+  const hidden = allHidden(ctx.sandbox, home, opts.dataDir)
   let root: string
   try {
-    root = sandboxCwd(ctx.sandbox, hidden, probe, opts.home ?? os.homedir())
+    root = sandboxCwd(ctx.sandbox, hidden, probe, home)
   } catch (e) {
     if (e instanceof SandboxPolicyError) return { ok: false, error: e.message }
     throw e
   }
   const base = canonicalPath(ctx.cwd, probe)
   if (!isInside(base, root)) return { ok: false, error: `the tool's directory ${ctx.cwd} is outside the working directory ${ctx.sandbox.cwd}` }
+  const forms = hiddenForms(hidden, probe)
+  noteHidden(forms)
 
   const lexical = path.resolve(base, p === '' ? '.' : p)
-  const target = canonicalPath(lexical, probe)
-  const via = target !== lexical ? ` (it resolves to ${target} through a symlink)` : ''
-  if (!isInside(target, root)) {
-    return { ok: false, error: `${p} is outside the working directory ${ctx.sandbox.cwd}${via}; tools may only touch files inside it` }
+  let names = componentsBeneath(lexical, root)
+  if (names === undefined) {
+    // another spelling of a path inside (a symlink to the working directory, /proc/self/root/...)?
+    // Only a guess at names: they are walked from the working directory all the same.
+    const real = canonicalPath(lexical)
+    names = componentsBeneath(real, root)
+    if (names === undefined) return { ok: false, error: outsideError(p, ctx, real !== lexical ? real : undefined) }
   }
-  const h = hiddenContaining(target, hiddenForms(hidden, probe))
-  if (h !== undefined) return { ok: false, error: `${p} is hidden from tools: ${h} holds credentials or Arbor's data${via}` }
-  if (access === 'write') {
-    const prot = PROTECTED_IN_CWD.map(rel => path.join(root, rel)).find(q => isInside(target, q))
-    if (prot !== undefined) {
-      return { ok: false, error: `${p} is read-only for tools: ${path.relative(root, prot)} is run by programs outside the sandbox (git hooks and config, shell start-up files)` }
+  const long = nameError(names)
+  if (long !== undefined) return { ok: false, error: long }
+
+  const abs = (logical: readonly string[]): string => path.join(root, ...logical)
+  const via = (logical: readonly string[], viaLink: boolean): string => viaLink ? ` (it resolves to ${abs(logical)} through a symlink)` : ''
+  const rules: PathRules = {
+    hiddenAs: st => seenHidden.get(identity(st)),
+    hiddenName: q => hiddenContaining(q, forms)
+  }
+  const walked = walkBeneath(root, names, {
+    path (logical, viaLink) {
+      const h = rules.hiddenName(abs(logical))
+      if (h !== undefined) return `${p} is hidden from tools: ${h} holds credentials or Arbor's data${via(logical, viaLink)}`
+      if (access !== 'write') return undefined
+      const prot = writeProtection(logical)
+      return prot === undefined ? undefined : `${p} is read-only for tools: ${prot}${via(logical, viaLink)}`
+    },
+    reached (st, logical, dir) {
+      const h = rules.hiddenAs(st)
+      if (h !== undefined) return `${p} is hidden from tools: ${logical.length === 0 ? 'the working directory' : logical.join('/')} is ${h}, which holds credentials or Arbor's data`
+      if (access === 'write' && dir !== undefined && looksLikeGitDir(dir)) {
+        return `${p} is read-only for tools: ${logical.length === 0 ? 'the working directory' : logical.join('/')} is a git directory, whose hooks and config run outside the sandbox`
+      }
+      return undefined
     }
+  }, { create, backend: opts.backend })
+  if (!walked.ok) return { ok: false, error: refusalWords(walked.refusal, p, ctx) }
+  return { ok: true, reach: walked.reach, relative: walked.reach.logical.join('/') || '.', rules }
+}
+
+function refusalWords (r: WalkRefusal, p: string, ctx: PathContext): string {
+  switch (r.kind) {
+    case 'outside': return outsideError(p, ctx, r.resolved)
+    case 'refused': return r.message
+    case 'loop': return `${p}: too many levels of symbolic links`
+    case 'not-dir': return `a component of ${p} is not a directory: ${r.logical.join('/')}`
+    case 'root': return r.message
   }
-  return { ok: true, path: target, relative: path.relative(root, target) || '.' }
+}
+
+/**
+ * Where `p` leads under the rules, or why it is refused; nothing is created or kept open.
+ * For messages and tests only: a concurrent process may change where the path leads right
+ * after, so tools operate through openToolPath.
+ */
+export function resolveToolPath (p: string, ctx: PathContext, access: PathAccess, opts: PathPolicyOptions = {}): PathCheck {
+  const o = openToolPath(p, ctx, access, opts)
+  if (!o.ok) return o
+  o.reach.close()
+  return { ok: true, path: path.join(o.reach.rootPath, ...o.reach.logical), relative: o.relative }
 }
