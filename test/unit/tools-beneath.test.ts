@@ -91,6 +91,19 @@ describe.each(Object.values(BACKENDS))('by $kind', backend => {
     expect((await run('edit_file', { path: 'g/HEAD', old: 'main', new: 'evil' })).output).toMatch(/g is a git directory/)
     expect((await run('read_file', { path: 'g/HEAD' })).output).toBe('ref: refs/heads/main')
     expect(fs.existsSync(path.join(proj, 'g', 'hooks', 'pre-commit'))).toBe(false)
+    // the repository's own .git, seen once, stays read-only renamed and stripped of what makes it one
+    await fsp.mkdir(path.join(proj, '.git', 'hooks'), { recursive: true })
+    expect((await run('read_file', { path: '.git/hooks' })).status).toBe('error') // any call notes it
+    fs.renameSync(path.join(proj, '.git'), path.join(proj, 'was-git'))
+    try {
+      expect((await run('write_file', { path: 'was-git/hooks/pre-commit', content: 'x' })).output).toMatch(/read-only for tools: was-git is .*\.git \(moved or linked\)/)
+      fs.renameSync(path.join(proj, 'was-git', 'hooks'), path.join(proj, 'hooks-moved'))
+      expect((await run('write_file', { path: 'hooks-moved/pre-commit', content: 'x' })).output).toMatch(/read-only for tools: hooks-moved is .*\.git\/hooks \(moved or linked\)/)
+      fs.renameSync(path.join(proj, 'hooks-moved'), path.join(proj, 'was-git', 'hooks'))
+    } finally {
+      fs.renameSync(path.join(proj, 'was-git'), path.join(proj, '.git'))
+    }
+    expect(fs.readdirSync(path.join(proj, '.git', 'hooks'))).toEqual([])
     // an ordinary file or directory merely named like a protected one deeper down is fine
     expect((await run('write_file', { path: 'docs/.bashrc', content: 'x' })).status).toBe('ok')
     expect((await run('write_file', { path: 'docs/git/x', content: 'x' })).status).toBe('ok')
@@ -163,8 +176,9 @@ describe.each(Object.values(BACKENDS))('by $kind', backend => {
 
   it('says so when the working directory itself was moved or replaced', async () => {
     const other = path.join(root, 'proj2')
-    await fsp.mkdir(other)
     const c: ToolContext = { ...ctx, cwd: other, sandbox: { enabled: true, cwd: other, hidden: [] } }
+    expect((await run('list_dir', {}, c)).output).toMatch(/the working directory .*proj2 does not exist/)
+    await fsp.mkdir(other) // made a moment later: there at once
     expect((await run('list_dir', {}, c)).output).toBe('(. is empty)')
     await fsp.rename(other, other + '.moved')
     await fsp.symlink(outside, other)

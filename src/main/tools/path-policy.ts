@@ -109,30 +109,52 @@ function identity (st: fs.Stats): string {
 }
 
 /**
- * Identities of hidden paths this process has seen, kept after they move: a hidden
- * directory inside the working directory renamed between calls is still hidden. Bounded;
- * the oldest go first.
+ * Files and directories this process has seen at a hidden path, or at a protected one in a
+ * working directory (.git, its hooks and config, shell start-up files), by identity, kept
+ * after they move: a hidden directory renamed between calls is still hidden, and a `.git`
+ * renamed away (then back) is still read-only. Bounded; the oldest go first.
  */
-const seenHidden = new Map<string, string>()
+const seen = { hidden: new Map<string, string>(), protected: new Map<string, string>() }
 const MAX_SEEN = 4096
-/** When each hidden set (its forms, joined) was last looked at; a few sets at once (one per conversation policy). */
-const statted = new Map<string, number>()
+/** When each hidden set was last looked at (a few sets: one per conversation's policy). */
+const looked = new Map<string, number>()
 
-function noteHidden (forms: readonly string[]): void {
-  const key = forms.join('\0')
-  const now = Date.now()
-  const at = statted.get(key)
-  if (at !== undefined && now - at <= PROBE_TTL_MS) return
-  statted.delete(key)
-  statted.set(key, now)
-  if (statted.size > 64) statted.delete(statted.keys().next().value as string)
-  for (const h of forms) {
+/**
+ * Looks at `paths` and remembers what is there. The hidden set (mostly outside the working
+ * directory, the user's to change) at most once a second; the protected paths in the
+ * working directory (a dozen) on every call: a `git init` and a rename a moment later must
+ * not slip through.
+ */
+function note (kind: keyof typeof seen, paths: readonly string[]): void {
+  if (kind === 'hidden') {
+    const key = paths.join('\0')
+    const now = Date.now()
+    const at = looked.get(key)
+    if (at !== undefined && now - at <= PROBE_TTL_MS) return
+    looked.delete(key)
+    looked.set(key, now)
+    if (looked.size > 64) looked.delete(looked.keys().next().value as string)
+  }
+  const map = seen[kind]
+  for (const p of paths) {
     let st: fs.Stats
-    try { st = fs.statSync(h) } catch { continue }
+    // a hidden path's target is what is hidden; a protected name is protected itself (a
+    // `.git` symlink into the working directory must not make its target read-only)
+    try { st = kind === 'hidden' ? fs.statSync(p) : fs.lstatSync(p) } catch { continue }
     const id = identity(st)
-    seenHidden.delete(id)
-    seenHidden.set(id, h)
-    if (seenHidden.size > MAX_SEEN) seenHidden.delete(seenHidden.keys().next().value as string)
+    map.delete(id)
+    map.set(id, p)
+    if (map.size > MAX_SEEN) map.delete(map.keys().next().value as string)
+  }
+}
+
+/** sandboxCwd, looked at afresh before refusing: a working directory made a moment ago is there. */
+function workingDirectory (policy: SandboxPolicy, hidden: readonly string[], probe: FsProbe, home: string): string {
+  try {
+    return sandboxCwd(policy, hidden, probe, home)
+  } catch (e) {
+    if (e instanceof SandboxPolicyError && probe === defaultProbe) return sandboxCwd(policy, hidden, nodeFsProbe, home)
+    throw e
   }
 }
 
@@ -156,7 +178,7 @@ export function openToolPath (p: string, ctx: PathContext, access: PathAccess, o
   const hidden = allHidden(ctx.sandbox, home, opts.dataDir)
   let root: string
   try {
-    root = sandboxCwd(ctx.sandbox, hidden, probe, home)
+    root = workingDirectory(ctx.sandbox, hidden, probe, home)
   } catch (e) {
     if (e instanceof SandboxPolicyError) return { ok: false, error: e.message }
     throw e
@@ -164,7 +186,8 @@ export function openToolPath (p: string, ctx: PathContext, access: PathAccess, o
   const base = canonicalPath(ctx.cwd, probe)
   if (!isInside(base, root)) return { ok: false, error: `the tool's directory ${ctx.cwd} is outside the working directory ${ctx.sandbox.cwd}` }
   const forms = hiddenForms(hidden, probe)
-  noteHidden(forms)
+  note('hidden', forms)
+  note('protected', ['.git', ...PROTECTED_IN_CWD].map(rel => path.join(root, rel)))
 
   const lexical = path.resolve(base, p === '' ? '.' : p)
   let names = componentsBeneath(lexical, root)
@@ -181,7 +204,7 @@ export function openToolPath (p: string, ctx: PathContext, access: PathAccess, o
   const abs = (logical: readonly string[]): string => path.join(root, ...logical)
   const via = (logical: readonly string[], viaLink: boolean): string => viaLink ? ` (it resolves to ${abs(logical)} through a symlink)` : ''
   const rules: PathRules = {
-    hiddenAs: st => seenHidden.get(identity(st)),
+    hiddenAs: st => seen.hidden.get(identity(st)),
     hiddenName: q => hiddenContaining(q, forms)
   }
   const walked = walkBeneath(root, names, {
@@ -195,7 +218,10 @@ export function openToolPath (p: string, ctx: PathContext, access: PathAccess, o
     reached (st, logical, dir) {
       const h = rules.hiddenAs(st)
       if (h !== undefined) return `${p} is hidden from tools: ${logical.length === 0 ? 'the working directory' : logical.join('/')} is ${h}, which holds credentials or Arbor's data`
-      if (access === 'write' && dir !== undefined && looksLikeGitDir(dir)) {
+      if (access !== 'write') return undefined
+      const prot = seen.protected.get(identity(st))
+      if (prot !== undefined) return `${p} is read-only for tools: ${logical.length === 0 ? 'the working directory' : logical.join('/')} is ${prot} (moved or linked), which ${READ_ONLY_WHY}`
+      if (dir !== undefined && looksLikeGitDir(dir)) {
         return `${p} is read-only for tools: ${logical.length === 0 ? 'the working directory' : logical.join('/')} is a git directory, whose hooks and config run outside the sandbox`
       }
       return undefined
