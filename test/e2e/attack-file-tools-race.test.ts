@@ -18,8 +18,8 @@ import { until } from '../helpers/temp-dir'
 
 const SECRET_KEY = 'FAKE-PRIVATE-KEY-5b2f9c1e'
 const OUTSIDE = 'OUTSIDE-CONTENT-77a1c3d0'
-const ATTEMPTS = Number(process.env.ARBOR_RACE_ATTEMPTS ?? 600) // per kind of attempt
-const BUDGET_MS = 12_000
+const ROUNDS = Number(process.env.ARBOR_RACE_ROUNDS ?? 300) // each round: every attack once, at once
+const BUDGET_MS = 30_000 // a loaded machine gets fewer rounds, not a failure
 // ARBOR_RACE_BACKEND=path races the fallback for platforms without /proc instead (it narrows
 // the window, it does not close it: see beneath.ts); the default is this platform's own.
 const backend = process.env.ARBOR_RACE_BACKEND === 'path' ? BACKENDS.path : undefined
@@ -125,6 +125,7 @@ describe('the file tools against a concurrent symlink swap', () => {
       { what: 'list_dir h', call: async () => run('list_dir', { path: 'h' }), leaked: r => r.output.includes('id_rsa') },
       { what: 'write_file d/w-i', call: async i => run('write_file', { path: `d/w-${i}.txt`, content: `PWNED ${i}` }), leaked: () => false },
       { what: 'write_file h/w-i', call: async i => run('write_file', { path: `h/w-${i}.txt`, content: `PWNED ${i}` }), leaked: () => false },
+      { what: 'write_file d/new-i/w (makes a directory)', call: async i => run('write_file', { path: `d/new-${i}/w.txt`, content: `PWNED ${i}` }), leaked: () => false },
       { what: 'edit_file d/e.txt', call: async () => run('edit_file', { path: 'd/e.txt', old: 'ORIGINAL', new: 'ORIGINAL' }), leaked: () => false }
     ]
     const leaks = new Map<string, number>(attacks.map(a => [a.what, 0]))
@@ -133,7 +134,7 @@ describe('the file tools against a concurrent symlink swap', () => {
     const racer = await startRacer(BUDGET_MS + 5_000)
     const deadline = Date.now() + BUDGET_MS
     let rounds = 0
-    for (let i = 0; i < ATTEMPTS && Date.now() < deadline; i++) {
+    for (let i = 0; i < ROUNDS && Date.now() < deadline; i++) {
       // a few calls at once, as an agent's parallel tool calls would be
       const rs = await Promise.all(attacks.map(a => a.call(i)))
       rounds++
@@ -156,12 +157,13 @@ describe('the file tools against a concurrent symlink swap', () => {
     const writtenHidden = changed(before.ssh, after.ssh)
     leaks.set('write_file d/w-i', writtenOutside.filter(n => n.startsWith('w-')).length)
     leaks.set('write_file h/w-i', writtenHidden.filter(n => n.startsWith('w-')).length)
+    leaks.set('write_file d/new-i/w (makes a directory)', writtenOutside.filter(n => /^new-\d+$/.test(n)).length)
     const report = { rounds, callsPerRound: attacks.length, racerFlips: flips, escapes: Object.fromEntries(leaks) }
     console.log(`file-tools race: ${JSON.stringify(report)}`)
-    console.log([...outcomes].sort().map(([k, n]) => `  ${n} × ${k}`).join('\n'))
+    if ([...leaks.values()].some(n => n > 0)) console.log([...outcomes].sort().map(([k, n]) => `  ${n} × ${k}`).join('\n'))
 
     // the race was on: many flips, and calls saw the directory as well as the link
-    expect(rounds, 'enough rounds to mean something').toBeGreaterThan(50)
+    expect(rounds, 'enough rounds to mean something').toBeGreaterThanOrEqual(30)
     expect(flips).toBeGreaterThan(1000)
     const seen = (prefix: string): number => [...outcomes].filter(([k]) => k.startsWith(prefix)).reduce((n, [, c]) => n + c, 0)
     expect(seen('read_file d/f: ok inside'), 'reads that went through the real directory').toBeGreaterThan(0)
@@ -170,5 +172,5 @@ describe('the file tools against a concurrent symlink swap', () => {
     expect(writtenOutside).toEqual([])
     expect(writtenHidden).toEqual([])
     expect(fs.readFileSync(path.join(outside, 'e.txt'), 'utf8')).toBe('ORIGINAL')
-  }, 60_000)
+  }, 90_000)
 })

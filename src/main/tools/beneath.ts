@@ -1,16 +1,23 @@
 /**
  * Opening files beneath a directory so that nothing swapped in concurrently can lead out
- * of it. A path is walked one name at a time from a descriptor of the directory, no name is
+ * of it. A path is walked one name at a time from a handle of the directory, no name is
  * opened following a symlink, and a symlink met on the way is read and its target walked
  * again from the top (followed only while it stays beneath). There is no gap between check
- * and use: the descriptor walked is the thing used.
+ * and use: the directory checked is the descriptor used.
  *
  * Linux has openat(2) but Node does not; `/proc/self/fd/N/name` is the same thing: the
  * kernel resolves `/proc/self/fd/N` to the very directory descriptor N holds (wherever it
- * has been moved) and looks `name` up in it. Where /proc is missing (macOS, Windows) the
- * fallback walks full paths with lstat and re-checks the (dev, ino) of every directory
- * after opening and before writing: it detects a swap that is still in place then, not one
- * undone within those microseconds (see fileBackend()).
+ * has been moved) and looks `name` up in it, and open, mkdir, rename, lstat and readlink of
+ * such a path never leave that directory.
+ *
+ * Where /proc is missing (macOS, Windows) the fallback walks full paths, lstat-ing each
+ * name, opens the last with O_NOFOLLOW (none on Windows: there the file opened must be the
+ * one lstat-ed), and checks again, after opening and before renaming a written file into
+ * place, that the directory's path still leads to the directory walked (dev, ino). It
+ * refuses a swap still in place at those checks; a swap made and undone within the
+ * microseconds between them goes unseen (a read could return such a file, a rename could
+ * land there). Arbor has no sandboxed shell on those systems to run such a race from; a
+ * process of the user's could, and is out of scope.
  */
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
@@ -49,6 +56,8 @@ export interface Backend {
   dir (parent: Dir, name: string): Dir
   /** open(2) of `name` in `parent`, never following a symlink there */
   open (parent: Dir, name: string, flags: number, mode?: number): number
+  /** mkdir(2) of `name` in `parent` (EEXIST when there is one) */
+  mkdir (parent: Dir, name: string): void
   /** the directories walked are still the ones walked (always, when held by descriptor) */
   intact (dirs: readonly Dir[]): boolean
 }
@@ -103,6 +112,7 @@ const byDescriptor: Backend = {
   },
   dir: (parent, name) => fdDir(fs.openSync(parent.child(name), DIR_FLAGS)),
   open: (parent, name, flags, mode) => fs.openSync(parent.child(name), flags | FILE_FLAGS, mode),
+  mkdir: (parent, name) => fs.mkdirSync(parent.child(name)),
   intact: () => true
 }
 
@@ -126,6 +136,12 @@ const byPath: Backend = {
     return new PathDir(p, st)
   },
   open: (parent, name, flags, mode) => fs.openSync(parent.child(name), flags | FILE_FLAGS, mode),
+  mkdir (parent, name) {
+    // by path there is no mkdirat: check right before (narrows the window) and right after (says so)
+    if (!byPath.intact([parent])) throw errno('ELOOP', `${parent.self} changed before ${name} was made in it`)
+    fs.mkdirSync(parent.child(name))
+    if (!byPath.intact([parent])) throw errno('ELOOP', `${parent.self} changed while ${name} was made in it`)
+  },
   intact: dirs => dirs.every(d => {
     try {
       const st = fs.lstatSync(d.self)
@@ -302,7 +318,7 @@ function enter (backend: Backend, root: string, dir: Dir, logical: readonly stri
       if (t >= RACE_TRIES || (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP')) throw e
       if (code === 'ENOENT') {
         if (!create) return { missing: true }
-        try { fs.mkdirSync(dir.child(name)) } catch (m) { if ((m as NodeJS.ErrnoException).code !== 'EEXIST') throw m }
+        try { backend.mkdir(dir, name) } catch (m) { if ((m as NodeJS.ErrnoException).code !== 'EEXIST') throw m }
         continue
       }
       const link = readLink(dir, name)
@@ -319,12 +335,7 @@ function enter (backend: Backend, root: string, dir: Dir, logical: readonly stri
 }
 
 function lstatOrUndefined (p: string): fs.Stats | undefined {
-  try {
-    return fs.lstatSync(p)
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw e
-  }
+  return fs.lstatSync(p, { throwIfNoEntry: false })
 }
 
 /** The symlink `name` in dir: its target, 'gone' when it no longer exists, undefined when it is not a symlink. */

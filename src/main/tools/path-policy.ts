@@ -26,7 +26,7 @@ export interface PathPolicyOptions {
   home?: string
   /** Arbor's data directory, hidden */
   dataDir?: string
-  /** for resolving the working directory and the hidden set (default: the real one, results kept a second) */
+  /** for resolving the working directory and the hidden set (default: the real one, answers kept a second) */
   fs?: FsProbe
   /** how directories are held (default: by descriptor where /proc allows) */
   backend?: Backend
@@ -71,37 +71,49 @@ export function writeProtection (names: readonly string[]): string | undefined {
  */
 function looksLikeGitDir (dir: Dir): boolean {
   const kind = (name: string): fs.Stats | undefined => {
-    try { return fs.lstatSync(dir.child(name)) } catch { return undefined }
+    try { return fs.lstatSync(dir.child(name), { throwIfNoEntry: false }) } catch { return undefined }
   }
   const head = kind('HEAD')
   if (head === undefined || head.isDirectory()) return false
   return kind('objects')?.isDirectory() === true && kind('refs')?.isDirectory() === true
 }
 
-// The hidden set is resolved against the file system once a second at most: what lies
-// outside the working directory is the user's to change, and that is a second's delay;
-// what lies inside is checked by identity on every walk (below).
-const PROBE_TTL_MS = 1000
+// The working directory and the hidden set are resolved against the file system once a
+// second at most: they lie outside the working directory (the user's to change, and that is
+// a second's delay), or are checked again by identity on every walk; the root's descriptor
+// is checked against its path on every walk (beneath.ts). Failures are not kept.
+const PREPARED_TTL_MS = 1000
 
-/** nodeFsProbe with answers kept PROBE_TTL_MS. */
-function keptProbe (): FsProbe {
-  let since = 0
-  const kept = new Map<string, unknown>()
-  const keep = <T>(key: string, f: () => T): T => {
-    const now = Date.now()
-    if (now - since > PROBE_TTL_MS) { kept.clear(); since = now }
-    if (kept.has(key)) return kept.get(key) as T
-    const v = f()
-    kept.set(key, v)
-    return v
-  }
-  return {
-    realpath: p => keep('r' + p, () => nodeFsProbe.realpath(p)),
-    readlink: p => keep('l' + p, () => nodeFsProbe.readlink(p)),
-    kind: p => keep('k' + p, () => nodeFsProbe.kind(p))
-  }
+interface Prepared {
+  /** the working directory, canonical */
+  root: string
+  /** where relative paths start, canonical */
+  base: string
+  /** the hidden paths, every spelling */
+  forms: string[]
 }
-const defaultProbe = keptProbe()
+
+const prepared = new Map<string, { at: number; value: Prepared }>()
+
+/** The working directory and hidden set for a call; SandboxPolicyError when the directory cannot be used. */
+function prepare (ctx: PathContext, opts: PathPolicyOptions): Prepared {
+  const home = opts.home ?? os.homedir()
+  const compute = (probe: FsProbe): Prepared => {
+    const hidden = allHidden(ctx.sandbox, home, opts.dataDir)
+    const root = sandboxCwd(ctx.sandbox, hidden, probe, home)
+    return { root, base: canonicalPath(ctx.cwd, probe), forms: hiddenForms(hidden, probe) }
+  }
+  if (opts.fs !== undefined) return compute(opts.fs)
+  const key = JSON.stringify([ctx.cwd, ctx.sandbox.cwd, ctx.sandbox.hidden, home, opts.dataDir])
+  const now = Date.now()
+  const hit = prepared.get(key)
+  if (hit !== undefined && now - hit.at <= PREPARED_TTL_MS) return hit.value
+  const value = compute(nodeFsProbe)
+  prepared.delete(key)
+  prepared.set(key, { at: now, value })
+  if (prepared.size > 64) prepared.delete(prepared.keys().next().value as string)
+  return value
+}
 
 function identity (st: fs.Stats): string {
   // birthtime tells a renamed directory (kept) from a new file on a reused inode number
@@ -130,31 +142,22 @@ function note (kind: keyof typeof seen, paths: readonly string[]): void {
     const key = paths.join('\0')
     const now = Date.now()
     const at = looked.get(key)
-    if (at !== undefined && now - at <= PROBE_TTL_MS) return
+    if (at !== undefined && now - at <= PREPARED_TTL_MS) return
     looked.delete(key)
     looked.set(key, now)
     if (looked.size > 64) looked.delete(looked.keys().next().value as string)
   }
   const map = seen[kind]
   for (const p of paths) {
-    let st: fs.Stats
     // a hidden path's target is what is hidden; a protected name is protected itself (a
     // `.git` symlink into the working directory must not make its target read-only)
-    try { st = kind === 'hidden' ? fs.statSync(p) : fs.lstatSync(p) } catch { continue }
+    let st: fs.Stats | undefined
+    try { st = kind === 'hidden' ? fs.statSync(p, { throwIfNoEntry: false }) : fs.lstatSync(p, { throwIfNoEntry: false }) } catch { continue }
+    if (st === undefined) continue
     const id = identity(st)
     map.delete(id)
     map.set(id, p)
     if (map.size > MAX_SEEN) map.delete(map.keys().next().value as string)
-  }
-}
-
-/** sandboxCwd, looked at afresh before refusing: a working directory made a moment ago is there. */
-function workingDirectory (policy: SandboxPolicy, hidden: readonly string[], probe: FsProbe, home: string): string {
-  try {
-    return sandboxCwd(policy, hidden, probe, home)
-  } catch (e) {
-    if (e instanceof SandboxPolicyError && probe === defaultProbe) return sandboxCwd(policy, hidden, nodeFsProbe, home)
-    throw e
   }
 }
 
@@ -173,19 +176,15 @@ function outsideError (p: string, ctx: PathContext, resolved: string | undefined
 export function openToolPath (p: string, ctx: PathContext, access: PathAccess, opts: PathPolicyOptions = {}, create = false): OpenedPath {
   const bad = pathTextError(p)
   if (bad !== undefined) return { ok: false, error: bad }
-  const probe = opts.fs ?? defaultProbe
-  const home = opts.home ?? os.homedir()
-  const hidden = allHidden(ctx.sandbox, home, opts.dataDir)
-  let root: string
+  let prep: Prepared
   try {
-    root = workingDirectory(ctx.sandbox, hidden, probe, home)
+    prep = prepare(ctx, opts)
   } catch (e) {
     if (e instanceof SandboxPolicyError) return { ok: false, error: e.message }
     throw e
   }
-  const base = canonicalPath(ctx.cwd, probe)
+  const { root, base, forms } = prep
   if (!isInside(base, root)) return { ok: false, error: `the tool's directory ${ctx.cwd} is outside the working directory ${ctx.sandbox.cwd}` }
-  const forms = hiddenForms(hidden, probe)
   note('hidden', forms)
   note('protected', ['.git', ...PROTECTED_IN_CWD].map(rel => path.join(root, rel)))
 
