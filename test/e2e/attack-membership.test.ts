@@ -9,6 +9,7 @@ import { ClusterStore, type DevicesList } from '../../src/main/sync/cluster-stor
 import { PairingHost, createInvite, joinCluster } from '../../src/main/sync/pairing'
 import { SyncNode, type ClusterMembership } from '../../src/main/sync/sync-node'
 import { memoryLogger } from '../../src/shared/logger'
+import type * as MembershipModule from '../../src/main/sync/membership'
 import { InProcessNetwork } from '../helpers/in-process-network'
 import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
@@ -22,7 +23,7 @@ import { until } from '../helpers/temp-dir'
 
 // Signed statements exist only with the membership rule; without it (today's code) the
 // attacks send the unsigned lists alone.
-type Membership = typeof import('../../src/main/sync/membership')
+type Membership = typeof MembershipModule
 const membership: Membership | null = await import('../../src/main/sync/membership').catch(() => null)
 
 const { dirs, defer } = perTest('arbor-members-')
