@@ -6,7 +6,7 @@ import createTestnet from 'hyperdht/testnet.js'
 import crypto from 'hypercore-crypto'
 import { HistoryStore } from '../../src/main/history/history-store'
 import { ClusterStore, type DevicesList } from '../../src/main/sync/cluster-store'
-import { PairingHost, createInvite, joinCluster } from '../../src/main/sync/pairing'
+import { PairingHost, WELCOME_MAX_BYTES, createInvite, decodeWelcome, encodeWelcome, joinCluster } from '../../src/main/sync/pairing'
 import { SyncNode, type ClusterMembership } from '../../src/main/sync/sync-node'
 import { memoryLogger } from '../../src/shared/logger'
 import type * as MembershipModule from '../../src/main/sync/membership'
@@ -41,6 +41,7 @@ interface Device {
   log: ReturnType<typeof memoryLogger>
   key: string
   kp: KeyPair
+  legacy: boolean
   /** what this device sends as its devices message instead of the truth (the attacker's lie, made from the truth) */
   lie: ((truth: DevicesList) => DevicesList) | null
 }
@@ -60,13 +61,16 @@ class World {
   /** Ends every partition. */
   rejoin (): void { this.apart.clear() }
 
-  async device (name: string): Promise<Device> {
+  async device (name: string, opts: { refuseConnections?: boolean; legacy?: boolean } = {}): Promise<Device> {
     const log = memoryLogger()
     const history = new HistoryStore({ dir: await dirs.make(), log })
     await history.ready()
     const kp = history.keyPair
-    const cluster = await ClusterStore.open({ file: path.join(await dirs.make(), 'cluster.json'), device: history.device, keyPair: kp, name, log })
-    const d: Device = { name, history, cluster, sync: null as unknown as SyncNode, swarm: new Hyperswarm({ dht: new DHT({ bootstrap: this.bootstrap, host: '127.0.0.1' }) }), host: null, log, key: history.device, kp, lie: null }
+    // legacy: pairs as an older Arbor does (it sends no co-signature and signs nothing)
+    const cluster = await ClusterStore.open({ file: path.join(await dirs.make(), 'cluster.json'), device: history.device, ...(opts.legacy === true ? {} : { keyPair: kp }), name, log })
+    const dht = new DHT({ bootstrap: this.bootstrap, host: '127.0.0.1' })
+    const swarm = new Hyperswarm({ dht, ...(opts.refuseConnections === true ? { firewall: () => true } : {}) })
+    const d: Device = { name, history, cluster, sync: null as unknown as SyncNode, swarm, host: null, log, key: history.device, kp, lie: null, legacy: opts.legacy === true }
     // What the device sends is its own business: the attacker's node lies in its devices message.
     const said: ClusterMembership = new Proxy(cluster, {
       get: (target, prop, receiver) => {
@@ -99,12 +103,12 @@ class World {
   /** `joiner` joins through `inviter` with a one-time code, as `arbor invite` / `arbor join` do. */
   async pair (inviter: Device, joiner: Device): Promise<void> {
     if (inviter.host === null) {
-      inviter.host = new PairingHost({ swarm: inviter.swarm, cluster: inviter.cluster, device: inviter.kp, log: inviter.log, onPaired: () => inviter.sync.devicesChanged() })
+      inviter.host = new PairingHost({ swarm: inviter.swarm, cluster: inviter.cluster, device: inviter.kp, log: inviter.log, onPaired: () => inviter.sync.devicesChanged(), pollMs: 300 })
       await inviter.host.ready()
     }
     const { code } = await createInvite(inviter.cluster)
     await inviter.host.flushed()
-    await joinCluster({ swarm: joiner.swarm, code, device: joiner.kp, name: joiner.name, cluster: joiner.cluster, timeoutMs: 15_000 })
+    await joinCluster({ swarm: joiner.swarm, code, device: joiner.legacy ? { publicKey: joiner.kp.publicKey } : joiner.kp, name: joiner.name, cluster: joiner.cluster, timeoutMs: 15_000, pollMs: 300 })
     joiner.sync.devicesChanged()
     await this.link()
   }
@@ -338,7 +342,7 @@ describe('a malicious paired device cannot change who is paired', () => {
   })
 })
 
-describe('the honest flows keep working', () => {
+describe('the honest flows keep working, with older devices too', () => {
   it('invite/join and transitive membership; a forget by the introducer propagates, by another device it stays there; re-pairing brings a device back everywhere', async () => {
     const { w, laptop, server, cloud, phone } = await cluster()
     const all = [laptop, server, cloud, phone]
@@ -371,5 +375,44 @@ describe('the honest flows keep working', () => {
     // the phone forgot it itself: it stays out there until the user pairs it there
     expect(trusts(phone, tablet.key)).toBe(false)
     expect(trusts(laptop, phone.key) && trusts(tablet, phone.key)).toBe(true)
+  })
+
+  it('a signed welcome travels through the DHT records when no connection forms, and stays small', async () => {
+    const w = await world()
+    const laptop = await w.device('laptop', { refuseConnections: true })
+    const joined: Device[] = []
+    for (const name of ['server with a longish name', 'cloud with a longish name', 'phone with a longish name', 'tablet with a longish name']) {
+      const d = await w.device(name)
+      const t0 = performance.now()
+      await w.pair(laptop, d)
+      console.log(`paired ${name} through DHT records in ${(performance.now() - t0).toFixed(0)} ms`)
+      joined.push(d)
+    }
+    await w.meshed(['laptop', ...joined.map(d => d.name)])
+    expect(laptop.swarm.connections.size).toBe(0)
+    const last = joined.at(-1) as Device
+    // every device learns the others' signed adds (from the welcome, or by gossip what did not fit): the laptop's forget would reach them all
+    await until(() => joined.every(d => d.cluster.devices().filter(r => r.addedBy === laptop.key).length === joined.length - 1), 'every device to hold the signed adds')
+    const welcome = laptop.cluster.welcomeFor(last.key, false)
+    const bytes = encodeWelcome(welcome, 2).byteLength
+    console.log(`a welcome into a cluster of ${joined.length + 1} devices: ${bytes} bytes (${decodeWelcome(encodeWelcome(welcome, 2)).statements.length} of ${welcome.statements.length} statements; version 1: ${encodeWelcome(welcome, 1).byteLength} bytes)`)
+    const carried = decodeWelcome(encodeWelcome(welcome, 2)).statements
+    expect(carried).toEqual(welcome.statements.slice(0, carried.length))
+    expect(carried[0]).toMatchObject({ t: 'add', device: last.key })
+    expect(bytes).toBeLessThanOrEqual(WELCOME_MAX_BYTES)
+    expect(decodeWelcome(encodeWelcome(welcome, 2, 100_000)).statements).toEqual(welcome.statements)
+  })
+
+  it('an older device (no co-signature) joins as before: its inviter trusts it, the others learn of it only from older devices', async () => {
+    const { w, laptop, server, phone } = await cluster()
+    const old = await w.device('old tablet', { legacy: true })
+    await w.pair(laptop, old)
+    expect(trusts(laptop, old.key)).toBe(true)
+    // it took the laptop's members in, from the lists it reads
+    expect([server, phone].every(d => trusts(old, d.key))).toBe(true)
+    expect(laptop.log.lines.some(l => /old tablet .* is paired with this device only \(it runs an older Arbor\)/.test(l.message))).toBe(true)
+    await w.send(laptop, null, [server, phone])
+    expect(trusts(server, old.key)).toBe(false)
+    expect(trusts(phone, old.key)).toBe(false)
   })
 })

@@ -8,7 +8,7 @@ import { consoleLogger, type Logger } from '../../shared/logger'
 import { SECRET_BYTES, clusterTopic, proof, verifyProof } from './cluster-keys'
 import {
   NAME_MAX, STATEMENT_MAX_SKEW_MS, acceptStatements, cleanName, compact, displayNames, evaluate, parseStatement, plainName,
-  signAdd, signName, signRemove, verifyStatement,
+  signAdd, signName, signRemove, signerOf, statementId, verifyStatement,
   type Anchor, type Evaluation, type JoinSignature, type KeyPair, type LocalForget, type MembershipState, type Refusal, type Statement
 } from './membership'
 
@@ -440,11 +440,12 @@ export class ClusterStore extends EventEmitter {
     return this.names().get(key) ?? key.slice(0, 8)
   }
 
+  /** Who is a member under which name, and which statements this device holds (new ones are news for the peers). */
   private membersDigest (): string {
-    return [...this.names()].map(([k, n]) => `${k}=${n}`).sort().join('\n')
+    return [...[...this.names()].map(([k, n]) => `${k}=${n}`).sort(), ...this.m.statements.map(statementId).sort()].join('\n')
   }
 
-  /** After a change of the membership state: save soon, and tell listeners if members or names changed. */
+  /** After a change of the membership state: save soon, and tell listeners if members, names or statements changed. */
   private changed (): void {
     this.view = null
     this.schedule()
@@ -509,19 +510,18 @@ export class ClusterStore extends EventEmitter {
   admit (c: { key: string; name: string; join?: JoinSignature }, invite: InviteRecord, at = this.now()): { add: Statement | null; undo: () => void } {
     const hex = toHexKey(c.key)
     const before = this.m
-    this.trust(hex, c.name, at)
+    const anchorAt = this.actDate(hex, at)
     let add: Statement | null = null
     if (c.join !== undefined && invite.nonce !== undefined && this.keyPair !== null) {
-      const anchorAt = this.m.anchors.find(a => a.key === hex && a.by === undefined)?.at ?? at
       const s = signAdd(this.keyPair, { device: hex, name: c.name, join: c.join, nonce: invite.nonce, at: anchorAt })
-      if (verifyStatement(s)) {
-        add = s
-        this.m = { ...this.m, statements: [...this.m.statements, s] }
-        this.changed()
-      } else {
-        this.log.warn(`${c.name} (${hex.slice(0, 8)}) is paired with this device only: its pairing request was not co-signed for this invite, so the other devices will not take it from here`)
-      }
+      if (verifyStatement(s)) add = s
+      else this.log.warn(`${c.name} (${hex.slice(0, 8)}) is paired with this device only: its pairing request was not co-signed for this invite, so the other devices will not take it from here`)
+    } else {
+      this.log.info(`${c.name} (${hex.slice(0, 8)}) is paired with this device only (${c.join === undefined ? 'it runs an older Arbor' : 'the invite was made by an older Arbor'}): the other devices learn of it from this one only when they run an older Arbor too`)
     }
+    // the anchor and the add together: the peers hear of both at once
+    if (add !== null) this.m = { ...this.m, statements: [...this.m.statements, add] }
+    this.trust(hex, c.name, anchorAt)
     const undo = (): void => {
       this.m = {
         ...this.m,
@@ -680,7 +680,10 @@ export class ClusterStore extends EventEmitter {
       const tag = r.id ?? `${r.why} ${from ?? ''}`
       if (this.logged.has(tag)) continue
       this.logged.add(tag)
-      this.log.warn(`ignored ${r.statement === undefined ? 'a statement' : this.describe(r.statement)} from ${who}: ${REFUSED[r.why]}`)
+      const text = `ignored ${r.statement === undefined ? 'a statement' : this.describe(r.statement)} from ${who}: ${REFUSED[r.why]}`
+      // a member's forget of a device it did not pair is its own business (forgotten there only): no cause for alarm
+      if (r.why === 'authority' && r.statement !== undefined && this.isTrusted(signerOf(r.statement))) this.log.info(text)
+      else this.log.warn(text)
     }
   }
 
@@ -705,11 +708,13 @@ export class ClusterStore extends EventEmitter {
     const names = this.names()
     const members = [...view.members.values()].filter(v => v.key !== joiner)
     const about = new Set([...members.map(v => v.key), joiner, this.m.self ?? ''])
+    // most useful first (a welcome carries what fits): the joiner's own add, the members' adds, then names
+    const rank = (s: Statement): number => (s.t === 'add' && s.device === joiner ? 0 : s.t === 'add' ? 1 : 2)
     return {
       inviter: { key: this.m.self ?? '', name: this.data.name },
       devices: members.map(v => ({ key: v.key, name: legacy ? names.get(v.key) ?? plainName(v) : plainName(v), addedAt: v.since })),
       forgotten: legacy ? this.forgotten() : this.m.forgets.filter(f => !view.members.has(f.key)).map(f => ({ key: f.key, at: f.at })),
-      statements: this.m.statements.filter(s => s.t !== 'remove' && about.has(s.device))
+      statements: this.m.statements.filter(s => s.t !== 'remove' && about.has(s.device)).sort((a, b) => rank(a) - rank(b) || b.at - a.at)
     }
   }
 

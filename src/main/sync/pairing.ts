@@ -104,6 +104,12 @@ export async function createInvite (cluster: ClusterStore, opts: { expiresMs?: n
 
 /** The newest welcome this version reads (a candidate says so in its request; older ones read 1 only). */
 export const WELCOME_VERSION = 2
+/**
+ * The statements a welcome carries stop at this size: it may travel in a DHT record, which
+ * holds about 1.5 KB (measured on the testnet: 1500 bytes arrive, 2000 time out) with
+ * blind-pairing's envelope around it. What does not fit arrives by gossip from the inviter.
+ */
+export const WELCOME_MAX_BYTES = 1100
 
 interface JoinRequest extends PairedDevice {
   /** its co-signature over its key, its name and the invite (absent from older versions) */
@@ -133,7 +139,7 @@ function decodeUserData (buf: Buffer | null): JoinRequest | null {
 
 // Binary, to stay small: the answer may travel through a DHT record when no connection forms.
 // Version 1 is what older devices read (the lists); version 2 appends the signed statements.
-function encodeWelcome (w: WelcomeContent, version: 1 | 2): Buffer {
+export function encodeWelcome (w: WelcomeContent, version: 1 | 2, maxBytes = WELCOME_MAX_BYTES): Buffer {
   const parts: Buffer[] = [Buffer.from([version])]
   const u16 = (n: number): void => { const b = Buffer.alloc(2); b.writeUInt16BE(n); parts.push(b) }
   const f64 = (n: number): void => { const b = Buffer.alloc(8); b.writeDoubleBE(n); parts.push(b) }
@@ -147,14 +153,30 @@ function encodeWelcome (w: WelcomeContent, version: 1 | 2): Buffer {
   u16(forgotten.length)
   for (const f of forgotten) { key(f.key); f64(f.at) }
   if (version === 1) return Buffer.concat(parts)
-  // Only statements of exactly the known shape fit the binary form; any other arrives by gossip.
-  const statements = w.statements.filter(knownShape).slice(0, 0xffff)
-  u16(statements.length)
-  for (const s of statements) {
-    if (s.t === 'add') { parts.push(Buffer.from([1])); key(s.device); key(s.by); key(s.nonce); f64(s.at); str(s.name); f64(s.join.at); key(s.join.sig); key(s.sig) }
-    if (s.t === 'remove') { parts.push(Buffer.from([2])); key(s.device); key(s.by); f64(s.at); key(s.sig) }
-    if (s.t === 'name') { parts.push(Buffer.from([3])); key(s.device); f64(s.at); str(s.name); key(s.sig) }
+  // Only statements of exactly the known shape fit the binary form, in their order while the
+  // welcome stays under the budget; the rest arrives by gossip.
+  const lists = Buffer.concat(parts)
+  const encoded: Buffer[] = []
+  let size = lists.byteLength + 2
+  for (const s of w.statements.filter(knownShape)) {
+    const one = encodeStatement(s)
+    if (size + one.byteLength > maxBytes || encoded.length === 0xffff) break
+    encoded.push(one)
+    size += one.byteLength
   }
+  const count = Buffer.alloc(2)
+  count.writeUInt16BE(encoded.length)
+  return Buffer.concat([lists, count, ...encoded])
+}
+
+function encodeStatement (s: Statement): Buffer {
+  const parts: Buffer[] = []
+  const f64 = (n: number): void => { const b = Buffer.alloc(8); b.writeDoubleBE(n); parts.push(b) }
+  const key = (hex: string): void => { parts.push(Buffer.from(hex, 'hex')) }
+  const str = (x: string): void => { const b = Buffer.from(x); const n = Buffer.alloc(2); n.writeUInt16BE(b.byteLength); parts.push(n, b) }
+  if (s.t === 'add') { parts.push(Buffer.from([1])); key(s.device); key(s.by); key(s.nonce); f64(s.at); str(s.name); f64(s.join.at); key(s.join.sig); key(s.sig) }
+  if (s.t === 'remove') { parts.push(Buffer.from([2])); key(s.device); key(s.by); f64(s.at); key(s.sig) }
+  if (s.t === 'name') { parts.push(Buffer.from([3])); key(s.device); f64(s.at); str(s.name); key(s.sig) }
   return Buffer.concat(parts)
 }
 
@@ -163,7 +185,7 @@ function knownShape (s: Statement): boolean {
   return Object.keys(s).length === SHAPES[s.t] && (s.t !== 'add' || Object.keys(s.join).length === 2)
 }
 
-function decodeWelcome (buf: Buffer): WelcomeContent {
+export function decodeWelcome (buf: Buffer): WelcomeContent {
   let at = 0
   const take = (n: number): Buffer => {
     if (at + n > buf.byteLength) throw new Error('truncated')
