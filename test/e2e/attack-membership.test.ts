@@ -356,8 +356,8 @@ describe('the honest flows keep working, with older devices too', () => {
 
     // the phone (which did not pair it) forgets the tablet: only there
     if (membership !== null) {
-      expect(phone.cluster.forgetScope(tablet.key)).toEqual({ everywhere: false, others: [{ key: laptop.key, name: 'laptop' }] })
-      expect(laptop.cluster.forgetScope(tablet.key)).toEqual({ everywhere: true, others: [] })
+      expect(phone.cluster.forgetScope(tablet.key)).toEqual({ everywhere: false, others: [{ key: laptop.key, name: 'laptop' }], paired: [] })
+      expect(laptop.cluster.forgetScope(tablet.key)).toEqual({ everywhere: true, others: [], paired: [] })
     }
     phone.cluster.forget(tablet.key)
     expect(trusts(phone, tablet.key)).toBe(false)
@@ -375,6 +375,33 @@ describe('the honest flows keep working, with older devices too', () => {
     // the phone forgot it itself: it stays out there until the user pairs it there
     expect(trusts(phone, tablet.key)).toBe(false)
     expect(trusts(laptop, phone.key) && trusts(tablet, phone.key)).toBe(true)
+  })
+
+  it('the user cleans up after a compromised device: forgets it where it was paired, then what it planted, and both are gone everywhere', async () => {
+    const { w, laptop, server, cloud, phone } = await cluster()
+    // the cloud plants a device of its own making under the laptop's name
+    let planted = ''
+    await w.send(cloud, withStatements(cloud.cluster.devicesMessage(), m => {
+      const made = madeUp(m, cloud.kp, 'laptop', Date.now())
+      planted = made.kp.publicKey.toString('hex')
+      return [made.add]
+    }), [laptop, server, phone])
+    if (membership === null) return // (today's code takes no signed add)
+    // (the cloud's name carries send()'s marker)
+    const shown = new RegExp(`^laptop \\(added by cloud [0-9a-f]{6}, ${planted.slice(0, 8)}\\)$`)
+    for (const v of [laptop, server, phone]) expect(v.cluster.devices().find(d => d.key === planted)?.name).toMatch(shown)
+    // only the cloud (or the planted device) could remove it everywhere
+    expect(laptop.cluster.forgetScope(planted)).toMatchObject({ everywhere: false, others: [{ key: cloud.key }] })
+    const scope = laptop.cluster.forgetScope(cloud.key)
+    expect(scope).toMatchObject({ everywhere: true, paired: [expect.stringMatching(shown)] })
+    laptop.cluster.forget(cloud.key)
+    await until(() => [server, phone].every(v => !trusts(v, cloud.key)), 'everyone to drop the cloud')
+    // what the cloud paired stays, but the laptop, which removed the cloud, may now remove it everywhere
+    expect([laptop, server, phone].every(v => trusts(v, planted))).toBe(true)
+    expect(laptop.cluster.forgetScope(planted).everywhere).toBe(true)
+    laptop.cluster.forget(planted)
+    await until(() => [server, phone].every(v => !trusts(v, planted)), 'everyone to drop the planted device')
+    await w.meshed(['laptop', 'server', 'phone'])
   })
 
   it('a signed welcome travels through the DHT records when no connection forms, and stays small', async () => {

@@ -6,7 +6,7 @@ import crypto from 'hypercore-crypto'
 import { clusterTopic, proof, verifyProof } from '../../src/main/sync/cluster-keys'
 import { z } from 'zod'
 import { DevicesMessage } from '../../src/main/sync/arbor-messages'
-import { ClusterFileError, ClusterStore } from '../../src/main/sync/cluster-store'
+import { ClusterFileError, ClusterStore, describeForget } from '../../src/main/sync/cluster-store'
 import { STATEMENT_MAX_SKEW_MS, signAdd, signName, signRemove, type KeyPair } from '../../src/main/sync/membership'
 import { createInvite, decodeInviteCode, PairingError } from '../../src/main/sync/pairing'
 import type { ClusterMembership } from '../../src/main/sync/sync-node'
@@ -234,12 +234,12 @@ describe('ClusterStore', () => {
     a.merge(b.devicesMessage(), kb.key)
     expect(a.devices().map(d => d.key).sort()).toEqual([kb.key, kc.key, kx.key].sort())
     // c, which did not pair x, forgets it: there only, and it says who can remove it everywhere
-    expect(c.forgetScope(kx.key)).toEqual({ everywhere: false, others: [{ key: ka.key, name: 'a' }] })
+    expect(c.forgetScope(kx.key)).toEqual({ everywhere: false, others: [{ key: ka.key, name: 'a' }], paired: [] })
     c.forget(kx.key, 9)
     b.merge(c.devicesMessage(), kc.key)
     expect(b.isTrusted(kx.key)).toBe(true)
     // a paired x: its forget travels to c through b
-    expect(a.forgetScope(kx.key)).toEqual({ everywhere: true, others: [] })
+    expect(a.forgetScope(kx.key)).toEqual({ everywhere: true, others: [], paired: [] })
     a.forget(kx.key, 10)
     b.merge(a.devicesMessage(), ka.key)
     expect(b.isTrusted(kx.key)).toBe(false)
@@ -306,7 +306,7 @@ describe('membership across versions, dates and names', () => {
     expect(s.devices()).toEqual([{ key: b.key, name: 'b', addedAt: 5, lastSeen: 7 }, { key: c.key, name: 'c', addedAt: 6 }])
     expect(s.forgotten()).toEqual([{ key: gone.key, at: 3 }])
     // trusted by the user's acts here: a forget is local (nobody signed their pairing)
-    expect(s.forgetScope(b.key)).toEqual({ everywhere: false, others: [] })
+    expect(s.forgetScope(b.key)).toEqual({ everywhere: false, others: [], paired: [] })
     s.forget(c.key, 10)
     s.merge({ devices: [], forgotten: [], statements: [addOf(b, testKey(), 'tablet', 20)] }, b.key)
     await s.save()
@@ -417,6 +417,15 @@ describe('membership across versions, dates and names', () => {
       [fake.key]: `Laptop (added by cloud, ${fake.key.slice(0, 8)})`,
       [fake2.key]: `desk (added by cloud, ${fake2.key.slice(0, 8)})`
     })
+  })
+})
+
+describe('what arbor forget says', () => {
+  it('says whether the forget reaches every device, who else could make it, and what the device paired', () => {
+    expect(describeForget('cloud', { everywhere: true, others: [], paired: [] }, false)).toBe('forgot cloud: it is no longer accepted here, and your other devices drop it as they hear of it (this device paired it)')
+    expect(describeForget('cloud', { everywhere: true, others: [], paired: ['laptop (added by cloud, 1234abcd)'] }, true)).toBe('forgot cloud: it is no longer accepted here; this device paired it, so your other devices drop it too once this device\'s node runs (`arbor serve`) and reaches them. It paired laptop (added by cloud, 1234abcd): they stay; if you do not know them, forget them here too, which now removes them everywhere')
+    expect(describeForget('cloud', { everywhere: false, others: [{ key: 'k', name: 'server' }], paired: [] }, false)).toBe('forgot cloud here: this device no longer accepts it. server paired it — forget it there to remove it from every device')
+    expect(describeForget('cloud', { everywhere: false, others: [], paired: [] }, false)).toMatch(/^forgot cloud here: this device no longer accepts it\. It was paired before devices signed their pairings \(or by an older Arbor\), so each device decides for itself: forget it on each of your devices to remove it everywhere$/)
   })
 })
 

@@ -79,6 +79,8 @@ export interface ForgetScope {
   everywhere: boolean
   /** the other devices whose forget would be (they paired it) */
   others: Array<{ key: string; name: string }>
+  /** the members it paired (they stay when it goes; then the device that removed it may remove them everywhere) */
+  paired: string[]
 }
 
 const HEX32 = /^[0-9a-f]{64}$/
@@ -147,9 +149,10 @@ const REFUSED: Record<Refusal['why'], string> = {
  */
 export function describeForget (name: string, scope: ForgetScope, pending: boolean): string {
   if (scope.everywhere) {
-    return pending
+    const paired = scope.paired.length === 0 ? '' : `. It paired ${scope.paired.join(', ')}: they stay; if you do not know them, forget them here too, which now removes them everywhere`
+    return (pending
       ? `forgot ${name}: it is no longer accepted here; this device paired it, so your other devices drop it too once this device's node runs (\`arbor serve\`) and reaches them`
-      : `forgot ${name}: it is no longer accepted here, and your other devices drop it as they hear of it (this device paired it)`
+      : `forgot ${name}: it is no longer accepted here, and your other devices drop it as they hear of it (this device paired it)`) + paired
   }
   if (scope.others.length > 0) {
     const who = scope.others.map(o => o.name).join(' or ')
@@ -567,10 +570,12 @@ export class ClusterStore extends EventEmitter {
   /** Whose forget of a member is honoured on every device: this device's, or the others named. */
   forgetScope (key: string | Buffer): ForgetScope {
     const hex = toHexKey(key)
-    const authority = this.currentView().members.get(hex)?.authority ?? []
+    const view = this.currentView()
+    const authority = view.members.get(hex)?.authority ?? []
     return {
       everywhere: this.m.self !== null && authority.includes(this.m.self),
-      others: authority.filter(k => k !== this.m.self).map(k => ({ key: k, name: this.nameOf(k) }))
+      others: authority.filter(k => k !== this.m.self).map(k => ({ key: k, name: this.nameOf(k) })),
+      paired: [...view.members.values()].filter(v => v.addedBy === hex).map(v => this.nameOf(v.key))
     }
   }
 

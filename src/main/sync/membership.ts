@@ -34,6 +34,8 @@ import { canonicalJson } from '../../shared/canonical-json'
 export const STATEMENT_MAX_SKEW_MS = 5 * 60_000
 /** Statements kept (and gossiped) at most; more from peers are refused, with a warning. */
 export const MAX_STATEMENTS = 1000
+/** ... and at most this many signed by one device (a member inviting without end cannot fill the store). */
+export const MAX_PER_SIGNER = 200
 export const NAME_MAX = 200
 
 const HEX32 = /^[0-9a-f]{64}$/
@@ -182,7 +184,11 @@ export interface MemberView {
   since: number
   /** the introducer whose add began the current membership; undefined: an act on this device, or vouched */
   addedBy?: string
-  /** whose signed remove is honoured (besides its own, and this device's here): the introducers of its current membership by signed add */
+  /**
+   * whose signed remove is honoured (besides its own, and this device's here): the introducers
+   * of its current membership by signed add, and, for an introducer no longer a member, those
+   * who had authority over that one
+   */
   authority: string[]
   /** its latest self-signed name, if any */
   signedName?: { name: string; at: number }
@@ -190,7 +196,8 @@ export interface MemberView {
   localName?: string
 }
 
-export interface RemovedView { key: string; at: number; by: string }
+/** `authority`: who could remove it when it was removed (they take over what it introduced) */
+export interface RemovedView { key: string; at: number; by: string; authority: string[] }
 
 export interface Evaluation {
   members: Map<string, MemberView>
@@ -265,16 +272,78 @@ export function evaluate (state: MembershipState, now: number): Evaluation {
     }
   }
 
-  const members = new Map<string, MemberView>()
-  const removed = new Map<string, RemovedView>()
-  for (const [key, list] of events) {
+  for (const list of events.values()) {
     // by date; on the same date adds before removes (the remove wins), local acts first
     list.sort((a, b) => a.at - b.at || (a.kind === b.kind ? (a.order < b.order ? -1 : a.order > b.order ? 1 : 0) : a.kind === 'add' ? -1 : 1))
+  }
+  // Authority passes up once an introducer is gone: replay with what that gives, until nothing
+  // more is given (bounded: each round is deterministic, the last one is the answer).
+  let inherited = new Map<string, Set<string>>()
+  let result = replay(events, self, inherited, names, localNames)
+  for (let round = 0; round < events.size; round++) {
+    const next = passedUp(result)
+    if (sameSets(next, inherited)) break
+    inherited = next
+    result = replay(events, self, inherited, names, localNames)
+  }
+  const out: Evaluation = { members: result.members, removed: result.removed }
+  if (nextDue !== undefined) out.nextDue = nextDue
+  return out
+}
+
+/**
+ * Who holds authority over each member because a device that had it is no longer a member:
+ * the authority over that device (whoever could remove it) takes over its introductions, so
+ * what a removed device paired (a compromised one's look-alikes included) can still be
+ * removed everywhere, by the device that removed it.
+ */
+function passedUp (r: Replayed): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>()
+  // for every device, member or removed (a removal made with inherited authority must keep it)
+  for (const [key, own] of r.own) {
+    const got = new Set<string>()
+    const queue = [...own]
+    for (let a = queue.shift(); a !== undefined; a = queue.shift()) {
+      const gone = r.removed.get(a)
+      if (gone === undefined) continue
+      for (const h of gone.authority) if (h !== key && !own.includes(h) && !got.has(h)) { got.add(h); queue.push(h) }
+    }
+    if (got.size > 0) out.set(key, got)
+  }
+  return out
+}
+
+interface Replayed {
+  members: Map<string, MemberView>
+  removed: Map<string, RemovedView>
+  /** by device: the introducers (by signed add) of its current or last membership */
+  own: Map<string, string[]>
+}
+
+function sameSets (a: Map<string, Set<string>>, b: Map<string, Set<string>>): boolean {
+  if (a.size !== b.size) return false
+  for (const [k, x] of a) {
+    const y = b.get(k)
+    if (y === undefined || y.size !== x.size || [...x].some(e => !y.has(e))) return false
+  }
+  return true
+}
+
+function replay (
+  events: Map<string, Ev[]>, self: string, inherited: Map<string, Set<string>>,
+  names: Map<string, { name: string; at: number }>, localNames: Map<string, { name: string; at: number }>
+): Replayed {
+  const members = new Map<string, MemberView>()
+  const removed = new Map<string, RemovedView>()
+  const own = new Map<string, string[]>()
+  for (const [key, list] of events) {
+    const extra = inherited.get(key) ?? new Set<string>()
     let member = false
     let since = 0
     let addedBy: string | undefined
     let authority = new Set<string>()
     let last: Extract<Ev, { kind: 'remove' }> | null = null
+    let lastAuthority: string[] = []
     for (const e of list) {
       if (e.kind === 'add') {
         if (member) { if (e.authority) authority.add(e.by); continue }
@@ -284,13 +353,14 @@ export function evaluate (state: MembershipState, now: number): Evaluation {
         addedBy = e.authority && e.by !== self ? e.by : undefined
         authority = new Set(e.authority ? [e.by] : [])
       } else if (member) {
-        if (e.by === key || e.by === self || authority.has(e.by)) { member = false; last = e }
+        if (e.by === key || e.by === self || authority.has(e.by) || extra.has(e.by)) { member = false; last = e; lastAuthority = [...authority, ...extra] }
       } else if (e.by === self) {
         last = e // forgotten here as well: from now on only this device brings it back
       }
     }
+    if (authority.size > 0) own.set(key, [...authority])
     if (member) {
-      const v: MemberView = { key, since, authority: [...authority] }
+      const v: MemberView = { key, since, authority: [...authority, ...[...extra].filter(x => !authority.has(x))] }
       if (addedBy !== undefined) v.addedBy = addedBy
       const n = names.get(key)
       if (n !== undefined) v.signedName = { name: n.name, at: n.at }
@@ -298,12 +368,10 @@ export function evaluate (state: MembershipState, now: number): Evaluation {
       if (ln !== undefined) v.localName = ln.name
       members.set(key, v)
     } else if (last !== null) {
-      removed.set(key, { key, at: last.at, by: last.by })
+      removed.set(key, { key, at: last.at, by: last.by, authority: lastAuthority })
     }
   }
-  const out: Evaluation = { members, removed }
-  if (nextDue !== undefined) out.nextDue = nextDue
-  return out
+  return { members, removed, own }
 }
 
 // --- taking statements from peers ---
@@ -351,18 +419,33 @@ export function acceptStatements (state: MembershipState, incoming: readonly unk
   const statements = [...state.statements]
   const accepted: Statement[] = []
   let view = evaluate(state, now)
-  for (const { s, id } of fresh) {
-    const signer = signerOf(s)
-    if (signer !== state.self && !view.members.has(signer)) { refused.push({ why: 'signer', statement: s, id }); continue }
-    if (s.t === 'remove' && s.by !== s.device && s.by !== state.self && !introducersOf(statements, s.device).has(s.by)) {
-      refused.push({ why: 'authority', statement: s, id })
-      continue
+  // In date order; what a later statement of the batch made possible is tried again (a name
+  // signed on a clock a little behind its introducer's), until a pass takes nothing new.
+  let pending = fresh
+  let final: Refusal[] = []
+  for (let pass = 0; pending.length > 0 && pass < 8; pass++) {
+    const waiting: typeof fresh = []
+    final = []
+    for (const { s, id } of pending) {
+      const signer = signerOf(s)
+      if (signer !== state.self && !view.members.has(signer)) { waiting.push({ s, id }); final.push({ why: 'signer', statement: s, id }); continue }
+      if (s.t === 'remove' && s.by !== s.device && s.by !== state.self && !introducersOf(statements, s.device).has(s.by) && view.members.get(s.device)?.authority.includes(s.by) !== true) {
+        waiting.push({ s, id })
+        final.push({ why: 'authority', statement: s, id })
+        continue
+      }
+      if (statements.length >= MAX_STATEMENTS || (signer !== state.self && statements.filter(x => signerOf(x) === signer).length >= MAX_PER_SIGNER)) {
+        refused.push({ why: 'full', statement: s, id })
+        continue
+      }
+      statements.push(s)
+      accepted.push(s)
+      view = evaluate({ ...state, statements }, now)
     }
-    if (statements.length >= MAX_STATEMENTS) { refused.push({ why: 'full', statement: s, id }); continue }
-    statements.push(s)
-    accepted.push(s)
-    view = evaluate({ ...state, statements }, now)
+    if (waiting.length === pending.length) break
+    pending = waiting
   }
+  refused.push(...final)
   return { state: { ...state, statements: compact(statements) }, accepted, refused }
 }
 
