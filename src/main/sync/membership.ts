@@ -16,7 +16,11 @@ import { canonicalJson } from '../../shared/canonical-json'
  *   nobody but X chooses X's name.
  * - `remove`: X is no longer a member. Honoured when signed by X itself (leaving) or by an
  *   introducer of X's current membership; a remove signed by this device is the user's act
- *   here and is always honoured here.
+ *   here and is always honoured here. An introducer's ancestors have no say while it is a
+ *   member; once it is removed, whoever could remove it takes over its introductions (what
+ *   a compromised device planted can then be removed everywhere by the device that removed it).
+ *   X comes back only by an add with its own fresh co-signature from whoever removed it (any
+ *   member, if it left), or by being paired again on this device.
  * - `name`: X renames itself (signed by X).
  *
  * What this device did itself (local acts, never gossiped): the devices it paired with
@@ -220,7 +224,7 @@ function mayReadd (add: Extract<Ev, { kind: 'add' }>, rem: Extract<Ev, { kind: '
   if (rem.by === self) return false // forgotten here: only this device brings it back
   if (add.joinAt <= rem.at) return false // no fresh consent of the device itself
   if (rem.by === device) return true // it left; it came back through any member
-  return add.by === rem.by // removed by its introducer: only that introducer re-adds it
+  return add.by === rem.by // removed by one with authority over it: only that one re-adds it
 }
 
 /**
