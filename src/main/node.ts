@@ -10,7 +10,7 @@ import type { Entry } from '../shared/entry'
 import type { AgentEvent } from './runtime/agent/agent-loop'
 import { Lifecycle } from '../shared/lifecycle'
 import { consoleLogger, type Logger } from '../shared/logger'
-import { ClusterStore } from './sync/cluster-store'
+import { ClusterStore, describeForget } from './sync/cluster-store'
 import { PairingHost, createInvite, joinCluster } from './sync/pairing'
 import { SyncNode, type BootstrapNode } from './sync/sync-node'
 import { LocalApiServer } from './api/local-socket'
@@ -129,6 +129,8 @@ export class ArborNode implements NodeCommands {
     this.sync.on('peer', () => { this.placement.peersChanged() })
     this.sync.on('hears', () => { this.placement.peersChanged() })
     this.sync.on('presence', ({ agents }) => { for (const a of agents) this.placement.reconcile(a.conversation) })
+    // Membership changes however they come (a statement becoming due included): peers hear, sessions follow.
+    this.cluster.on('devices', () => { this.sync.devicesChanged() })
     this.life = new Lifecycle(() => this.open(), () => this.shut())
   }
 
@@ -153,6 +155,7 @@ export class ArborNode implements NodeCommands {
     await this.agents.ready()
     this.cluster.device = this.history.device
     await this.cluster.load()
+    this.cluster.useKeyPair(this.history.keyPair) // signs what the user does here (and forgets made while no node ran)
     if (this.opts.name !== undefined) this.cluster.setName(this.opts.name)
     await this.sync.ready()
     await this.startPairingHost()
@@ -251,7 +254,7 @@ export class ArborNode implements NodeCommands {
 
   deviceName (device: string): string {
     if (device === this.device) return this.cluster.name
-    return this.sync.peers().find(p => p.device === device)?.name ?? device.slice(0, 12)
+    return this.cluster.isTrusted(device) ? this.cluster.nameOf(device) : device.slice(0, 12)
   }
 
   agentStatus (conversation: string): Promise<PlacementStatus> {
@@ -290,8 +293,9 @@ export class ArborNode implements NodeCommands {
     const self = { device: this.device, name: this.cluster.name, self: true, connected: true, suspected: false, behind: 0 }
     return [self, ...this.cluster.devices().filter(d => d.key !== this.device).map(d => {
       const p = peers.get(d.key)
-      const row: DeviceRow = { device: d.key, name: p?.name ?? d.name, self: false, connected: p?.connected ?? false, suspected: p?.suspected ?? false, behind: p?.behind ?? 0 }
+      const row: DeviceRow = { device: d.key, name: d.name, self: false, connected: p?.connected ?? false, suspected: p?.suspected ?? false, behind: p?.behind ?? 0 }
       if (d.lastSeen !== undefined) row.lastSeen = d.lastSeen
+      if (d.addedBy !== undefined) row.addedBy = this.deviceName(d.addedBy)
       if (p?.suspectedSince !== undefined) row.suspectedSince = p.suspectedSince
       return row
     })]
@@ -302,10 +306,11 @@ export class ArborNode implements NodeCommands {
     if (match.length === 0) throw new Error(`no paired device matches "${device}"; \`arbor devices\` lists them`)
     if (match.length > 1) throw new Error(`"${device}" matches ${match.length} devices; give more of the key`)
     const d = match[0] as { key: string; name: string }
+    const scope = this.cluster.forgetScope(d.key)
     this.cluster.forget(d.key)
     await this.cluster.flush()
     this.sync.devicesChanged()
-    return d.name
+    return describeForget(d.name, scope, false)
   }
 
   async setOnline (on: boolean): Promise<void> {

@@ -162,18 +162,20 @@ export async function devices (node: NodeCommands | undefined, o: NodeCommandOpt
 /** `arbor forget <device>`. */
 export async function forget (node: NodeCommands | undefined, device: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
   if (node !== undefined) {
-    const name = await node.forget(device)
-    io.out(`forgot ${name}: it is no longer accepted\n`)
+    io.out(`${await node.forget(device)}\n`)
     return 0
   }
-  const { ClusterStore } = await import('../sync/cluster-store')
+  const { ClusterStore, describeForget } = await import('../sync/cluster-store')
   const cluster = new ClusterStore({ file: path.join(o.dir, 'sync', 'cluster.json') })
   await cluster.load()
   const match = cluster.devices().filter(d => d.key.startsWith(device.toLowerCase()) || d.name === device)
   if (match.length !== 1) throw new NodeCommandError(match.length === 0 ? `no paired device matches "${device}"; \`arbor devices\` lists them` : `"${device}" matches ${match.length} devices; give more of the key`)
-  cluster.forget((match[0] as { key: string }).key)
+  const d = match[0] as { key: string; name: string }
+  // No node: the store has no key pair, so the forget is signed (and told) when the node next runs.
+  const scope = cluster.forgetScope(d.key)
+  cluster.forget(d.key)
   await cluster.close()
-  io.out(`forgot ${(match[0] as { name: string }).name}: it is no longer accepted\n`)
+  io.out(`${describeForget(d.name, scope, true)}\n`)
   return 0
 }
 

@@ -112,6 +112,8 @@ export interface DeviceRow {
   suspectedSince?: number
   lastSeen?: number
   behind: number
+  /** the device whose signed pairing brought it in (its name), when not this one */
+  addedBy?: string
 }
 
 /** The commands only a node can carry out (pairing, devices, the network). */
@@ -119,6 +121,7 @@ export interface NodeCommands {
   invite (opts: { expiresMs?: number }): Promise<{ code: string; expiresAt: number }>
   join (code: string, signal: AbortSignal): Promise<{ inviter: string }>
   devices (): Promise<DeviceRow[]>
+  /** forgets a device here; says in words what happened (here only, or everywhere) */
   forget (device: string): Promise<string>
   setOnline (on: boolean): Promise<void>
   /** moves a conversation's agent to this device (a higher epoch) */

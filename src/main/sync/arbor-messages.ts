@@ -17,9 +17,16 @@ export const FeedsDigest = z.object({ digest: z.string().regex(/^[0-9a-f]{64}$/)
 /** Asks for the complete feeds list (the digest did not match what this device has cached). */
 export const WantFeeds = z.object({})
 
+/**
+ * Who is in the cluster. `devices` and `forgotten` are unsigned: older versions act on them,
+ * this one does not. `statements` (optional: older peers neither send it nor keep it, as
+ * z.object strips what it does not know) are the signed membership statements; each is
+ * checked on its own (membership.ts), so one this version cannot read drops only itself.
+ */
 export const DevicesMessage = z.object({
   devices: z.array(z.object({ key: Hex32, name: z.string().max(200), addedAt: z.number() })).max(1000),
-  forgotten: z.array(z.object({ key: Hex32, at: z.number() })).max(10_000)
+  forgotten: z.array(z.object({ key: Hex32, at: z.number() })).max(10_000),
+  statements: z.array(z.unknown()).max(5000).optional()
 })
 export const RunningAgent = z.object({ conversation: Hex32, epoch: z.number().int().nonnegative(), device: Hex32 })
 export const PresenceMessage = z.object({ agents: z.array(RunningAgent).max(10_000) })

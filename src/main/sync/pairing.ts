@@ -3,8 +3,9 @@ import type Hyperswarm from 'hyperswarm'
 import crypto from 'hypercore-crypto'
 import z32 from 'z32'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { NAME_MAX, toHexKey, type ClusterStore, type DevicesList, type InviteRecord } from './cluster-store'
+import { NAME_MAX, toHexKey, type ClusterStore, type InviteRecord, type WelcomeContent } from './cluster-store'
 import { SECRET_BYTES } from './cluster-keys'
+import { STATEMENT_MAX_SKEW_MS, cleanName, inviteKey, parseStatement, signJoin, verifyJoin, type JoinSignature, type Statement } from './membership'
 
 /**
  * Pairing devices into a cluster with blind-pairing (DESIGN.md, "Sync and trust";
@@ -13,8 +14,13 @@ import { SECRET_BYTES } from './cluster-keys'
  * The inviting device (a member) hands out a one-time, expiring code. Each invite has its
  * own random key, so each invite has its own discovery topic and old codes reveal nothing
  * about the cluster. The new device (the candidate) proves it holds the code and sends
- * its device key and name; the member trusts that key, marks the invite used, and
- * answers (encrypted to the candidate) with the cluster secret and the member list.
+ * its device key and name, co-signed over the invite; the member trusts that key, marks the
+ * invite used, signs the new device's add (membership.ts), and answers (encrypted to the
+ * candidate) with the cluster secret, the member list and the signed statements.
+ *
+ * An invite's key is derived from the inviting device's key and a nonce (inviteKey), so the
+ * candidate's co-signature over the invite's discovery key names the inviting device: no
+ * other member can present it as its own introduction.
  *
  * Pairing needs a connection (or the DHT mailbox fallback) between two devices that do
  * not trust each other yet: give it a swarm whose firewall admits unknown peers (a
@@ -37,7 +43,8 @@ export class PairingError extends Error {
   }
 }
 
-export interface DeviceIdentity { publicKey: Buffer }
+/** A device's key; with its secret key, pairing signs what the device says (older callers: the public key alone). */
+export interface DeviceIdentity { publicKey: Buffer; secretKey?: Buffer }
 export interface PairedDevice { key: string; name: string }
 
 // --- invite codes ---
@@ -82,41 +89,58 @@ export async function createInvite (cluster: ClusterStore, opts: { expiresMs?: n
   if (!(expiresMs > 0)) throw new RangeError('an invite must expire in the future')
   const now = opts.now ?? Date.now()
   cluster.ensureSecret()
-  const key = crypto.randomBytes(32)
+  // bound to this device when its key is known (see inviteKey); else a random key, as older versions made
+  const nonce = cluster.device !== null ? crypto.randomBytes(32).toString('hex') : undefined
+  const key = nonce !== undefined ? inviteKey(cluster.device as string, nonce) : crypto.randomBytes(32)
   const expiresAt = now + expiresMs
   const inv = BlindPairing.createInvite(key, { expires: expiresAt })
   const id = Buffer.from(inv.id).toString('hex')
-  cluster.addInvite({ id, seed: Buffer.from(inv.seed).toString('hex'), key: key.toString('hex'), createdAt: now, expiresAt })
+  cluster.addInvite({ id, seed: Buffer.from(inv.seed).toString('hex'), key: key.toString('hex'), ...(nonce !== undefined ? { nonce } : {}), createdAt: now, expiresAt })
   await cluster.save()
   return { code: z32.encode(inv.invite), expiresAt, id }
 }
 
 // --- what the two sides send ---
 
-function encodeUserData (key: string, name: string): Buffer {
-  return Buffer.from(JSON.stringify({ v: 1, key, name }))
+/** The newest welcome this version reads (a candidate says so in its request; older ones read 1 only). */
+export const WELCOME_VERSION = 2
+/**
+ * The statements a welcome carries stop at this size: it may travel in a DHT record, which
+ * holds about 1.5 KB (measured on the testnet: 1500 bytes arrive, 2000 time out) with
+ * blind-pairing's envelope around it. What does not fit arrives by gossip from the inviter.
+ */
+export const WELCOME_MAX_BYTES = 1100
+
+interface JoinRequest extends PairedDevice {
+  /** its co-signature over its key, its name and the invite (absent from older versions) */
+  join?: JoinSignature
+  /** the newest welcome it reads */
+  welcome: number
 }
 
-function decodeUserData (buf: Buffer | null): PairedDevice | null {
+// JSON, with the fields of version 1; an older member reads key and name and ignores the rest.
+function encodeUserData (key: string, name: string, join: JoinSignature | null): Buffer {
+  return Buffer.from(JSON.stringify({ v: 1, key, name, ...(join !== null ? { join, welcome: WELCOME_VERSION } : {}) }))
+}
+
+function decodeUserData (buf: Buffer | null): JoinRequest | null {
   if (buf === null) return null
   try {
-    const u = JSON.parse(buf.toString('utf8')) as { v?: unknown; key?: unknown; name?: unknown }
+    const u = JSON.parse(buf.toString('utf8')) as { v?: unknown; key?: unknown; name?: unknown; join?: { at?: unknown; sig?: unknown }; welcome?: unknown }
     if (u.v !== 1 || typeof u.key !== 'string' || typeof u.name !== 'string') return null
-    return { key: toHexKey(u.key), name: u.name.slice(0, NAME_MAX) }
+    const r: JoinRequest = { key: toHexKey(u.key), name: u.name.slice(0, NAME_MAX), welcome: typeof u.welcome === 'number' && Number.isInteger(u.welcome) && u.welcome > 1 ? u.welcome : 1 }
+    const j = u.join
+    if (j !== null && typeof j === 'object' && typeof j.at === 'number' && Number.isFinite(j.at) && typeof j.sig === 'string') r.join = { at: j.at, sig: j.sig }
+    return r
   } catch {
     return null
   }
 }
 
-interface Welcome {
-  inviter: PairedDevice
-  devices: DevicesList['devices']
-  forgotten: DevicesList['forgotten']
-}
-
 // Binary, to stay small: the answer may travel through a DHT record when no connection forms.
-function encodeWelcome (w: Welcome): Buffer {
-  const parts: Buffer[] = [Buffer.from([1])]
+// Version 1 is what older devices read (the lists); version 2 appends the signed statements.
+export function encodeWelcome (w: WelcomeContent, version: 1 | 2, maxBytes = WELCOME_MAX_BYTES): Buffer {
+  const parts: Buffer[] = [Buffer.from([version])]
   const u16 = (n: number): void => { const b = Buffer.alloc(2); b.writeUInt16BE(n); parts.push(b) }
   const f64 = (n: number): void => { const b = Buffer.alloc(8); b.writeDoubleBE(n); parts.push(b) }
   const key = (hex: string): void => { parts.push(Buffer.from(hex, 'hex')) }
@@ -128,10 +152,40 @@ function encodeWelcome (w: Welcome): Buffer {
   const forgotten = [...w.forgotten].sort((a, b) => b.at - a.at).slice(0, 0xffff)
   u16(forgotten.length)
   for (const f of forgotten) { key(f.key); f64(f.at) }
+  if (version === 1) return Buffer.concat(parts)
+  // Only statements of exactly the known shape fit the binary form, in their order while the
+  // welcome stays under the budget; the rest arrives by gossip.
+  const lists = Buffer.concat(parts)
+  const encoded: Buffer[] = []
+  let size = lists.byteLength + 2
+  for (const s of w.statements.filter(knownShape)) {
+    const one = encodeStatement(s)
+    if (size + one.byteLength > maxBytes || encoded.length === 0xffff) break
+    encoded.push(one)
+    size += one.byteLength
+  }
+  const count = Buffer.alloc(2)
+  count.writeUInt16BE(encoded.length)
+  return Buffer.concat([lists, count, ...encoded])
+}
+
+function encodeStatement (s: Statement): Buffer {
+  const parts: Buffer[] = []
+  const f64 = (n: number): void => { const b = Buffer.alloc(8); b.writeDoubleBE(n); parts.push(b) }
+  const key = (hex: string): void => { parts.push(Buffer.from(hex, 'hex')) }
+  const str = (x: string): void => { const b = Buffer.from(x); const n = Buffer.alloc(2); n.writeUInt16BE(b.byteLength); parts.push(n, b) }
+  if (s.t === 'add') { parts.push(Buffer.from([1])); key(s.device); key(s.by); key(s.nonce); f64(s.at); str(s.name); f64(s.join.at); key(s.join.sig); key(s.sig) }
+  if (s.t === 'remove') { parts.push(Buffer.from([2])); key(s.device); key(s.by); f64(s.at); key(s.sig) }
+  if (s.t === 'name') { parts.push(Buffer.from([3])); key(s.device); f64(s.at); str(s.name); key(s.sig) }
   return Buffer.concat(parts)
 }
 
-function decodeWelcome (buf: Buffer): Welcome {
+const SHAPES = { add: 9, remove: 6, name: 6 } as const
+function knownShape (s: Statement): boolean {
+  return Object.keys(s).length === SHAPES[s.t] && (s.t !== 'add' || Object.keys(s.join).length === 2)
+}
+
+export function decodeWelcome (buf: Buffer): WelcomeContent {
   let at = 0
   const take = (n: number): Buffer => {
     if (at + n > buf.byteLength) throw new Error('truncated')
@@ -142,15 +196,40 @@ function decodeWelcome (buf: Buffer): Welcome {
   const u16 = (): number => take(2).readUInt16BE()
   const f64 = (): number => { const n = take(8).readDoubleBE(); if (!Number.isFinite(n)) throw new Error('bad time'); return n }
   const key = (): string => take(32).toString('hex')
+  const sig = (): string => take(64).toString('hex')
   const str = (): string => take(u16()).toString('utf8')
-  if (take(1)[0] !== 1) throw new Error('unknown version')
+  const version = take(1)[0]
+  if (version !== 1 && version !== 2) throw new Error('unknown version')
   const inviter = { key: key(), name: str() }
-  const devices: Welcome['devices'] = []
+  const devices: WelcomeContent['devices'] = []
   for (let n = u16(); n > 0; n--) devices.push({ key: key(), name: str(), addedAt: f64() })
-  const forgotten: Welcome['forgotten'] = []
+  const forgotten: WelcomeContent['forgotten'] = []
   for (let n = u16(); n > 0; n--) forgotten.push({ key: key(), at: f64() })
-  if (at !== buf.byteLength) throw new Error('trailing bytes')
-  return { inviter, devices, forgotten }
+  const statements: Statement[] = []
+  if (version === 1) {
+    if (at !== buf.byteLength) throw new Error('trailing bytes')
+    return { inviter, devices, forgotten, statements }
+  }
+  for (let n = u16(); n > 0; n--) {
+    const kind = take(1)[0]
+    let raw: unknown
+    if (kind === 1) {
+      const [device, by, nonce, t, name, joinAt, joinSig, s] = [key(), key(), key(), f64(), str(), f64(), sig(), sig()]
+      raw = { t: 'add', v: 1, device, name, join: { at: joinAt, sig: joinSig }, by, nonce, at: t, sig: s }
+    } else if (kind === 2) {
+      const [device, by, t, s] = [key(), key(), f64(), sig()]
+      raw = { t: 'remove', v: 1, device, by, at: t, sig: s }
+    } else if (kind === 3) {
+      const [device, t, name, s] = [key(), f64(), str(), sig()]
+      raw = { t: 'name', v: 1, device, name, at: t, sig: s }
+    } else {
+      throw new Error('unknown statement')
+    }
+    const parsed = parseStatement(raw)
+    if (parsed !== null) statements.push(parsed)
+  }
+  // (what a later version appends after the statements is left for it)
+  return { inviter, devices, forgotten, statements }
 }
 
 // blind-pairing's response statuses
@@ -163,7 +242,7 @@ const DENY_EXPIRED = 3
 export interface PairingHostOptions {
   swarm: Hyperswarm
   cluster: ClusterStore
-  /** this device (its key is what paired devices will trust) */
+  /** this device (its key is what paired devices will trust; with its secret key, the adds it signs are honoured by the others) */
   device: DeviceIdentity
   onPaired?: (device: PairedDevice) => void
   pollMs?: number
@@ -198,6 +277,7 @@ export class PairingHost {
     this.now = opts.now ?? Date.now
     this.log = opts.log ?? consoleLogger('pairing')
     if (this.cluster.device === null) this.cluster.device = this.self
+    useIdentity(this.cluster, opts.device)
   }
 
   /** Starts answering; resolves once every current invite is announced. */
@@ -280,6 +360,19 @@ export class PairingHost {
       return
     }
     const now = this.now()
+    if (candidate.join !== undefined) {
+      const discovery = crypto.discoveryKey(Buffer.from(inv.key, 'hex')).toString('hex')
+      if (!verifyJoin(candidate.key, candidate.name, discovery, candidate.join)) {
+        this.log.warn(`refused device ${candidate.name} (${candidate.key.slice(0, 8)}): its pairing request is not signed by the device it names`)
+        request.deny({ status: DENY_REJECTED })
+        return
+      }
+      if (candidate.join.at > now + STATEMENT_MAX_SKEW_MS) {
+        this.log.warn(`refused device ${candidate.name} (${candidate.key.slice(0, 8)}): its clock is ${Math.round((candidate.join.at - now) / 60_000)} min ahead of this device's; set its clock right and join again`)
+        request.deny({ status: DENY_REJECTED })
+        return
+      }
+    }
     const again = inv.usedBy === candidate.key // the same device asking again (a lost answer): answer again
     if (inv.usedBy !== undefined && !again) {
       this.log.warn(`refused device ${candidate.name} (${candidate.key.slice(0, 8)}): the invite was already used`)
@@ -294,23 +387,18 @@ export class PairingHost {
     const secret = this.cluster.ensureSecret()
     if (!again) {
       // synchronously, before any await: a second candidate with this code sees it used
-      const wasTrusted = this.cluster.isTrusted(candidate.key)
       this.cluster.useInvite(inv.id, candidate.key, now)
-      this.cluster.trust(candidate.key, candidate.name, now)
+      const { undo } = this.cluster.admit({ key: candidate.key, name: candidate.name, ...(candidate.join !== undefined ? { join: candidate.join } : {}) }, inv, now)
       try {
         await this.cluster.save()
       } catch (err) {
         this.cluster.unuseInvite(inv.id)
-        if (!wasTrusted) this.cluster.untrust(candidate.key)
+        undo()
         throw new Error(`could not record the new device, so it was not paired: ${(err as Error).message}`, { cause: err })
       }
     }
-    const list = this.cluster.devicesMessage()
-    const data = encodeWelcome({
-      inviter: { key: this.self, name: this.cluster.name },
-      devices: list.devices.filter(d => d.key !== candidate.key && d.key !== this.self),
-      forgotten: list.forgotten
-    })
+    const version = Math.min(candidate.welcome, WELCOME_VERSION) === 2 ? 2 : 1
+    const data = encodeWelcome(this.cluster.welcomeFor(candidate.key, version === 1), version)
     request.confirm({
       key: Buffer.from(inv.key, 'hex'),
       encryptionKey: secret,
@@ -318,7 +406,7 @@ export class PairingHost {
     })
     if (!again) {
       this.log.info(`paired with ${candidate.name} (${candidate.key.slice(0, 8)})`)
-      try { this.onPaired?.(candidate) } catch (err) { this.log.error(`onPaired: ${(err as Error).message}`) }
+      try { this.onPaired?.({ key: candidate.key, name: candidate.name }) } catch (err) { this.log.error(`onPaired: ${(err as Error).message}`) }
     }
   }
 }
@@ -363,9 +451,15 @@ export async function joinCluster (opts: JoinOptions): Promise<Buffer> {
   const aborted = (): boolean => opts.signal?.aborted === true
   if (aborted()) throw cancelled()
   if (cluster.device === null) cluster.device = self
+  useIdentity(cluster, opts.device)
   if (opts.name !== undefined) cluster.setName(opts.name)
 
-  const userData = encodeUserData(self, opts.name ?? cluster.name)
+  // co-signed over the invite (whose discovery key names the inviting device), when this device can sign
+  const name = cleanName(opts.name ?? cluster.name)
+  const join = opts.device.secretKey !== undefined
+    ? signJoin({ publicKey: opts.device.publicKey, secretKey: opts.device.secretKey }, name, code.discoveryKey.toString('hex'), now)
+    : null
+  const userData = encodeUserData(self, name, join)
   const blind = new BlindPairing(swarm, { poll: opts.pollMs ?? DEFAULT_POLL_MS })
   let candidate: BlindPairing.Candidate | null = null
   let timer: NodeJS.Timeout | null = null
@@ -387,7 +481,7 @@ export async function joinCluster (opts: JoinOptions): Promise<Buffer> {
         // anything else is an answer that does not open (not for us): keep waiting
       })
     })
-    let welcome: Welcome
+    let welcome: WelcomeContent
     try {
       if (result.encryptionKey === null || result.encryptionKey.byteLength !== SECRET_BYTES || result.data === null) throw new Error('incomplete')
       welcome = decodeWelcome(Buffer.from(result.data))
@@ -397,8 +491,7 @@ export async function joinCluster (opts: JoinOptions): Promise<Buffer> {
     }
     if (aborted()) throw cancelled()
     cluster.setSecret(Buffer.from(result.encryptionKey))
-    cluster.trust(welcome.inviter.key, welcome.inviter.name)
-    cluster.merge({ devices: welcome.devices, forgotten: welcome.forgotten })
+    cluster.adoptWelcome(welcome)
     await cluster.save()
     return Buffer.from(welcome.inviter.key, 'hex')
   } finally {
@@ -414,4 +507,9 @@ export async function joinCluster (opts: JoinOptions): Promise<Buffer> {
     }
     await blind.close()
   }
+}
+
+/** Gives the store the device's key pair when the caller has the secret key (so it signs), unless it has one. */
+function useIdentity (cluster: ClusterStore, device: DeviceIdentity): void {
+  if (device.secretKey !== undefined && !cluster.canSign) cluster.useKeyPair({ publicKey: device.publicKey, secretKey: device.secretKey })
 }

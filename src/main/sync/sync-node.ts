@@ -298,7 +298,8 @@ export class SyncNode extends EventEmitter {
       const last = this.detector.lastHeard(d.key)
       const p: PeerState = {
         device: d.key,
-        name: s?.hello?.name ?? d.name,
+        // the name the cluster shows (self-signed, told apart from a look-alike), not what the peer says in hello
+        name: d.name,
         connected: s !== undefined,
         suspected: this.detector.isSuspected(d.key),
         behind: s?.behind() ?? 0,
