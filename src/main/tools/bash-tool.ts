@@ -9,9 +9,12 @@ import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import type { Readable, Writable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import { OutputAccumulator, type OutputLimits } from './output-limit'
 import { buildBwrapArgs, isSecretEnvName, SandboxPolicyError, sandboxEnv } from './sandbox/bwrap-args'
+import { CallCgroup, launcherArgv } from './sandbox/resource-cgroups'
+import { cpuLimitReason, cpuTimeMsFor, limitNotes, resolveResourceLimits, tmpfsSizes, ulimitPrefix, type ResourceLimits } from './sandbox/resource-limits'
 import { sandboxProbe, type ProbeOptions, type SandboxProbe } from './sandbox/sandbox-probe'
 import { abortWords, argsObject, effectiveTimeout, timeoutReason, validateArgs } from './tool-args'
 import type { Tool, ToolContext, ToolResult } from './tool'
@@ -31,6 +34,10 @@ export interface BashToolOptions {
   maxTimeoutMs?: number
   /** the sandbox check (default: sandboxProbe, once per process) */
   probe?: (opts: ProbeOptions) => Promise<SandboxProbe>
+  /** processes, memory, CPU time and tmpfs sizes of one call (sandbox/resource-limits.ts for the defaults) */
+  resourceLimits?: Partial<ResourceLimits>
+  /** a cgroup per call where the machine allows (default true); false: rlimits and tmpfs sizes only */
+  cgroups?: boolean
 }
 
 export const UNSANDBOXED_WARNING = '[warning: the sandbox is off for this conversation; this command ran without it, with all of your user\'s access]'
@@ -54,12 +61,24 @@ function ensureGitHooksDir (cwd: string): void {
   } catch { /* no repository, or not ours to fix: nothing to protect then */ }
 }
 
-interface Spawned { file: string; args: string[]; env: Record<string, string>; cwd: string; sandboxed: boolean }
+interface Spawned {
+  file: string
+  args: string[]
+  env: Record<string, string>
+  cwd: string
+  sandboxed: boolean
+  /** written to the child's fd 3 (bwrap's --seccomp 3) */
+  fd3?: Buffer
+  /** the call's cgroup, removed after it */
+  cgroup?: CallCgroup
+  limits?: { resources: ResourceLimits; cpuTimeMs: number }
+}
 
 export function createBashTool (opts: BashToolOptions = {}): Tool {
   const env = opts.env ?? process.env
   const home = opts.home ?? os.homedir()
   const probe = opts.probe ?? sandboxProbe
+  const resources = resolveResourceLimits(opts.resourceLimits)
   const tool: Tool = {
     name: 'bash',
     description: 'Run a bash command in the working directory, in a sandbox: it can write only inside the working directory ' +
@@ -91,15 +110,37 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
         for (const [k, v] of Object.entries(env)) if (v !== undefined && !isSecretEnvName(k)) plainEnv[k] = v
         spec = { file: 'bash', args: ['-c', command], env: plainEnv, cwd: ctx.cwd, sandboxed: false }
       } else {
-        const p = await probe({ bwrapPath: opts.bwrapPath, env })
+        const p = await probe({ bwrapPath: opts.bwrapPath, env, ...(opts.cgroups === false ? { cgroups: false } : {}) })
         if (!p.ok) return { status: 'error', output: `The command did not run: ${p.message}` }
         ensureGitHooksDir(ctx.sandbox.cwd)
+        const cpuTimeMs = cpuTimeMsFor(resources, effectiveTimeout(tool, args))
         try {
-          const bargs = buildBwrapArgs({ policy: ctx.sandbox, command, env, home, dataDir: opts.dataDir, chdir: ctx.cwd, disableUserns: p.disableUserns })
-          spec = { file: p.bwrapPath, args: bargs, env: sandboxEnv(env, home), cwd: '/', sandboxed: true }
+          const bargs = buildBwrapArgs({
+            policy: ctx.sandbox,
+            command: ulimitPrefix(resources, cpuTimeMs, p.limits) + command,
+            env,
+            home,
+            dataDir: opts.dataDir,
+            chdir: ctx.cwd,
+            disableUserns: p.disableUserns,
+            ...(p.tmpfsSizes ? { tmpfsSizes: tmpfsSizes(resources) } : {}),
+            ...(p.seccomp !== undefined ? { seccompFd: 3 } : {})
+          })
+          spec = { file: p.bwrapPath, args: bargs, env: sandboxEnv(env, home), cwd: '/', sandboxed: true, limits: { resources, cpuTimeMs } }
+          if (p.seccomp !== undefined) spec.fd3 = p.seccomp
         } catch (e) {
           if (e instanceof SandboxPolicyError) return { status: 'error', output: `The command did not run: ${e.message}` }
           throw e
+        }
+        if (p.cgroupBase !== undefined) {
+          try {
+            spec.cgroup = CallCgroup.create(p.cgroupBase, resources)
+          } catch (e) {
+            return { status: 'error', output: `The command did not run: ${(e as Error).message}` }
+          }
+          const l = launcherArgv(spec.cgroup.procsFiles, spec.file, spec.args)
+          spec.file = l.file
+          spec.args = l.args
         }
       }
       return runSpawned(spec, effectiveTimeout(tool, args), ctx, opts.limits, warning)
@@ -118,10 +159,15 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     }
     if (warning !== undefined) ctx.onOutput?.(warning + '\n')
 
-    const child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    const common = { cwd: spec.cwd, env: spec.env, detached: true }
+    // fd 3 only when bwrap reads it (--seccomp 3 closes it after): nothing else reaches the sandbox
+    const child = spawn(spec.file, spec.args, { ...common, stdio: spec.fd3 === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'] })
+    if (spec.fd3 !== undefined) (child.stdio[3] as Writable).end(spec.fd3)
+    const stdout = child.stdout as Readable
+    const stderr = child.stderr as Readable
     const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const
-    child.stdout.on('data', (b: Buffer) => emit(decoders[0].write(b)))
-    child.stderr.on('data', (b: Buffer) => emit(decoders[1].write(b)))
+    stdout.on('data', (b: Buffer) => emit(decoders[0].write(b)))
+    stderr.on('data', (b: Buffer) => emit(decoders[1].write(b)))
 
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
     let stopped: string | undefined // why we killed it
@@ -133,6 +179,19 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     const onAbort = (): void => stop(abortWords(ctx.signal))
     ctx.signal.addEventListener('abort', onAbort, { once: true })
     const timer = setTimeout(() => stop(timeoutReason(timeoutMs).message), timeoutMs)
+    // CPU time of the whole call, from its cgroup: checked when it could first have run out
+    let cpuTimer: ReturnType<typeof setTimeout> | undefined
+    const cg = spec.cgroup
+    const cpuLimit = spec.limits?.cpuTimeMs
+    if (cg !== undefined && cpuLimit !== undefined && cg.cpuUsageMs() !== undefined) {
+      const cores = Math.max(1, os.availableParallelism())
+      const check = (): void => {
+        const used = cg.cpuUsageMs() ?? 0
+        if (used >= cpuLimit) return stop(cpuLimitReason(cpuLimit))
+        cpuTimer = setTimeout(check, Math.max(100, (cpuLimit - used) / cores))
+      }
+      cpuTimer = setTimeout(check, Math.max(100, cpuLimit / cores))
+    }
 
     let spawnError: Error | undefined
     let grace: ReturnType<typeof setTimeout> | undefined
@@ -141,10 +200,11 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
       if (settled) return
       settled = true
       clearTimeout(timer)
+      if (cpuTimer !== undefined) clearTimeout(cpuTimer)
       if (grace !== undefined) clearTimeout(grace)
       ctx.signal.removeEventListener('abort', onAbort)
-      child.stdout.destroy()
-      child.stderr.destroy()
+      stdout.destroy()
+      stderr.destroy()
       emit(decoders[0].end())
       emit(decoders[1].end())
       const limited = out.finish()
@@ -156,11 +216,17 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
         exitCode = exit.code
         trailer = `[exit code ${exit.code}]`
       } else trailer = `[killed by ${exit?.signal ?? 'a signal'}]`
-      const parts = [warning, limited.text === '' ? undefined : limited.text.replace(/\n$/, ''), trailer]
-      const result: ToolResult = { status: exitCode === 0 ? 'ok' : 'error', output: parts.filter(p => p !== undefined).join('\n') }
-      if (limited.truncated) result.truncated = true
-      if (exitCode !== undefined) result.exitCode = exitCode
-      resolve(result)
+      const notes = spec.limits === undefined ? [] : limitNotes(spec.limits.resources, cg?.events() ?? {}, exitCode, spec.limits.cpuTimeMs)
+      const done = (more: string[]): void => {
+        const parts = [warning, limited.text === '' ? undefined : limited.text.replace(/\n$/, ''), ...notes, ...more, trailer]
+        const result: ToolResult = { status: exitCode === 0 ? 'ok' : 'error', output: parts.filter(p => p !== undefined).join('\n') }
+        if (limited.truncated) result.truncated = true
+        if (exitCode !== undefined) result.exitCode = exitCode
+        resolve(result)
+      }
+      // The result waits for the cgroup's removal, so nothing of the call is left when it returns.
+      if (cg === undefined) done([])
+      else cg.remove().then(() => done([]), (e: Error) => done([`[${e.message}]`]))
     }
 
     child.on('error', e => {

@@ -8,6 +8,7 @@
 import path from 'node:path'
 import type { SandboxPolicy } from '../sandbox-policy'
 import { canonicalPath, defaultHiddenPaths, hiddenContaining, hiddenForms, isInside, nodeFsProbe, type FsProbe } from './hidden-paths'
+import type { TmpfsSizes } from './resource-limits'
 
 export { defaultHiddenPaths } from './hidden-paths'
 
@@ -25,6 +26,10 @@ export interface BwrapArgsInput {
   shell?: string
   /** add --disable-userns (bwrap ≥ 0.8.0): no nested user namespaces (default true) */
   disableUserns?: boolean
+  /** sizes of /tmp, /dev/shm and /run (resource-limits.ts); unsized without */
+  tmpfsSizes?: TmpfsSizes
+  /** the fd the seccomp program is read from (--seccomp), if any */
+  seccompFd?: number
   fs?: FsProbe
 }
 
@@ -43,15 +48,29 @@ export function isolationArgs (disableUserns = true): string[] {
   ]
 }
 
-/** The base file system: host read-only, fresh /tmp, /dev, /proc, /dev/shm, /run. */
-export const BASE_MOUNT_ARGS: readonly string[] = [
-  '--ro-bind', '/', '/',
-  '--tmpfs', '/tmp',
-  '--dev', '/dev',
-  '--proc', '/proc',
-  '--tmpfs', '/dev/shm',
-  '--tmpfs', '/run'
-]
+/**
+ * The base file system: host read-only, fresh /tmp, /dev, /proc, /dev/shm, /run. The
+ * writable tmpfs mounts get a size (bwrap --size, ≥ 0.5) so filling them cannot eat the
+ * machine's memory; /dev itself (an unsized tmpfs from --dev) is read-only, its device
+ * nodes still work. /proc/1/mem is masked: pid 1 is bwrap's init, and writing into it
+ * could make it outlive bwrap (see seccomp.ts, ptrace).
+ */
+export function baseMountArgs (sizes?: TmpfsSizes): string[] {
+  const sized = (bytes: number | undefined): string[] => (bytes === undefined ? [] : ['--size', String(bytes)])
+  return [
+    '--ro-bind', '/', '/',
+    ...sized(sizes?.tmp), '--tmpfs', '/tmp',
+    '--dev', '/dev',
+    '--proc', '/proc',
+    '--ro-bind', '/dev/null', '/proc/1/mem',
+    '--ro-bind', '/dev/null', '/proc/1/task/1/mem',
+    ...sized(sizes?.shm), '--tmpfs', '/dev/shm',
+    '--remount-ro', '/dev',
+    ...sized(sizes?.run), '--tmpfs', '/run'
+  ]
+}
+
+export const BASE_MOUNT_ARGS: readonly string[] = baseMountArgs()
 
 /** Covered by a fresh mount above: a hidden path below these is already invisible. */
 const FRESH_ROOTS = ['/tmp', '/dev', '/proc', '/run']
@@ -154,7 +173,7 @@ export function buildBwrapArgs (input: BwrapArgsInput): string[] {
     if (!isInside(chdir, cwd)) throw new SandboxPolicyError(`the tool's directory ${input.chdir} is outside the sandbox's working directory ${input.policy.cwd}`)
   }
 
-  const args = [...isolationArgs(input.disableUserns ?? true), ...BASE_MOUNT_ARGS]
+  const args = [...isolationArgs(input.disableUserns ?? true), ...baseMountArgs(input.tmpfsSizes)]
   // After --tmpfs /tmp, so a working directory under /tmp is the host's, not the fresh one.
   args.push('--bind', cwd, cwd)
   for (const rel of PROTECTED_IN_CWD) {
@@ -176,6 +195,7 @@ export function buildBwrapArgs (input: BwrapArgsInput): string[] {
   for (const k of Object.keys(input.env)) if (isSecretEnvName(k)) unset.add(k)
   for (const k of [...unset].sort()) args.push('--unsetenv', k)
 
+  if (input.seccompFd !== undefined) args.push('--seccomp', String(input.seccompFd))
   args.push('--', input.shell ?? 'bash', '-c', input.command)
   return args
 }
