@@ -53,7 +53,7 @@ describe('bwrap arguments', () => {
     const s = args.join(' ')
     expect(s).toContain('--size 1000 --tmpfs /tmp --dev /dev')
     expect(s).toContain('--size 200 --tmpfs /dev/shm --remount-ro /dev --size 30 --tmpfs /run')
-    expect(args.slice(-6)).toEqual(['--seccomp', '3', '--', 'bash', '-c', 'true'])
+    expect(args.slice(-6)).toEqual(['--add-seccomp-fd', '3', '--', 'bash', '-c', 'true'])
   })
 
   it('binds a working directory under /tmp after the fresh /tmp', () => {

@@ -5,17 +5,18 @@
  * Cancel or timeout kills the whole sandbox: SIGKILL to bwrap's process group, and
  * --die-with-parent plus the PID namespace take everything started inside with it.
  */
-import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import type { Readable, Writable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import { OutputAccumulator, type OutputLimits } from './output-limit'
 import { buildBwrapArgs, isSecretEnvName, SandboxPolicyError, sandboxEnv } from './sandbox/bwrap-args'
-import { CallCgroup, launcherArgv } from './sandbox/resource-cgroups'
+import { CallCgroup } from './sandbox/resource-cgroups'
 import { cpuLimitReason, cpuTimeMsFor, limitNotes, resolveResourceLimits, tmpfsSizes, ulimitPrefix, type ResourceLimits } from './sandbox/resource-limits'
 import { sandboxProbe, type ProbeOptions, type SandboxProbe } from './sandbox/sandbox-probe'
+import { SandboxPlacementError, SECCOMP_FD, spawnSandbox } from './sandbox/spawn-sandbox'
 import { abortWords, argsObject, effectiveTimeout, timeoutReason, validateArgs } from './tool-args'
 import type { Tool, ToolContext, ToolResult } from './tool'
 
@@ -67,9 +68,9 @@ interface Spawned {
   env: Record<string, string>
   cwd: string
   sandboxed: boolean
-  /** written to the child's fd 3 (bwrap's --seccomp 3) */
-  fd3?: Buffer
-  /** the call's cgroup, removed after it */
+  /** the seccomp program bwrap reads on fd 3 */
+  seccomp?: Buffer
+  /** the call's cgroup, joined before bwrap forks, removed after the call */
   cgroup?: CallCgroup
   limits?: { resources: ResourceLimits; cpuTimeMs: number }
 }
@@ -124,10 +125,10 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
             chdir: ctx.cwd,
             disableUserns: p.disableUserns,
             ...(p.tmpfsSizes ? { tmpfsSizes: tmpfsSizes(resources) } : {}),
-            ...(p.seccomp !== undefined ? { seccompFd: 3 } : {})
+            ...(p.seccomp !== undefined ? { seccompFd: SECCOMP_FD } : {})
           })
           spec = { file: p.bwrapPath, args: bargs, env: sandboxEnv(env, home), cwd: '/', sandboxed: true, limits: { resources, cpuTimeMs } }
-          if (p.seccomp !== undefined) spec.fd3 = p.seccomp
+          if (p.seccomp !== undefined) spec.seccomp = p.seccomp
         } catch (e) {
           if (e instanceof SandboxPolicyError) return { status: 'error', output: `The command did not run: ${e.message}` }
           throw e
@@ -138,9 +139,6 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
           } catch (e) {
             return { status: 'error', output: `The command did not run: ${(e as Error).message}` }
           }
-          const l = launcherArgv(spec.cgroup.procsFiles, spec.file, spec.args)
-          spec.file = l.file
-          spec.args = l.args
         }
       }
       return runSpawned(spec, effectiveTimeout(tool, args), ctx, opts.limits, warning)
@@ -159,10 +157,23 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     }
     if (warning !== undefined) ctx.onOutput?.(warning + '\n')
 
-    const common = { cwd: spec.cwd, env: spec.env, detached: true }
-    // fd 3 only when bwrap reads it (--seccomp 3 closes it after): nothing else reaches the sandbox
-    const child = spawn(spec.file, spec.args, { ...common, stdio: spec.fd3 === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'] })
-    if (spec.fd3 !== undefined) (child.stdio[3] as Writable).end(spec.fd3)
+    let child: ChildProcess
+    try {
+      child = spawnSandbox({
+        file: spec.file,
+        args: spec.args,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        options: { cwd: spec.cwd, env: spec.env, detached: true },
+        ...(spec.seccomp !== undefined ? { seccomp: spec.seccomp } : {}),
+        ...(spec.cgroup !== undefined ? { cgroup: spec.cgroup } : {})
+      })
+    } catch (e) {
+      if (!(e instanceof SandboxPlacementError)) throw e
+      const done = (): void => resolve({ status: 'error', output: `The command did not run: ${e.message}` })
+      if (spec.cgroup === undefined) done()
+      else spec.cgroup.remove().then(done, done)
+      return
+    }
     const stdout = child.stdout as Readable
     const stderr = child.stderr as Readable
     const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const

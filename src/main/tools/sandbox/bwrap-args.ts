@@ -28,7 +28,7 @@ export interface BwrapArgsInput {
   disableUserns?: boolean
   /** sizes of /tmp, /dev/shm and /run (resource-limits.ts); unsized without */
   tmpfsSizes?: TmpfsSizes
-  /** the fd the seccomp program is read from (--seccomp), if any */
+  /** the fd the seccomp program is read from (--add-seccomp-fd: read before bwrap forks, spawn-sandbox.ts), if any */
   seccompFd?: number
   fs?: FsProbe
 }
@@ -195,7 +195,7 @@ export function buildBwrapArgs (input: BwrapArgsInput): string[] {
   for (const k of Object.keys(input.env)) if (isSecretEnvName(k)) unset.add(k)
   for (const k of [...unset].sort()) args.push('--unsetenv', k)
 
-  if (input.seccompFd !== undefined) args.push('--seccomp', String(input.seccompFd))
+  if (input.seccompFd !== undefined) args.push('--add-seccomp-fd', String(input.seccompFd))
   args.push('--', input.shell ?? 'bash', '-c', input.command)
   return args
 }

@@ -51,7 +51,7 @@ export function v1Dir (controller: string, mounts: CgroupMount[], own: ProcCgrou
   const p = own.find(x => x.controllers.includes(controller))
   if (m === undefined || p === undefined) return undefined
   if (!(p.path === m.root || p.path.startsWith(m.root === '/' ? '/' : m.root + '/'))) return undefined // outside what this mount shows
-  return path.join(m.mountPoint, m.root === '/' ? p.path : p.path.slice(m.root.length))
+  return path.normalize(path.join(m.mountPoint, m.root === '/' ? p.path : p.path.slice(m.root.length))).replace(/(.)\/$/, '$1')
 }
 
 export type CgroupBase =
@@ -224,6 +224,18 @@ export class CallCgroup {
 
   get paths (): readonly string[] { return this.dirs }
 
+  /**
+   * Moves a process in, before it has forked: a bwrap still reading its seccomp program
+   * from fd 3 (it reads it while parsing arguments, before any clone). Throws why not.
+   */
+  join (pid: number): void {
+    try {
+      for (const f of this.procsFiles) fs.writeFileSync(f, String(pid))
+    } catch (e) {
+      throw new Error(`could not place the command in its cgroup: ${errText(e)}`, { cause: e })
+    }
+  }
+
   /** CPU time used by all of the call's processes so far, or undefined without accounting. */
   cpuUsageMs (): number | undefined {
     const d = this.files.cpu
@@ -327,7 +339,14 @@ export interface LimitProbe { enforcement: LimitEnforcement; base?: CgroupBase }
  * What this machine can enforce: a per-call cgroup (made, joined by the launcher for real,
  * removed), RLIMIT_NPROC per sandbox (not root, Linux ≥ 5.14), and the inherited hard limits.
  */
-export async function probeLimitEnforcement (opts: { cgroups?: boolean; uid?: number; release?: string; timeoutMs?: number } = {}): Promise<LimitProbe> {
+export async function probeLimitEnforcement (opts: {
+  cgroups?: boolean
+  uid?: number
+  release?: string
+  timeoutMs?: number
+  /** runs a process placed in `cg` that prints its /proc/self/cgroup (default: the launcher running cat) */
+  placed?: (cg: CallCgroup) => Promise<{ code: number | null; out: string }>
+} = {}): Promise<LimitProbe> {
   const uid = opts.uid ?? process.getuid?.()
   const enforcement: LimitEnforcement = {
     nprocRlimit: uid !== 0 && kernelCountsNprocPerNamespace(opts.release ?? os.release()),
@@ -345,14 +364,18 @@ export async function probeLimitEnforcement (opts: { cgroups?: boolean; uid?: nu
     return { enforcement: { ...enforcement, cgroupProblem: errText(e) } }
   }
   const l = launcherArgv(cg.procsFiles, '/bin/cat', ['/proc/self/cgroup'])
-  const r = await runCapture(l.file, l.args, opts.timeoutMs ?? 3000)
+  const r = await (opts.placed ?? (() => runCapture(l.file, l.args, opts.timeoutMs ?? 3000)))(cg)
   const name = path.basename(cg.paths[0] ?? '')
   try {
     await cg.remove()
   } catch (e) {
     return { enforcement: { ...enforcement, cgroupProblem: errText(e) } }
   }
-  if (r.code !== 0 || !r.out.includes(`/${name}`)) {
+  // every hierarchy we made one in must show it (a process left outside any would escape that limit)
+  const shown = parseProcCgroup(r.out).filter(x => x.path.endsWith(`/${name}`)).flatMap(x => x.controllers)
+  const wanted = base.version === 2 ? [] : (['pids', 'memory', 'cpuacct'] as const).filter(c => base[c] !== undefined)
+  const inV2 = base.version === 2 && parseProcCgroup(r.out).some(x => x.id === '0' && x.path.endsWith(`/${name}`))
+  if (r.code !== 0 || (base.version === 2 ? !inV2 : wanted.some(c => !shown.includes(c)))) {
     return { enforcement: { ...enforcement, cgroupProblem: `a process could not join the call's cgroup (${r.out.trim().split('\n').slice(-1)[0] ?? `exit ${r.code}`})` } }
   }
   const cgroup = base.version === 2

@@ -175,8 +175,8 @@ export function limitNotes (l: ResourceLimits, ev: LimitEvents, exitCode: number
   if ((ev.oomKills ?? 0) > 0) {
     out.push(`[${ev.oomKills === 1 ? 'a process was' : `${ev.oomKills} processes were`} killed for exceeding the command's memory limit of ${formatBytes(l.memoryBytes)}]`)
   }
-  // 128 + SIGXCPU: the shell itself ran out of CPU time
-  if (exitCode === 152) out.push(`[the command's shell ran out of its CPU time limit of ${formatSeconds(cpuTimeMs)} (SIGXCPU)]`)
+  // 128 + SIGXCPU: the shell itself ran out of CPU time (RLIMIT_CPU counts whole seconds)
+  if (exitCode === 152) out.push(`[the command's shell ran out of CPU time: SIGXCPU at the per-process limit of ${Math.max(1, Math.ceil(cpuTimeMs / 1000))} s]`)
   return out
 }
 

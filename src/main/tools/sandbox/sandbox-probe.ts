@@ -4,12 +4,13 @@
  * On failure the message says what to install or which setting blocks it, so the user can
  * act on it (notes/sandbox.md, "Pitfalls").
  */
-import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import { baseMountArgs, isolationArgs } from './bwrap-args'
-import { probeLimitEnforcement, type CgroupBase } from './resource-cgroups'
+import { probeLimitEnforcement, type CallCgroup, type CgroupBase } from './resource-cgroups'
 import { defaultResourceLimits, enforcementWarnings, tmpfsSizes, type LimitEnforcement } from './resource-limits'
 import { sandboxSeccomp } from './seccomp'
+import { SECCOMP_FD, spawnSandbox } from './spawn-sandbox'
 
 export const MIN_SAFE_BWRAP_VERSION = '0.12.0'
 /** --disable-userns appeared in 0.8.0 */
@@ -142,7 +143,7 @@ export function classifyBwrapFailure (stderr: string, facts: HostFacts): { reaso
 
 interface RunResult { code: number | null; stdout: string; stderr: string; error?: NodeJS.ErrnoException; timedOut: boolean }
 
-function run (file: string, args: string[], env: Record<string, string | undefined>, timeoutMs: number, fd3?: Buffer): Promise<RunResult> {
+function run (file: string, args: string[], env: Record<string, string | undefined>, timeoutMs: number, seccomp?: Buffer, cgroup?: CallCgroup): Promise<RunResult> {
   return new Promise(resolve => {
     let stdout = ''
     let stderr = ''
@@ -154,8 +155,16 @@ function run (file: string, args: string[], env: Record<string, string | undefin
       clearTimeout(timer)
       resolve(r)
     }
-    const child = spawn(file, args, { env: { PATH: env.PATH ?? process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe', ...(fd3 === undefined ? [] : ['pipe' as const])] })
-    if (fd3 !== undefined) (child.stdio[3] as NodeJS.WritableStream).end(fd3)
+    let child: ChildProcess
+    try {
+      child = spawnSandbox({
+        file, args, stdio: ['ignore', 'pipe', 'pipe'], options: { env: { PATH: env.PATH ?? process.env.PATH } },
+        ...(seccomp !== undefined ? { seccomp } : {}), ...(cgroup !== undefined ? { cgroup } : {})
+      })
+    } catch (e) {
+      resolve({ code: null, stdout, stderr: (e as Error).message, timedOut })
+      return
+    }
     const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL') }, timeoutMs)
     child.stdout?.on('data', (b: Buffer) => { stdout += b.toString() })
     child.stderr?.on('data', (b: Buffer) => { stderr += b.toString() })
@@ -183,7 +192,7 @@ export async function probeSandbox (opts: ProbeOptions = {}): Promise<SandboxPro
   const filter = sandboxSeccomp()
   const trial = (seccomp: Buffer | undefined, sized: boolean): Promise<RunResult> => run(bwrapPath, [
     ...isolationArgs(disableUserns), ...baseMountArgs(sized ? tmpfsSizes(defaultResourceLimits()) : undefined),
-    ...(seccomp === undefined ? [] : ['--seccomp', '3']), '--', 'true'
+    ...(seccomp === undefined ? [] : ['--add-seccomp-fd', String(SECCOMP_FD)]), '--', 'true'
   ], env, timeoutMs, seccomp)
   const failed = (r: RunResult): boolean => r.timedOut || r.code !== 0 || r.error !== undefined
   const program = filter.ok ? filter.program : undefined
@@ -219,7 +228,16 @@ export async function probeSandbox (opts: ProbeOptions = {}): Promise<SandboxPro
     warnings.push(`bubblewrap ${version ?? '(unknown version)'} is older than ${MIN_SAFE_BWRAP_VERSION}: earlier versions have a flaw ` +
       'that can let a sandboxed command write to the host through a symlink (GHSA-pxhw-h44j-8pfx). Upgrade bubblewrap when your distribution offers 0.12 or later.')
   }
-  const limits = await probeLimitEnforcement({ cgroups: opts.cgroups, timeoutMs })
+  // Placement checked the way the bash tool will place its calls, seen from inside (no
+  // cgroup namespace for this one run, so the path shows).
+  const placed = async (cg: CallCgroup): Promise<{ code: number | null; out: string }> => {
+    const r = await run(bwrapPath, [
+      ...isolationArgs(disableUserns).filter(a => a !== '--unshare-cgroup-try'), ...baseMountArgs(),
+      ...(seccomp === undefined ? [] : ['--add-seccomp-fd', String(SECCOMP_FD)]), '--', 'cat', '/proc/self/cgroup'
+    ], env, timeoutMs, seccomp, cg)
+    return { code: r.code, out: r.stdout + r.stderr }
+  }
+  const limits = await probeLimitEnforcement({ cgroups: opts.cgroups, timeoutMs, placed })
   warnings.push(...enforcementWarnings(limits.enforcement, (opts.facts ?? readHostFacts()).uid))
   return {
     ok: true,
