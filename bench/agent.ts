@@ -1,20 +1,19 @@
 // Benchmarks of the agent runtime (DESIGN.md, "Agents") and of the bash tool's sandbox,
 // each beside a baseline measured in the same run. Prints one JSON line per measurement;
 // see bench/README.md.
-import { spawn } from 'node:child_process'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import type { Writable } from 'node:stream'
 import { HistoryStore } from '../src/main/history/history-store'
 import { FakeProvider, type FakeTurn } from '../src/main/llm/fake-provider'
 import type { LlmProvider } from '../src/main/llm/provider'
 import { AgentHost, type AgentConfig } from '../src/main/runtime/agent/agent-host'
 import { createBashTool } from '../src/main/tools/bash-tool'
 import { buildBwrapArgs } from '../src/main/tools/sandbox/bwrap-args'
-import { CallCgroup, launcherArgv } from '../src/main/tools/sandbox/resource-cgroups'
+import { CallCgroup } from '../src/main/tools/sandbox/resource-cgroups'
 import { resolveResourceLimits, tmpfsSizes, ulimitPrefix } from '../src/main/tools/sandbox/resource-limits'
 import { sandboxProbe } from '../src/main/tools/sandbox/sandbox-probe'
+import { spawnSandbox } from '../src/main/tools/sandbox/spawn-sandbox'
 import type { SandboxPolicy } from '../src/main/tools/sandbox-policy'
 import type { Tool } from '../src/main/tools/tool'
 import type { Entry } from '../src/shared/entry'
@@ -170,13 +169,14 @@ async function stepOverhead (): Promise<void> {
 
 // ---------------------------------------------------------------- b. bwrap overhead
 
-/** Spawns until exit; `fd3` is written to the child's fd 3 (bwrap's --seccomp 3), after `placed(pid)`. */
-function spawnUntilExit (file: string, args: string[], cwd: string, fd3?: Buffer, placed?: (pid: number) => void): Promise<number> {
+/** Spawns (through the bash tool's spawnSandbox) until exit. */
+function spawnUntilExit (file: string, args: string[], cwd: string, seccomp?: Buffer, cgroup?: CallCgroup): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now()
-    const child = spawn(file, args, { cwd, stdio: fd3 === undefined ? 'ignore' : ['ignore', 'ignore', 'ignore', 'pipe'] })
-    if (placed !== undefined && child.pid !== undefined) placed(child.pid)
-    if (fd3 !== undefined) (child.stdio[3] as Writable).end(fd3)
+    const child = spawnSandbox({
+      file, args, stdio: ['ignore', 'ignore', 'ignore'], options: { cwd },
+      ...(seccomp !== undefined ? { seccomp } : {}), ...(cgroup !== undefined ? { cgroup } : {})
+    })
     child.on('error', reject)
     child.on('exit', code => {
       if (code !== 0) reject(new Error(`${file} exited with ${code}`))
@@ -215,10 +215,7 @@ async function bwrapOverhead (): Promise<void> {
   const full = async (): Promise<number> => {
     const t0 = performance.now()
     const cg = probe.cgroupBase === undefined ? undefined : CallCgroup.create(probe.cgroupBase, limits)
-    if (cg !== undefined && probe.seccomp === undefined) {
-      const l = launcherArgv(cg.procsFiles, probe.bwrapPath, sargs)
-      await spawnUntilExit(l.file, l.args, cwd)
-    } else await spawnUntilExit(probe.bwrapPath, sargs, cwd, probe.seccomp, cg === undefined ? undefined : pid => cg.join(pid))
+    await spawnUntilExit(probe.bwrapPath, sargs, cwd, probe.seccomp, cg)
     const t1 = performance.now()
     await cg?.remove()
     removeMs.push(performance.now() - t1)
@@ -254,7 +251,7 @@ async function bwrapOverhead (): Promise<void> {
     ok: extra <= target,
     fullMs: round(f),
     fullP90Ms: round(p90[3]),
-    fullName: 'cgroup made + bwrap joins it while it reads its filter + bwrap (sized tmpfs, read-only /dev, --seccomp 3 on a pipe) of the ulimit line and true + cgroup removed',
+    fullName: 'cgroup made + bwrap joins it while it reads its filter + bwrap (sized tmpfs, read-only /dev, --add-seccomp-fd 3 on a pipe) of the ulimit line and true + cgroup removed',
     bwrapMs: round(b),
     bwrapP90Ms: round(p90[1]),
     bwrapName: 'bwrap alone: buildBwrapArgs(...) without the filter, no cgroup',

@@ -173,22 +173,19 @@ describe.skipIf(!haveBwrap)('resource limits (real bwrap)', () => {
 
   it('a CPU loop, alone or spread over processes, is stopped at the CPU time limit of the whole call', async () => {
     const cpu = createBashTool({ home, env, resourceLimits: { ...LIMITS, cpuTimeMs: 1500 } })
+    // the words come from the call's summed CPU time (a per-process limit would kill each loop by SIGXCPU);
+    // wall time is not asserted: on a loaded machine 1.5 s of CPU can take much longer
     for (const command of ['while :; do :; done', 'for i in 1 2 3 4; do (while :; do :; done) & done; wait']) {
-      const t0 = Date.now()
-      const r = await cpu.run({ command, timeoutMs: 20_000 }, ctx())
-      // four loops on this machine's cores would take 1.5 s each under a per-process limit
-      expect(Date.now() - t0).toBeLessThan(command.includes('for') ? 4000 : 8000)
+      const r = await cpu.run({ command, timeoutMs: 25_000 }, ctx())
       expect(r.output).toBe('[the command used up its CPU time limit of 1.5 s (the CPU time of all its processes; a longer timeoutMs gives more); ' +
         'the command and everything it started were killed]')
       await quiet()
     }
-  })
+  }, 60_000)
 
   it('without cgroups, rlimits still bound CPU time and memory per process, and the tmpfs sizes hold', async () => {
     const plain = createBashTool({ home, env, resourceLimits: { ...LIMITS, cpuTimeMs: 1500 }, cgroups: false })
-    const t0 = Date.now()
-    const loop = await plain.run({ command: 'while :; do :; done', timeoutMs: 20_000 }, ctx())
-    expect(Date.now() - t0).toBeLessThan(8000)
+    const loop = await plain.run({ command: 'while :; do :; done', timeoutMs: 25_000 }, ctx())
     expect(loop.output).toContain('[the command\'s shell ran out of CPU time: SIGXCPU at the per-process limit of 2 s]')
     expect(loop.exitCode).toBe(152)
     const hog = await plain.run({ command: `${PYTHON} -c "b = b'x' * (1024 << 20)"` }, ctx())
@@ -202,7 +199,7 @@ describe.skipIf(!haveBwrap)('resource limits (real bwrap)', () => {
     if (p.ok && process.getuid?.() === 0) expect(p.warnings.join('\n')).toMatch(/cannot limit the number of processes here: Arbor runs as root/)
     if (p.ok) expect(p.warnings.join('\n')).toMatch(/limits memory per process only \(RLIMIT_DATA\)/)
     await quiet()
-  })
+  }, 60_000)
 
   it('the call runs in its own cgroup, cannot leave it from inside, and the cgroup is gone after the call', async () => {
     let inside: string[] = []

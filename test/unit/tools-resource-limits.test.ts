@@ -105,7 +105,7 @@ describe('cgroup discovery', () => {
     expect(kernelCountsNprocPerNamespace('weird')).toBe(false)
   })
 
-  it('the launcher joins every cgroup, then becomes the command', () => {
+  it('the launcher moves itself into every cgroup, then becomes the command', () => {
     expect(launcherArgv(['/a/cgroup.procs', '/b/cgroup.procs'], 'bwrap', ['--x', '--'])).toEqual({
       file: '/bin/sh', args: ['-c', LAUNCHER_SCRIPT, 'arbor-sandbox', '/a/cgroup.procs', '/b/cgroup.procs', '--', 'bwrap', '--x', '--']
     })

@@ -162,14 +162,24 @@ function counter (text: string | undefined, key: string): number | undefined {
 
 /** One call's cgroup(s): made before the spawn, read and removed after. */
 export class CallCgroup {
-  /** the files the launcher writes its pid to */
+  /** the files another process writes a pid to (cgroup.procs) */
   readonly procsFiles: string[]
+  /**
+   * The files the launcher writes "0" to, moving itself: v1's `tasks` (one thread moving
+   * itself skips the global threadgroup lock, whose RCU grace period costs 10+ ms per call;
+   * kernel/cgroup/cgroup.c cgroup_procs_write_start), v2's cgroup.procs (no such shortcut).
+   */
+  readonly selfJoinFiles: string[]
   private readonly dirs: string[]
 
   private constructor (readonly base: CgroupBase, dirs: string[], private readonly files: { pids?: string; memory?: string; cpu?: string }) {
     this.dirs = dirs
     this.procsFiles = dirs.map(d => path.join(d, 'cgroup.procs'))
+    this.selfJoinFiles = dirs.map(d => path.join(d, base.version === 1 ? 'tasks' : 'cgroup.procs'))
   }
+
+  /** Whether a launcher joining by itself is the cheaper way in (v1), or moving bwrap from outside (v2). */
+  get joinsBySelf (): boolean { return this.base.version === 1 }
 
   /** Makes the cgroup with the limits set; on failure removes what it made and throws. */
   static create (base: CgroupBase, l: ResourceLimits): CallCgroup {
@@ -304,10 +314,10 @@ export class CallCgroup {
 }
 
 /**
- * The launcher: `/bin/sh -c SCRIPT arbor-sandbox FILE... -- bwrap ARGS...` joins every
- * cgroup, then becomes bwrap, so nothing of the call starts outside.
+ * The launcher: `/bin/sh -c SCRIPT arbor-sandbox FILE... -- bwrap ARGS...` moves itself
+ * into every cgroup (writing "0": itself), then becomes bwrap, so nothing of the call starts outside.
  */
-export const LAUNCHER_SCRIPT = 'for f do [ "$f" = -- ] && break; echo $$ > "$f" || { echo "arbor: could not place the command in its cgroup $f" >&2; exit 125; }; shift; done; shift; exec "$@"'
+export const LAUNCHER_SCRIPT = 'for f do [ "$f" = -- ] && break; echo 0 > "$f" || { echo "arbor: could not place the command in its cgroup $f" >&2; exit 125; }; shift; done; shift; exec "$@"'
 
 export function launcherArgv (procsFiles: readonly string[], file: string, args: readonly string[]): { file: string; args: string[] } {
   return { file: '/bin/sh', args: ['-c', LAUNCHER_SCRIPT, 'arbor-sandbox', ...procsFiles, '--', file, ...args] }
@@ -363,7 +373,7 @@ export async function probeLimitEnforcement (opts: {
   } catch (e) {
     return { enforcement: { ...enforcement, cgroupProblem: errText(e) } }
   }
-  const l = launcherArgv(cg.procsFiles, '/bin/cat', ['/proc/self/cgroup'])
+  const l = launcherArgv(cg.selfJoinFiles, '/bin/cat', ['/proc/self/cgroup'])
   const r = await (opts.placed ?? (() => runCapture(l.file, l.args, opts.timeoutMs ?? 3000)))(cg)
   const name = path.basename(cg.paths[0] ?? '')
   try {

@@ -1,10 +1,13 @@
 /**
  * Starts bwrap with its seccomp program and inside the call's cgroup, so that nothing of
- * the call runs outside either. bwrap reads an `--add-seccomp-fd` program while parsing its
- * arguments, before its first clone (bubblewrap.c since 0.6; `--seccomp FD` is read only
- * later, in the sandbox child): until we write the program to fd 3 it is a single blocked
- * process, and we move it into the cgroup first. Without a program a small shell joins
- * the cgroup and then execs bwrap (one exec more).
+ * the call runs outside either. Two ways in:
+ * - cgroup v1: a small shell moves itself (its only thread: no global lock, see
+ *   CallCgroup.selfJoinFiles) and execs bwrap; one exec, but 10+ ms cheaper than a move
+ *   from outside;
+ * - cgroup v2: bwrap reads an `--add-seccomp-fd` program while parsing its arguments,
+ *   before its first clone (bubblewrap.c since 0.6; `--seccomp FD` is read later, in the
+ *   sandbox child): until we write the program to fd 3 it is a single blocked process, and
+ *   we move it into the cgroup first. Without a program, the shell again.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import type { Writable } from 'node:stream'
@@ -32,10 +35,11 @@ export class SandboxPlacementError extends Error {
 export function spawnSandbox (s: SandboxSpawn): ChildProcess {
   let file = s.file
   let args = s.args
-  if (s.cgroup !== undefined && s.seccomp === undefined) ({ file, args } = launcherArgv(s.cgroup.procsFiles, file, args))
+  const launcher = s.cgroup !== undefined && (s.cgroup.joinsBySelf || s.seccomp === undefined)
+  if (launcher && s.cgroup !== undefined) ({ file, args } = launcherArgv(s.cgroup.selfJoinFiles, file, args))
   const child = spawn(file, args, { ...s.options, stdio: s.seccomp === undefined ? s.stdio : [...s.stdio, 'pipe'] })
   if (s.seccomp === undefined) return child
-  if (s.cgroup !== undefined && child.pid !== undefined) {
+  if (!launcher && s.cgroup !== undefined && child.pid !== undefined) {
     try {
       s.cgroup.join(child.pid)
     } catch (e) {
