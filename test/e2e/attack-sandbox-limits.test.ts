@@ -14,9 +14,13 @@ import net from 'node:net'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createBashTool } from '../../src/main/tools/bash-tool'
-import { parseCgroupMounts, parseProcCgroup, v1Dir } from '../../src/main/tools/sandbox/resource-cgroups'
+import { buildBwrapArgs } from '../../src/main/tools/sandbox/bwrap-args'
+import { CallCgroup, parseCgroupMounts, parseProcCgroup, v1Dir } from '../../src/main/tools/sandbox/resource-cgroups'
+import { resolveResourceLimits } from '../../src/main/tools/sandbox/resource-limits'
 import { clearSandboxProbeCache, sandboxProbe } from '../../src/main/tools/sandbox/sandbox-probe'
+import { SECCOMP_FD, spawnSandbox } from '../../src/main/tools/sandbox/spawn-sandbox'
 import type { Tool, ToolContext, ToolResult } from '../../src/main/tools/tool'
+import { until } from '../helpers/temp-dir'
 
 const haveBwrap = spawnSync('bwrap', ['--version']).status === 0
 if (!haveBwrap && process.env.CI !== undefined) throw new Error('bwrap is missing on CI: install bubblewrap')
@@ -220,6 +224,23 @@ describe.skipIf(!haveBwrap)('resource limits (real bwrap)', () => {
       expect(cg).toMatch(new RegExp(`^\\d+:pids:.*/arbor-${process.pid}-\\d+$`, 'm'))
       expect(cg).toMatch(new RegExp(`^\\d+:memory:.*/arbor-${process.pid}-\\d+$`, 'm'))
     }
+    await quiet()
+  })
+})
+
+describe.skipIf(!haveBwrap)('joining the call\'s cgroup', () => {
+  it('moved from outside while bwrap reads its filter (the cgroup v2 way), no process of the call starts outside', async () => {
+    const p = await sandboxProbe()
+    if (!p.ok || p.cgroupBase === undefined || p.seccomp === undefined) return
+    const cg = CallCgroup.create(p.cgroupBase, resolveResourceLimits(LIMITS))
+    const name = path.basename(cg.paths[0] as string)
+    const args = buildBwrapArgs({ policy: { enabled: true, cwd: proj, hidden: [] }, command: 'sleep 0.3', env, home, seccompFd: SECCOMP_FD })
+    const child = spawnSandbox({ file: p.bwrapPath, args, seccomp: p.seccomp, cgroup: cg, join: 'move', stdio: ['ignore', 'ignore', 'ignore'] })
+    await until(() => descendants().some(pid => { try { return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep') } catch { return false } }), 'the sleep to start', 5000)
+    const outside = descendants().filter(pid => { try { return !fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(`/${name}\n`) } catch { return false } })
+    await new Promise(resolve => child.on('exit', resolve))
+    await cg.remove()
+    expect(outside).toEqual([])
     await quiet()
   })
 })

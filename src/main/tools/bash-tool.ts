@@ -5,7 +5,6 @@
  * Cancel or timeout kills the whole sandbox: SIGKILL to bwrap's process group, and
  * --die-with-parent plus the PID namespace take everything started inside with it.
  */
-import type { ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -16,7 +15,7 @@ import { buildBwrapArgs, isSecretEnvName, SandboxPolicyError, sandboxEnv } from 
 import { CallCgroup } from './sandbox/resource-cgroups'
 import { cpuLimitReason, cpuTimeMsFor, limitNotes, resolveResourceLimits, tmpfsSizes, ulimitPrefix, type ResourceLimits } from './sandbox/resource-limits'
 import { sandboxProbe, type ProbeOptions, type SandboxProbe } from './sandbox/sandbox-probe'
-import { SandboxPlacementError, SECCOMP_FD, spawnSandbox } from './sandbox/spawn-sandbox'
+import { SECCOMP_FD, spawnSandbox } from './sandbox/spawn-sandbox'
 import { abortWords, argsObject, effectiveTimeout, timeoutReason, validateArgs } from './tool-args'
 import type { Tool, ToolContext, ToolResult } from './tool'
 
@@ -157,23 +156,14 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     }
     if (warning !== undefined) ctx.onOutput?.(warning + '\n')
 
-    let child: ChildProcess
-    try {
-      child = spawnSandbox({
-        file: spec.file,
-        args: spec.args,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        options: { cwd: spec.cwd, env: spec.env, detached: true },
-        ...(spec.seccomp !== undefined ? { seccomp: spec.seccomp } : {}),
-        ...(spec.cgroup !== undefined ? { cgroup: spec.cgroup } : {})
-      })
-    } catch (e) {
-      if (!(e instanceof SandboxPlacementError)) throw e
-      const done = (): void => resolve({ status: 'error', output: `The command did not run: ${e.message}` })
-      if (spec.cgroup === undefined) done()
-      else spec.cgroup.remove().then(done, done)
-      return
-    }
+    const child = spawnSandbox({
+      file: spec.file,
+      args: spec.args,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      options: { cwd: spec.cwd, env: spec.env, detached: true },
+      ...(spec.seccomp !== undefined ? { seccomp: spec.seccomp } : {}),
+      ...(spec.cgroup !== undefined ? { cgroup: spec.cgroup } : {})
+    })
     const stdout = child.stdout as Readable
     const stderr = child.stderr as Readable
     const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const

@@ -74,6 +74,26 @@ function tryMkdir (parent: string): string | undefined {
   }
 }
 
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Empty call cgroups of Arbor processes that died mid-call (rmdir fails on a busy one). */
+function removeStale (dir: string): void {
+  let names: string[]
+  try { names = fs.readdirSync(dir) } catch { return }
+  for (const n of names) {
+    const m = /^arbor-(?:probe-)?(\d+)(?:-\d+)?$/.exec(n)
+    if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue
+    try { fs.rmdirSync(path.join(dir, n)) } catch { /* still busy, or not ours to remove */ }
+  }
+}
+
 /** v1 hierarchies we may make children in. */
 function findV1 (mounts: CgroupMount[], own: ProcCgroup[]): CgroupFound {
   const base: CgroupBase = { version: 1 }
@@ -82,8 +102,10 @@ function findV1 (mounts: CgroupMount[], own: ProcCgroup[]): CgroupFound {
     const dir = v1Dir(c, mounts, own)
     if (dir === undefined) continue
     const bad = tryMkdir(dir)
-    if (bad === undefined) base[c] = dir
-    else problems.push(`${c}: ${bad}`)
+    if (bad === undefined) {
+      base[c] = dir
+      removeStale(dir)
+    } else problems.push(`${c}: ${bad}`)
   }
   if (base.pids === undefined && base.memory === undefined) return { problem: `cgroup v1: ${problems.length > 0 ? problems.join('; ') : 'no pids or memory hierarchy'}` }
   return { base, ...(problems.length > 0 ? { problem: problems.join('; ') } : {}) }
@@ -238,9 +260,9 @@ export class CallCgroup {
    * Moves a process in, before it has forked: a bwrap still reading its seccomp program
    * from fd 3 (it reads it while parsing arguments, before any clone). Throws why not.
    */
-  join (pid: number): void {
+  async joinAsync (pid: number): Promise<void> {
     try {
-      for (const f of this.procsFiles) fs.writeFileSync(f, String(pid))
+      for (const f of this.procsFiles) await fs.promises.writeFile(f, String(pid))
     } catch (e) {
       throw new Error(`could not place the command in its cgroup: ${errText(e)}`, { cause: e })
     }

@@ -4,7 +4,6 @@
  * On failure the message says what to install or which setting blocks it, so the user can
  * act on it (notes/sandbox.md, "Pitfalls").
  */
-import type { ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import { baseMountArgs, isolationArgs } from './bwrap-args'
 import { probeLimitEnforcement, type CallCgroup, type CgroupBase } from './resource-cgroups'
@@ -155,16 +154,10 @@ function run (file: string, args: string[], env: Record<string, string | undefin
       clearTimeout(timer)
       resolve(r)
     }
-    let child: ChildProcess
-    try {
-      child = spawnSandbox({
-        file, args, stdio: ['ignore', 'pipe', 'pipe'], options: { env: { PATH: env.PATH ?? process.env.PATH } },
-        ...(seccomp !== undefined ? { seccomp } : {}), ...(cgroup !== undefined ? { cgroup } : {})
-      })
-    } catch (e) {
-      resolve({ code: null, stdout, stderr: (e as Error).message, timedOut })
-      return
-    }
+    const child = spawnSandbox({
+      file, args, stdio: ['ignore', 'pipe', 'pipe'], options: { env: { PATH: env.PATH ?? process.env.PATH } },
+      ...(seccomp !== undefined ? { seccomp } : {}), ...(cgroup !== undefined ? { cgroup } : {})
+    })
     const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL') }, timeoutMs)
     child.stdout?.on('data', (b: Buffer) => { stdout += b.toString() })
     child.stderr?.on('data', (b: Buffer) => { stderr += b.toString() })

@@ -25,28 +25,36 @@ export interface SandboxSpawn {
   /** stdin, stdout, stderr */
   stdio: ['ignore', 'pipe' | 'ignore', 'pipe' | 'ignore']
   options?: Omit<SpawnOptions, 'stdio'>
+  /** how bwrap enters the cgroup (default: the launcher on v1, the move from outside on v2; tests force either) */
+  join?: 'launcher' | 'move'
 }
 
 export class SandboxPlacementError extends Error {
   override name = 'SandboxPlacementError'
 }
 
-/** Spawns; throws SandboxPlacementError (the child killed) if it could not join the cgroup. */
+/**
+ * Spawns. A v1 launcher that cannot join exits 125 saying so; a v2 move that fails kills
+ * bwrap and emits the SandboxPlacementError as the child's 'error'. The v2 move runs off the
+ * event loop (it waits for an RCU grace period in the kernel).
+ */
 export function spawnSandbox (s: SandboxSpawn): ChildProcess {
   let file = s.file
   let args = s.args
-  const launcher = s.cgroup !== undefined && (s.cgroup.joinsBySelf || s.seccomp === undefined)
+  const launcher = s.cgroup !== undefined && (s.seccomp === undefined || (s.join ?? (s.cgroup.joinsBySelf ? 'launcher' : 'move')) === 'launcher')
   if (launcher && s.cgroup !== undefined) ({ file, args } = launcherArgv(s.cgroup.selfJoinFiles, file, args))
   const child = spawn(file, args, { ...s.options, stdio: s.seccomp === undefined ? s.stdio : [...s.stdio, 'pipe'] })
-  if (s.seccomp === undefined) return child
-  if (!launcher && s.cgroup !== undefined && child.pid !== undefined) {
-    try {
-      s.cgroup.join(child.pid)
-    } catch (e) {
+  const seccomp = s.seccomp
+  if (seccomp === undefined) return child
+  const release = (): void => { (child.stdio[SECCOMP_FD] as Writable).end(seccomp) }
+  const cg = s.cgroup
+  if (launcher || cg === undefined || child.pid === undefined) release()
+  else {
+    const pid = child.pid
+    cg.joinAsync(pid).then(release, (e: Error) => {
       child.kill('SIGKILL')
-      throw new SandboxPlacementError((e as Error).message, { cause: e })
-    }
+      child.emit('error', new SandboxPlacementError(e.message, { cause: e }))
+    })
   }
-  ;(child.stdio[SECCOMP_FD] as Writable).end(s.seccomp)
   return child
 }
