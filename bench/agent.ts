@@ -251,7 +251,7 @@ async function bwrapOverhead (): Promise<void> {
     ok: extra <= target,
     fullMs: round(f),
     fullP90Ms: round(p90[3]),
-    fullName: 'cgroup made + bwrap joins it while it reads its filter + bwrap (sized tmpfs, read-only /dev, --add-seccomp-fd 3 on a pipe) of the ulimit line and true + cgroup removed',
+    fullName: 'cgroup made + joined (v1: the launcher moves itself; v2: bwrap moved while it reads its filter) + bwrap (sized tmpfs, read-only /dev, --add-seccomp-fd 3 on a pipe) of the ulimit line and true + cgroup removed',
     bwrapMs: round(b),
     bwrapP90Ms: round(p90[1]),
     bwrapName: 'bwrap alone: buildBwrapArgs(...) without the filter, no cgroup',

@@ -198,12 +198,14 @@ export async function probeSandbox (opts: ProbeOptions = {}): Promise<SandboxPro
     const plain = await trial(undefined, false)
     if (!failed(plain)) {
       const said = (r: RunResult): string => r.stderr.trim().split('\n').slice(-1)[0] ?? `exit ${r.code}`
-      if (program !== undefined && failed(await trial(program, false))) {
-        warnings.push(`bwrap refused the seccomp filter (${said(t)}); the bash sandbox runs without it, so commands can use the calls it blocks (TIOCSTI, keyctl, Unix sockets, ...).`)
+      const withFilter = program === undefined ? undefined : await trial(program, false)
+      if (withFilter !== undefined && failed(withFilter)) {
+        warnings.push(`bwrap refused the seccomp filter (${said(withFilter)}); the bash sandbox runs without it, so commands can use the calls it blocks (TIOCSTI, keyctl, Unix sockets, ...).`)
         seccomp = undefined
       }
-      if (failed(await trial(seccomp, true))) {
-        warnings.push(`bwrap refused sizes for its tmpfs mounts (${said(t)}; a setuid bwrap does); /tmp, /dev/shm and /run are unsized, bounded only by memory limits.`)
+      const withSizes = await trial(seccomp, true)
+      if (failed(withSizes)) {
+        warnings.push(`bwrap refused sizes for its tmpfs mounts (${said(withSizes)}; a setuid bwrap does); /tmp, /dev/shm and /run are unsized, bounded only by memory limits.`)
         sized = false
       }
       t = await trial(seccomp, sized)
