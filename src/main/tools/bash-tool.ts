@@ -4,6 +4,9 @@
  * namespace. Output streams to ctx.onOutput and comes back through the output limit.
  * Cancel or timeout kills the whole sandbox: SIGKILL to bwrap's process group, and
  * --die-with-parent plus the PID namespace take everything started inside with it.
+ * Every sandboxed call runs under the seccomp filter (sandbox/seccomp.ts) and the resource
+ * limits (sandbox/resource-limits.ts: its own cgroup where possible, rlimits, sized tmpfs);
+ * a limit the call ran into is said in its result.
  */
 import fs from 'node:fs'
 import os from 'node:os'
