@@ -38,13 +38,22 @@ describe('bwrap arguments', () => {
       '--unshare-uts', '--unshare-cgroup-try', '--unshare-net', '--cap-drop', 'ALL', '--ro-bind'
     ])
     const s = args.join(' ')
-    expect(s).toContain('--ro-bind / / --tmpfs /tmp --dev /dev --proc /proc --tmpfs /dev/shm --tmpfs /run --bind /home/u/proj /home/u/proj')
+    expect(s).toContain('--ro-bind / / --tmpfs /tmp --dev /dev --proc /proc --ro-bind /dev/null /proc/1/mem --ro-bind /dev/null /proc/1/task/1/mem ' +
+      '--tmpfs /dev/shm --remount-ro /dev --tmpfs /run --bind /home/u/proj /home/u/proj')
     expect(args.slice(-4)).toEqual(['--', 'bash', '-c', 'echo hi'])
     expect(pairs(args, '--chdir')).toEqual(['/home/u/proj'])
     // masks after the cwd bind, chdir after masks
     const bind = args.indexOf('--bind')
     expect(args.indexOf('--tmpfs', bind)).toBeGreaterThan(bind)
     expect(args.indexOf('--chdir')).toBeGreaterThan(args.lastIndexOf('--remount-ro'))
+  })
+
+  it('sizes the writable tmpfs mounts and reads the seccomp program from the given fd', () => {
+    const args = buildBwrapArgs({ policy, command: 'true', env: {}, home: HOME, fs, tmpfsSizes: { tmp: 1000, shm: 200, run: 30 }, seccompFd: 3 })
+    const s = args.join(' ')
+    expect(s).toContain('--size 1000 --tmpfs /tmp --dev /dev')
+    expect(s).toContain('--size 200 --tmpfs /dev/shm --remount-ro /dev --size 30 --tmpfs /run')
+    expect(args.slice(-6)).toEqual(['--add-seccomp-fd', '3', '--', 'bash', '-c', 'true'])
   })
 
   it('binds a working directory under /tmp after the fresh /tmp', () => {

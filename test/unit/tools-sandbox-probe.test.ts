@@ -1,3 +1,6 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import {
   classifyBwrapFailure, clearSandboxProbeCache, compareVersions, parseBwrapVersion, probeSandbox, sandboxProbe
@@ -65,4 +68,34 @@ describe('sandbox probe', () => {
       expect(r.warnings.join(' ')).toContain('GHSA-pxhw-h44j-8pfx')
     }
   })
+
+  it('runs without what bwrap refuses (the filter, tmpfs sizes) and says so', async () => {
+    const r0 = await probeSandbox({ cgroups: false })
+    if (!r0.ok) return // no working bwrap here: covered above
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'arbor-fake-bwrap-'))
+    const fake = path.join(dir, 'bwrap')
+    // a bwrap that knows neither --add-seccomp-fd nor --size, like an old or setuid one
+    fs.writeFileSync(fake, `#!/bin/sh\nfor a do case "$a" in --add-seccomp-fd|--size) echo "bwrap: Unknown option $a" >&2; exit 1;; esac; done\nexec ${r0.bwrapPath} "$@"\n`, { mode: 0o755 })
+    try {
+      const r = await probeSandbox({ bwrapPath: fake, cgroups: false })
+      expect(r.ok).toBe(true)
+      if (r.ok) {
+        expect(r.seccomp).toBeUndefined()
+        expect(r.tmpfsSizes).toBe(false)
+        expect(r.warnings.join('\n')).toMatch(/refused the seccomp filter \(bwrap: Unknown option --add-seccomp-fd\)/)
+        expect(r.warnings.join('\n')).toMatch(/refused sizes for its tmpfs mounts/)
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('has the filter and sized mounts on this machine, and a per-call cgroup where root can make one', async () => {
+    const r = await probeSandbox()
+    if (!r.ok) return
+    if (process.arch === 'x64' || process.arch === 'arm64') expect(r.seccomp).toBeInstanceOf(Buffer)
+    expect(r.tmpfsSizes).toBe(true)
+    if (process.getuid?.() === 0 && fs.existsSync('/sys/fs/cgroup/pids/cgroup.procs')) expect(r.limits.cgroup).toMatchObject({ version: 1, pids: true })
+  })
 })
+

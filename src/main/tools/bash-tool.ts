@@ -4,17 +4,22 @@
  * namespace. Output streams to ctx.onOutput and comes back through the output limit.
  * Cancel or timeout kills the whole sandbox: SIGKILL to bwrap's process group, and
  * --die-with-parent plus the PID namespace take everything started inside with it.
+ * Every sandboxed call runs under the seccomp filter (sandbox/seccomp.ts) and the resource
+ * limits (sandbox/resource-limits.ts: its own cgroup where possible, rlimits, sized tmpfs);
+ * a limit the call ran into is said in its result.
  */
-import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import { OutputAccumulator, type OutputLimits } from './output-limit'
 import { isSecretEnvName, planSandbox, SandboxPolicyError, sandboxEnv } from './sandbox/bwrap-args'
 import { GitScanner, guardReportText, type GuardReport } from './sandbox/git-scan'
-import { stdioClosingInherited } from './sandbox/inherited-fds'
+import { CallCgroup } from './sandbox/resource-cgroups'
+import { cpuLimitReason, cpuTimeMsFor, limitNotes, resolveResourceLimits, tmpfsSizes, ulimitPrefix, type ResourceLimits } from './sandbox/resource-limits'
 import { sandboxProbe, type ProbeOptions, type SandboxProbe } from './sandbox/sandbox-probe'
+import { SECCOMP_FD, spawnSandbox } from './sandbox/spawn-sandbox'
 import { abortWords, argsObject, effectiveTimeout, timeoutReason, validateArgs } from './tool-args'
 import type { Tool, ToolContext, ToolResult } from './tool'
 
@@ -33,6 +38,10 @@ export interface BashToolOptions {
   maxTimeoutMs?: number
   /** the sandbox check (default: sandboxProbe, once per process) */
   probe?: (opts: ProbeOptions) => Promise<SandboxProbe>
+  /** processes, memory, CPU time and tmpfs sizes of one call (sandbox/resource-limits.ts for the defaults) */
+  resourceLimits?: Partial<ResourceLimits>
+  /** a cgroup per call where the machine allows (default true); false: rlimits and tmpfs sizes only */
+  cgroups?: boolean
 }
 
 export const UNSANDBOXED_WARNING = '[warning: the sandbox is off for this conversation; this command ran without it, with all of your user\'s access]'
@@ -56,7 +65,18 @@ function ensureGitHooksDir (cwd: string): void {
   } catch { /* no repository, or not ours to fix: nothing to protect then */ }
 }
 
-interface Spawned { file: string; args: string[]; env: Record<string, string>; cwd: string; sandboxed: boolean }
+interface Spawned {
+  file: string
+  args: string[]
+  env: Record<string, string>
+  cwd: string
+  sandboxed: boolean
+  /** the seccomp program bwrap reads on fd 3 */
+  seccomp?: Buffer
+  /** the call's cgroup, joined before bwrap forks, removed after the call */
+  cgroup?: CallCgroup
+  limits?: { resources: ResourceLimits; cpuTimeMs: number }
+}
 
 /** One walk cache per home for the whole process: every agent's calls in a directory share it. */
 const scanners = new Map<string, GitScanner>()
@@ -70,6 +90,7 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
   const env = opts.env ?? process.env
   const home = opts.home ?? os.homedir()
   const probe = opts.probe ?? sandboxProbe
+  const resources = resolveResourceLimits(opts.resourceLimits)
   const tool: Tool = {
     name: 'bash',
     description: 'Run a bash command in the working directory, in a sandbox: it can write only inside the working directory ' +
@@ -101,19 +122,39 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
         for (const [k, v] of Object.entries(env)) if (v !== undefined && !isSecretEnvName(k)) plainEnv[k] = v
         spec = { file: 'bash', args: ['-c', command], env: plainEnv, cwd: ctx.cwd, sandboxed: false }
       } else {
-        const p = await probe({ bwrapPath: opts.bwrapPath, env })
+        const p = await probe({ bwrapPath: opts.bwrapPath, env, ...(opts.cgroups === false ? { cgroups: false } : {}) })
         if (!p.ok) return { status: 'error', output: `The command did not run: ${p.message}` }
         ensureGitHooksDir(ctx.sandbox.cwd)
+        const cpuTimeMs = cpuTimeMsFor(resources, effectiveTimeout(tool, args))
         let guard: { finish: () => Promise<GuardReport> }
         let gitProblems: string[]
         try {
-          const { args: bargs, cwd, git } = planSandbox({ policy: ctx.sandbox, command, env, home, dataDir: opts.dataDir, chdir: ctx.cwd, disableUserns: p.disableUserns })
-          spec = { file: p.bwrapPath, args: bargs, env: sandboxEnv(env, home), cwd: '/', sandboxed: true }
+          const { args: bargs, cwd, git } = planSandbox({
+            policy: ctx.sandbox,
+            command: ulimitPrefix(resources, cpuTimeMs, p.limits) + command,
+            env,
+            home,
+            dataDir: opts.dataDir,
+            chdir: ctx.cwd,
+            disableUserns: p.disableUserns,
+            ...(p.tmpfsSizes ? { tmpfsSizes: tmpfsSizes(resources) } : {}),
+            ...(p.seccomp !== undefined ? { seccompFd: SECCOMP_FD } : {})
+          })
+          spec = { file: p.bwrapPath, args: bargs, env: sandboxEnv(env, home), cwd: '/', sandboxed: true, limits: { resources, cpuTimeMs } }
+          if (p.seccomp !== undefined) spec.seccomp = p.seccomp
           gitProblems = git.problems
           guard = await scannerFor(home).begin(cwd, git)
         } catch (e) {
           if (e instanceof SandboxPolicyError) return { status: 'error', output: `The command did not run: ${e.message}` }
           throw e
+        }
+        if (p.cgroupBase !== undefined) {
+          try {
+            spec.cgroup = CallCgroup.create(p.cgroupBase, resources)
+          } catch (e) {
+            await guard.finish() // nothing ran: the walk only closes its books
+            return { status: 'error', output: `The command did not run: ${(e as Error).message}` }
+          }
         }
         const result = await runSpawned(spec, effectiveTimeout(tool, args), ctx, opts.limits, warning)
         // after the sandbox is gone: what it left for the host's git to run is moved aside, and said
@@ -138,12 +179,19 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     }
     if (warning !== undefined) ctx.onOutput?.(warning + '\n')
 
-    // fds 0-2 as named; any fd this process inherited without close-on-exec becomes /dev/null in the child
-    const stdio = stdioClosingInherited(['ignore', 'pipe', 'pipe']) as unknown as ['ignore', 'pipe', 'pipe']
-    const child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, detached: true, stdio })
+    const child = spawnSandbox({
+      file: spec.file,
+      args: spec.args,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      options: { cwd: spec.cwd, env: spec.env, detached: true },
+      ...(spec.seccomp !== undefined ? { seccomp: spec.seccomp } : {}),
+      ...(spec.cgroup !== undefined ? { cgroup: spec.cgroup } : {})
+    })
+    const stdout = child.stdout as Readable
+    const stderr = child.stderr as Readable
     const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const
-    child.stdout.on('data', (b: Buffer) => emit(decoders[0].write(b)))
-    child.stderr.on('data', (b: Buffer) => emit(decoders[1].write(b)))
+    stdout.on('data', (b: Buffer) => emit(decoders[0].write(b)))
+    stderr.on('data', (b: Buffer) => emit(decoders[1].write(b)))
 
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
     let stopped: string | undefined // why we killed it
@@ -155,6 +203,19 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     const onAbort = (): void => stop(abortWords(ctx.signal))
     ctx.signal.addEventListener('abort', onAbort, { once: true })
     const timer = setTimeout(() => stop(timeoutReason(timeoutMs).message), timeoutMs)
+    // CPU time of the whole call, from its cgroup: checked when it could first have run out
+    let cpuTimer: ReturnType<typeof setTimeout> | undefined
+    const cg = spec.cgroup
+    const cpuLimit = spec.limits?.cpuTimeMs
+    if (cg !== undefined && cpuLimit !== undefined && cg.cpuUsageMs() !== undefined) {
+      const cores = Math.max(1, os.availableParallelism())
+      const check = (): void => {
+        const used = cg.cpuUsageMs() ?? 0
+        if (used >= cpuLimit) return stop(cpuLimitReason(cpuLimit))
+        cpuTimer = setTimeout(check, Math.max(100, (cpuLimit - used) / cores))
+      }
+      cpuTimer = setTimeout(check, Math.max(100, cpuLimit / cores))
+    }
 
     let spawnError: Error | undefined
     let grace: ReturnType<typeof setTimeout> | undefined
@@ -163,10 +224,11 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
       if (settled) return
       settled = true
       clearTimeout(timer)
+      if (cpuTimer !== undefined) clearTimeout(cpuTimer)
       if (grace !== undefined) clearTimeout(grace)
       ctx.signal.removeEventListener('abort', onAbort)
-      child.stdout.destroy()
-      child.stderr.destroy()
+      stdout.destroy()
+      stderr.destroy()
       emit(decoders[0].end())
       emit(decoders[1].end())
       const limited = out.finish()
@@ -178,11 +240,17 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
         exitCode = exit.code
         trailer = `[exit code ${exit.code}]`
       } else trailer = `[killed by ${exit?.signal ?? 'a signal'}]`
-      const parts = [warning, limited.text === '' ? undefined : limited.text.replace(/\n$/, ''), trailer]
-      const result: ToolResult = { status: exitCode === 0 ? 'ok' : 'error', output: parts.filter(p => p !== undefined).join('\n') }
-      if (limited.truncated) result.truncated = true
-      if (exitCode !== undefined) result.exitCode = exitCode
-      resolve(result)
+      const notes = spec.limits === undefined ? [] : limitNotes(spec.limits.resources, cg?.events() ?? {}, exitCode, spec.limits.cpuTimeMs)
+      const done = (more: string[]): void => {
+        const parts = [warning, limited.text === '' ? undefined : limited.text.replace(/\n$/, ''), ...notes, ...more, trailer]
+        const result: ToolResult = { status: exitCode === 0 ? 'ok' : 'error', output: parts.filter(p => p !== undefined).join('\n') }
+        if (limited.truncated) result.truncated = true
+        if (exitCode !== undefined) result.exitCode = exitCode
+        resolve(result)
+      }
+      // The result waits for the cgroup's removal, so nothing of the call is left when it returns.
+      if (cg === undefined) done([])
+      else cg.remove().then(() => done([]), (e: Error) => done([`[${e.message}]`]))
     }
 
     child.on('error', e => {

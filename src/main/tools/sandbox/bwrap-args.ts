@@ -10,6 +10,7 @@ import type { SandboxPolicy } from '../sandbox-policy'
 import { defaultRegistryDir, registeredDataDirs } from './data-dir-registry'
 import { planGitProtection, type GitPlan } from './git-guard'
 import { canonicalPath, defaultHiddenPaths, hiddenContaining, hiddenForms, isInside, memoProbe, nodeFsProbe, type FsProbe } from './hidden-paths'
+import type { TmpfsSizes } from './resource-limits'
 
 export { defaultHiddenPaths } from './hidden-paths'
 
@@ -29,6 +30,10 @@ export interface BwrapArgsInput {
   disableUserns?: boolean
   /** what keeps the host's git safe (default: planned here with planGitProtection) */
   git?: GitPlan
+  /** sizes of /tmp, /dev/shm and /run (resource-limits.ts); unsized without */
+  tmpfsSizes?: TmpfsSizes
+  /** the fd the seccomp program is read from (--add-seccomp-fd: read before bwrap forks, spawn-sandbox.ts), if any */
+  seccompFd?: number
   fs?: FsProbe
 }
 
@@ -47,15 +52,29 @@ export function isolationArgs (disableUserns = true): string[] {
   ]
 }
 
-/** The base file system: host read-only, fresh /tmp, /dev, /proc, /dev/shm, /run. */
-export const BASE_MOUNT_ARGS: readonly string[] = [
-  '--ro-bind', '/', '/',
-  '--tmpfs', '/tmp',
-  '--dev', '/dev',
-  '--proc', '/proc',
-  '--tmpfs', '/dev/shm',
-  '--tmpfs', '/run'
-]
+/**
+ * The base file system: host read-only, fresh /tmp, /dev, /proc, /dev/shm, /run. The
+ * writable tmpfs mounts get a size (bwrap --size, ≥ 0.5) so filling them cannot eat the
+ * machine's memory; /dev itself (an unsized tmpfs from --dev) is read-only, its device
+ * nodes still work. /proc/1/mem is masked: pid 1 is bwrap's init, and writing into it
+ * could make it outlive bwrap (see seccomp.ts, ptrace).
+ */
+export function baseMountArgs (sizes?: TmpfsSizes): string[] {
+  const sized = (bytes: number | undefined): string[] => (bytes === undefined ? [] : ['--size', String(bytes)])
+  return [
+    '--ro-bind', '/', '/',
+    ...sized(sizes?.tmp), '--tmpfs', '/tmp',
+    '--dev', '/dev',
+    '--proc', '/proc',
+    '--ro-bind', '/dev/null', '/proc/1/mem',
+    '--ro-bind', '/dev/null', '/proc/1/task/1/mem',
+    ...sized(sizes?.shm), '--tmpfs', '/dev/shm',
+    '--remount-ro', '/dev',
+    ...sized(sizes?.run), '--tmpfs', '/run'
+  ]
+}
+
+export const BASE_MOUNT_ARGS: readonly string[] = baseMountArgs()
 
 /** Covered by a fresh mount above: a hidden path below these is already invisible. */
 const FRESH_ROOTS = ['/tmp', '/dev', '/proc', '/run']
@@ -180,7 +199,7 @@ export function planSandbox (input: BwrapArgsInput): { args: string[]; cwd: stri
     if (!isInside(chdir, cwd)) throw new SandboxPolicyError(`the tool's directory ${input.chdir} is outside the sandbox's working directory ${input.policy.cwd}`)
   }
 
-  const args = [...isolationArgs(input.disableUserns ?? true), ...BASE_MOUNT_ARGS]
+  const args = [...isolationArgs(input.disableUserns ?? true), ...baseMountArgs(input.tmpfsSizes)]
   // After --tmpfs /tmp, so a working directory under /tmp is the host's, not the fresh one.
   args.push('--bind', cwd, cwd)
   const masks = hiddenMounts(hidden, cwd, probe)
@@ -207,6 +226,7 @@ export function planSandbox (input: BwrapArgsInput): { args: string[]; cwd: stri
   for (const k of Object.keys(input.env)) if (isSecretEnvName(k)) unset.add(k)
   for (const k of [...unset].sort()) args.push('--unsetenv', k)
 
+  if (input.seccompFd !== undefined) args.push('--add-seccomp-fd', String(input.seccompFd))
   args.push('--', input.shell ?? 'bash', '-c', input.command)
   return { args, cwd, git }
 }

@@ -4,9 +4,12 @@
  * On failure the message says what to install or which setting blocks it, so the user can
  * act on it (notes/sandbox.md, "Pitfalls").
  */
-import { spawn } from 'node:child_process'
 import fs from 'node:fs'
-import { BASE_MOUNT_ARGS, isolationArgs } from './bwrap-args'
+import { baseMountArgs, isolationArgs } from './bwrap-args'
+import { probeLimitEnforcement, type CallCgroup, type CgroupBase } from './resource-cgroups'
+import { defaultResourceLimits, enforcementWarnings, tmpfsSizes, type LimitEnforcement } from './resource-limits'
+import { sandboxSeccomp } from './seccomp'
+import { SECCOMP_FD, spawnSandbox } from './spawn-sandbox'
 
 export const MIN_SAFE_BWRAP_VERSION = '0.12.0'
 /** --disable-userns appeared in 0.8.0 */
@@ -15,7 +18,20 @@ const DISABLE_USERNS_SINCE = '0.8.0'
 export type SandboxProbeFailure = 'missing' | 'userns-blocked' | 'container' | 'timeout' | 'failed'
 
 export type SandboxProbe =
-  | { ok: true; bwrapPath: string; version: string | undefined; disableUserns: boolean; warnings: string[] }
+  | {
+    ok: true
+    bwrapPath: string
+    version: string | undefined
+    disableUserns: boolean
+    warnings: string[]
+    /** the seccomp program to hand bwrap on fd 3, or undefined (no table for this processor, or bwrap refused it) */
+    seccomp: Buffer | undefined
+    /** bwrap accepted --size for its tmpfs mounts */
+    tmpfsSizes: boolean
+    limits: LimitEnforcement
+    /** where the per-call cgroups go, if anywhere */
+    cgroupBase?: CgroupBase
+  }
   | { ok: false; bwrapPath: string; version: string | undefined; reason: SandboxProbeFailure; message: string; detail?: string }
 
 export interface ProbeOptions {
@@ -26,6 +42,8 @@ export interface ProbeOptions {
   timeoutMs?: number
   /** facts about the host, for tests (default: read from /proc) */
   facts?: HostFacts
+  /** make a cgroup per call where the machine allows (default true); false: rlimits only */
+  cgroups?: boolean
 }
 
 /** What explains a namespace failure. */
@@ -124,7 +142,7 @@ export function classifyBwrapFailure (stderr: string, facts: HostFacts): { reaso
 
 interface RunResult { code: number | null; stdout: string; stderr: string; error?: NodeJS.ErrnoException; timedOut: boolean }
 
-function run (file: string, args: string[], env: Record<string, string | undefined>, timeoutMs: number): Promise<RunResult> {
+function run (file: string, args: string[], env: Record<string, string | undefined>, timeoutMs: number, seccomp?: Buffer, cgroup?: CallCgroup): Promise<RunResult> {
   return new Promise(resolve => {
     let stdout = ''
     let stderr = ''
@@ -136,10 +154,13 @@ function run (file: string, args: string[], env: Record<string, string | undefin
       clearTimeout(timer)
       resolve(r)
     }
-    const child = spawn(file, args, { env: { PATH: env.PATH ?? process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawnSandbox({
+      file, args, stdio: ['ignore', 'pipe', 'pipe'], options: { env: { PATH: env.PATH ?? process.env.PATH } },
+      ...(seccomp !== undefined ? { seccomp } : {}), ...(cgroup !== undefined ? { cgroup } : {})
+    })
     const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL') }, timeoutMs)
-    child.stdout.on('data', (b: Buffer) => { stdout += b.toString() })
-    child.stderr.on('data', (b: Buffer) => { stderr += b.toString() })
+    child.stdout?.on('data', (b: Buffer) => { stdout += b.toString() })
+    child.stderr?.on('data', (b: Buffer) => { stderr += b.toString() })
     child.on('error', error => done({ code: null, stdout, stderr, error, timedOut }))
     child.on('close', code => done({ code, stdout, stderr, timedOut }))
   })
@@ -160,7 +181,36 @@ export async function probeSandbox (opts: ProbeOptions = {}): Promise<SandboxPro
   const version = parseBwrapVersion(v.stdout + v.stderr)
   const disableUserns = version !== undefined && compareVersions(version, DISABLE_USERNS_SINCE) >= 0
 
-  const t = await run(bwrapPath, [...isolationArgs(disableUserns), ...BASE_MOUNT_ARGS, '--', 'true'], env, timeoutMs)
+  // The sandbox as the bash tool makes it: tmpfs sizes and the seccomp filter included.
+  const filter = sandboxSeccomp()
+  const trial = (seccomp: Buffer | undefined, sized: boolean): Promise<RunResult> => run(bwrapPath, [
+    ...isolationArgs(disableUserns), ...baseMountArgs(sized ? tmpfsSizes(defaultResourceLimits()) : undefined),
+    ...(seccomp === undefined ? [] : ['--add-seccomp-fd', String(SECCOMP_FD)]), '--', 'true'
+  ], env, timeoutMs, seccomp)
+  const failed = (r: RunResult): boolean => r.timedOut || r.code !== 0 || r.error !== undefined
+  const program = filter.ok ? filter.program : undefined
+  const warnings: string[] = []
+  let seccomp = program
+  let sized = true
+  let t = await trial(seccomp, sized)
+  if (failed(t) && !t.timedOut) {
+    // Which extra refused? Plain first: if that fails too, the sandbox itself cannot run.
+    const plain = await trial(undefined, false)
+    if (!failed(plain)) {
+      const said = (r: RunResult): string => r.stderr.trim().split('\n').slice(-1)[0] ?? `exit ${r.code}`
+      const withFilter = program === undefined ? undefined : await trial(program, false)
+      if (withFilter !== undefined && failed(withFilter)) {
+        warnings.push(`bwrap refused the seccomp filter (${said(withFilter)}); the bash sandbox runs without it, so commands can use the calls it blocks (TIOCSTI, keyctl, Unix sockets, ...).`)
+        seccomp = undefined
+      }
+      const withSizes = await trial(seccomp, true)
+      if (failed(withSizes)) {
+        warnings.push(`bwrap refused sizes for its tmpfs mounts (${said(withSizes)}; a setuid bwrap does); /tmp, /dev/shm and /run are unsized, bounded only by memory limits.`)
+        sized = false
+      }
+      t = await trial(seccomp, sized)
+    } else t = plain
+  }
   if (t.timedOut) {
     return { ok: false, bwrapPath, version, reason: 'timeout', message: `bwrap did not start a trivial sandbox within ${timeoutMs} ms; the bash tool refuses to run until it does.` }
   }
@@ -168,19 +218,40 @@ export async function probeSandbox (opts: ProbeOptions = {}): Promise<SandboxPro
     const { reason, message } = classifyBwrapFailure(t.stderr + (t.error?.message ?? ''), opts.facts ?? readHostFacts())
     return { ok: false, bwrapPath, version, reason, message, detail: t.stderr.trim() }
   }
-  const warnings: string[] = []
+  if (!filter.ok) warnings.push(filter.warning)
   if (version === undefined || compareVersions(version, MIN_SAFE_BWRAP_VERSION) < 0) {
     warnings.push(`bubblewrap ${version ?? '(unknown version)'} is older than ${MIN_SAFE_BWRAP_VERSION}: earlier versions have a flaw ` +
       'that can let a sandboxed command write to the host through a symlink (GHSA-pxhw-h44j-8pfx). Upgrade bubblewrap when your distribution offers 0.12 or later.')
   }
-  return { ok: true, bwrapPath, version, disableUserns, warnings }
+  // Placement checked the way the bash tool will place its calls, seen from inside (no
+  // cgroup namespace for this one run, so the path shows).
+  const placed = async (cg: CallCgroup): Promise<{ code: number | null; out: string }> => {
+    const r = await run(bwrapPath, [
+      ...isolationArgs(disableUserns).filter(a => a !== '--unshare-cgroup-try'), ...baseMountArgs(),
+      ...(seccomp === undefined ? [] : ['--add-seccomp-fd', String(SECCOMP_FD)]), '--', 'cat', '/proc/self/cgroup'
+    ], env, timeoutMs, seccomp, cg)
+    return { code: r.code, out: r.stdout + r.stderr }
+  }
+  const limits = await probeLimitEnforcement({ cgroups: opts.cgroups, timeoutMs, placed })
+  warnings.push(...enforcementWarnings(limits.enforcement, (opts.facts ?? readHostFacts()).uid))
+  return {
+    ok: true,
+    bwrapPath,
+    version,
+    disableUserns,
+    warnings,
+    seccomp,
+    tmpfsSizes: sized,
+    limits: limits.enforcement,
+    ...(limits.base !== undefined ? { cgroupBase: limits.base } : {})
+  }
 }
 
 const cache = new Map<string, Promise<SandboxProbe>>()
 
 /** The probe, run once per process for each bwrap path and PATH. */
 export function sandboxProbe (opts: ProbeOptions = {}): Promise<SandboxProbe> {
-  const key = `${opts.bwrapPath ?? 'bwrap'}\0${(opts.env ?? process.env).PATH ?? ''}`
+  const key = `${opts.bwrapPath ?? 'bwrap'}\0${(opts.env ?? process.env).PATH ?? ''}\0${opts.cgroups === false ? 'no-cgroups' : ''}`
   let p = cache.get(key)
   if (p === undefined) {
     p = probeSandbox(opts)
