@@ -122,6 +122,9 @@ describe('agent.resume across two paired devices', () => {
       const s = await server.api.request('agent.status', { conversation: id })
       return s.owner?.device === laptop.node.device && s.runningHere === null && s.moves.some(m => m.kind === 'gave-way')
     }, 'the server to give way and see the laptop\'s agent', 30_000)
+    // the laptop uses its own (quick) model, not the server's slow one: its turn ends first, and the server's
+    // reply, newer, is the branch shown there; the resume below is judged on it once its stop has arrived too
+    await until(async () => [...(await laptop.node.history.open(id)).entries()].some(e => e.kind === 'agent.stopped' && e.author.device === server.node.device), 'the server\'s stop to reach the laptop', 20_000)
     const onServer = await server.api.request('agent.status', { conversation: id })
     expect(onServer.owner).toMatchObject({ name: 'laptop', self: false, epoch: 1 })
     expect(onServer.moves.map(m => m.text)).toEqual([

@@ -49,7 +49,10 @@ export function spawnSandbox (s: SandboxSpawn): ChildProcess {
   const child = spawn(file, args, { ...s.options, stdio: stdio as SpawnOptions['stdio'] })
   const seccomp = s.seccomp
   if (seccomp === undefined) return child
-  const release = (): void => { (child.stdio[SECCOMP_FD] as Writable).end(seccomp) }
+  const programFd = child.stdio[SECCOMP_FD] as Writable
+  // bwrap that dies before reading its program (a refused option, a kill) is reported by its exit; the pipe's EPIPE says nothing more
+  programFd.on('error', (e: NodeJS.ErrnoException) => { if (e.code !== 'EPIPE' && e.code !== 'ECONNRESET') child.emit('error', e) })
+  const release = (): void => { programFd.end(seccomp) }
   const cg = s.cgroup
   if (launcher || cg === undefined || child.pid === undefined) release()
   else {
