@@ -1,6 +1,6 @@
 // Failover after a SIGKILL (DESIGN.md, "Placement"; notes/runtime.md §4): three real `arbor
 // serve` processes on a HyperDHT testnet on loopback, at default settings (heartbeat 1 s,
-// suspicion after 5 s of silence). Each run SIGKILLs the node running an auto-revival agent
+// suspicion after 4 s of silence). Each run SIGKILLs the node running an auto-revival agent
 // in the middle of a bash call and measures, from the kill, when the survivors' failure
 // detectors suspected it (their own record: `arbor devices --json` suspectedSince) and when
 // the revival was written (the agent.started{revival} entry's time). JSON lines on stdout;
