@@ -25,7 +25,9 @@ import { until } from '../helpers/temp-dir'
 const haveBwrap = spawnSync('bwrap', ['--version']).status === 0
 if (!haveBwrap && process.env.CI !== undefined) throw new Error('bwrap is missing on CI: install bubblewrap')
 const PYTHON = '/usr/bin/python3'
-const ATTACKS = path.resolve(import.meta.dirname, 'fixtures', 'sandbox-attacks.py')
+const ATTACKS_SOURCE = path.resolve(import.meta.dirname, 'fixtures', 'sandbox-attacks.py')
+/** the attacks, copied beside the project: a checkout under /tmp is not visible inside (the sandbox has its own /tmp) */
+let ATTACKS: string
 const MiB = 1024 * 1024
 const LIMITS = { processes: 64, memoryBytes: 256 * MiB, tmpBytes: 32 * MiB, shmBytes: 16 * MiB, runBytes: 4 * MiB }
 
@@ -64,6 +66,8 @@ beforeAll(async () => {
   proj = path.join(root, 'proj')
   await fsp.mkdir(home)
   await fsp.mkdir(proj)
+  ATTACKS = path.join(root, 'sandbox-attacks.py')
+  await fsp.copyFile(ATTACKS_SOURCE, ATTACKS)
   bash = createBashTool({ home, env, resourceLimits: LIMITS })
 })
 
