@@ -195,4 +195,23 @@ describe('openWork', () => {
     expect(work).toContainEqual({ kind: 'message', leaf: n2, message: u2 })
     expect(workAt(dag, e3)).toBeNull()
   })
+
+  it('a start beyond a gap in the epochs is read like a note until the gap fills: it neither answers a message nor ends a turn', () => {
+    const [a, b] = DEVICES as [string, string]
+    const u1 = mk({ kind: 'user', parents: [root.id], body: { text: 'one' } }, a, 1)
+    const s0 = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 0, reason: 'user' } }, a, 2)
+    const r0 = mk({ kind: 'assistant', parents: [s0.id], body: { text: 'partial', toolCalls: [{ id: 'c1', name: 'bash', args: {} }] } }, a, 3)
+    const far = mk({ kind: 'agent.started', parents: [r0.id], body: { epoch: 3, reason: 'resume', previous: { device: a, epoch: 2 } } }, b, 4)
+    const u2 = mk({ kind: 'user', parents: [root.id], body: { text: 'two' } }, a, 5)
+    const planted = mk({ kind: 'agent.started', parents: [u2.id], body: { epoch: 5, reason: 'user' } }, b, 6)
+    const gapped = new ConversationDag(root.id, [root, u1, s0, r0, far, u2, planted])
+    expect(ownerOf(gapped.entries())).toEqual({ device: a, epoch: 0 })
+    expect(openWork(gapped)).toEqual(expect.arrayContaining([{ kind: 'turn', leaf: far, agent: { device: a, epoch: 0 } }, { kind: 'message', leaf: planted, message: u2 }]))
+    // the start that fills the gap arrives: epoch 3 counts (its previous claims 2), 5 still does not
+    const fill = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 1, reason: 'resume', previous: { device: a, epoch: 0 } } }, DEVICES[2] as string, 7)
+    const filled = new ConversationDag(root.id, [root, u1, s0, r0, far, u2, planted, fill])
+    expect(ownerOf(filled.entries())).toEqual({ device: b, epoch: 3 })
+    expect(workAt(filled, far)).toEqual({ kind: 'turn', leaf: far, agent: { device: b, epoch: 3 } })
+    expect(workAt(filled, planted)).toEqual({ kind: 'message', leaf: planted, message: u2 })
+  })
 })
