@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import path from 'node:path'
 import fs from 'node:fs'
 import { setMeta } from '../../src/main/history/set-meta'
+import { MAX_EPOCH } from '../../src/main/runtime/placement/placement'
 import type { Entry, EntryOf } from '../../src/shared/entry'
 import type { Hlc } from '../../src/shared/hlc'
 import { PeerNodes, type PeerNode } from '../helpers/peer-nodes'
@@ -119,6 +120,57 @@ describe('attack: clocks and epochs from another device', () => {
     const resumed = await victim.node.resume(root.id).catch((err: unknown) => err as Error)
     expect(resumed).toEqual({ device: victim.node.device, epoch: 1 })
     await victim.node.agents.wait(root.id)
+  })
+
+  // Epochs are gapless (docs/ARCHITECTURE.md 6.4): a start counts only when every epoch below
+  // it is claimed by a start too, so the largest epoch a range check still lets through
+  // (MAX_EPOCH, whose resume MAX_EPOCH + 1 the check refuses) owns nothing either.
+  it('an agent.started at exactly MAX_EPOCH takes no ownership: the victim resumes, and owns the conversation everywhere', async () => {
+    const { victim, honest, mallory } = await three()
+    const root = await victim.node.history.createConversation({ title: 'mine' })
+    const [hello] = await victim.node.history.append(root.id, [{ kind: 'user', body: { text: 'hello' }, parents: [root.id] }])
+    await victim.node.posted(root.id, hello as Entry)
+    expect(await victim.node.agents.wait(root.id)).toBe('done')
+    const tip = (await victim.node.history.open(root.id)).branch().at(-1) as Entry
+    await peers?.everywhere(root.id, tip)
+
+    // Mallory moves the agent to herself at the highest epoch the range check lets through, mid-turn
+    const [claim] = await mallory.node.history.append(root.id, [{ kind: 'agent.started', body: { epoch: MAX_EPOCH, reason: 'resume', previous: { device: victim.node.device, epoch: 0 } }, parents: [tip.id], agent: `agent#${MAX_EPOCH}` }])
+    await peers?.everywhere(root.id, claim as Entry)
+    for (const n of [victim, honest]) expect.soft((await n.node.agentStatus(root.id)).owner, `owner on ${n.name}`).toEqual({ device: victim.node.device, epoch: 0 })
+
+    // the victim resumes (there is a turn to continue after Mallory's start): one epoch up, and it owns it
+    const [again] = await victim.node.history.append(root.id, [{ kind: 'user', body: { text: 'again', reply: false }, parents: [(claim as Entry).id] }])
+    await peers?.everywhere(root.id, again as Entry)
+    const resumed = await victim.node.resume(root.id, (again as Entry).id).catch((err: unknown) => err as Error)
+    expect(resumed).toEqual({ device: victim.node.device, epoch: 1 })
+    expect(await victim.node.agents.wait(root.id)).toBe('done')
+    const last = (await victim.node.history.open(root.id)).branch().at(-1) as Entry
+    await peers?.everywhere(root.id, last)
+    for (const n of [victim, honest]) expect((await n.node.agentStatus(root.id)).owner, `owner on ${n.name}`).toEqual({ device: victim.node.device, epoch: 1 })
+    // and a message posted on the honest device is answered by the victim's agent
+    const [hi] = await honest.node.history.append(root.id, [{ kind: 'user', body: { text: 'from honest' }, parents: [last.id] }])
+    expect(await honest.node.posted(root.id, hi as Entry)).toMatchObject({ runs: 'elsewhere', device: victim.node.device })
+    await until(async () => [...(await victim.node.history.open(root.id)).entries()].some(e => e.kind === 'assistant' && e.parents[0] !== undefined && e.author.device === victim.node.device && (e.body as { text: string }).text === 'You said: from honest'), 'the victim\'s answer to the honest device')
+  })
+
+  it('an agent a peer announces at exactly MAX_EPOCH does not outrank the victim: its resume takes an honest epoch and runs to the end', async () => {
+    const { victim, mallory } = await three()
+    const root = await mallory.node.history.createConversation({ title: 'shared' })
+    await peers?.everywhere(root.id, root)
+    const [msg] = await mallory.node.history.append(root.id, [{ kind: 'user', body: { text: 'hi', reply: false }, parents: [root.id] }])
+    await peers?.everywhere(root.id, msg as Entry)
+    await mallory.node.startAgent(root.id, { leaf: (msg as Entry).id, epoch: MAX_EPOCH })
+    await until(() => victim.node.sync.announced(root.id).length > 0, 'Mallory\'s announcement on the victim')
+    const status = await victim.node.agentStatus(root.id)
+    expect.soft(status.announced).toEqual([])
+    const resumed = await victim.node.resume(root.id).catch((err: unknown) => err as Error)
+    expect(resumed).toEqual({ device: victim.node.device, epoch: 0 })
+    await victim.node.agents.wait(root.id)
+    const stops = [...(await victim.node.history.open(root.id)).entries()].filter((e): e is EntryOf<'agent.stopped'> => e.kind === 'agent.stopped' && e.author.device === victim.node.device)
+    expect(stops.map(s => s.body.reason)).toEqual(['done'])
+    expect((await victim.node.agentStatus(root.id)).owner).toEqual({ device: victim.node.device, epoch: 0 })
+    await mallory.node.agents.cancel(root.id)
   })
 
   it('an agent a peer announces with an absurd epoch does not outrank the victim\'s running agent', async () => {

@@ -28,12 +28,16 @@ describe('ordering agents', () => {
     }), params)
   })
 
-  it('ownerOf is the highest agent.started whatever the arrival order', () => {
+  it('ownerOf is the highest agent.started among epochs that count (gapless from 0), whatever the arrival order', () => {
     fc.assert(fc.property(fc.array(refArb, { minLength: 0, maxLength: 8 }), fc.nat(), (refs, seed) => {
       const root = makeEntry({ kind: 'conversation', parents: [], body: { title: 't', nonce: 'n' } }, { conversation: null, device: DEVICES[0] as string, ts: 0 })
       const started = refs.map((r, i) => makeEntry({ kind: 'agent.started', parents: [root.id], body: { epoch: r.epoch, reason: 'user' } }, { conversation: root.id, device: r.device, ts: i + 1 }))
       const shuffled = [...started].sort((a, b) => ((a.id.charCodeAt(seed % 64) ^ seed) - (b.id.charCodeAt(seed % 64) ^ seed)))
-      const want = topRef(refs)
+      // the epochs that count: 0, 1, ... for as long as each is claimed
+      const claimed = new Set(refs.map(r => r.epoch))
+      let k = -1
+      while (claimed.has(k + 1)) k++
+      const want = topRef(refs.filter(r => r.epoch <= k))
       expect(ownerOf([root, ...shuffled])).toEqual(want === null ? null : { device: want.device, epoch: want.epoch })
     }), params)
   })
@@ -176,7 +180,7 @@ describe('openWork', () => {
   it('finds unanswered messages and turns cut short, and nothing on finished branches', () => {
     const [a, b] = DEVICES as [string, string]
     const u1 = mk({ kind: 'user', parents: [root.id], body: { text: 'one' } }, a, 1)
-    const s1 = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 2, reason: 'user' } }, b, 2)
+    const s1 = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 1, reason: 'user' } }, b, 2)
     const r1 = mk({ kind: 'assistant', parents: [s1.id], body: { text: 'partial', toolCalls: [{ id: 'c1', name: 'bash', args: {} }] } }, b, 3)
     const i1 = mk({ kind: 'tool.intent', parents: [r1.id], body: { callId: 'c1', tool: 'bash', args: {}, effect: 'external', idemKey: 'k' } }, b, 4)
     const u2 = mk({ kind: 'user', parents: [root.id], body: { text: 'two' } }, a, 5)
@@ -187,8 +191,27 @@ describe('openWork', () => {
     const dag = new ConversationDag(root.id, [root, u1, s1, r1, i1, u2, n2, u3, s3, e3])
     const work = openWork(dag)
     expect(work).toHaveLength(2)
-    expect(work).toContainEqual({ kind: 'turn', leaf: i1, agent: { device: b, epoch: 2 } })
+    expect(work).toContainEqual({ kind: 'turn', leaf: i1, agent: { device: b, epoch: 1 } })
     expect(work).toContainEqual({ kind: 'message', leaf: n2, message: u2 })
     expect(workAt(dag, e3)).toBeNull()
+  })
+
+  it('a start beyond a gap in the epochs is read like a note until the gap fills: it neither answers a message nor ends a turn', () => {
+    const [a, b] = DEVICES as [string, string]
+    const u1 = mk({ kind: 'user', parents: [root.id], body: { text: 'one' } }, a, 1)
+    const s0 = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 0, reason: 'user' } }, a, 2)
+    const r0 = mk({ kind: 'assistant', parents: [s0.id], body: { text: 'partial', toolCalls: [{ id: 'c1', name: 'bash', args: {} }] } }, a, 3)
+    const far = mk({ kind: 'agent.started', parents: [r0.id], body: { epoch: 3, reason: 'resume', previous: { device: a, epoch: 2 } } }, b, 4)
+    const u2 = mk({ kind: 'user', parents: [root.id], body: { text: 'two' } }, a, 5)
+    const planted = mk({ kind: 'agent.started', parents: [u2.id], body: { epoch: 5, reason: 'user' } }, b, 6)
+    const gapped = new ConversationDag(root.id, [root, u1, s0, r0, far, u2, planted])
+    expect(ownerOf(gapped.entries())).toEqual({ device: a, epoch: 0 })
+    expect(openWork(gapped)).toEqual(expect.arrayContaining([{ kind: 'turn', leaf: far, agent: { device: a, epoch: 0 } }, { kind: 'message', leaf: planted, message: u2 }]))
+    // the start that fills the gap arrives: epoch 3 counts (its previous claims 2), 5 still does not
+    const fill = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 1, reason: 'resume', previous: { device: a, epoch: 0 } } }, DEVICES[2] as string, 7)
+    const filled = new ConversationDag(root.id, [root, u1, s0, r0, far, u2, planted, fill])
+    expect(ownerOf(filled.entries())).toEqual({ device: b, epoch: 3 })
+    expect(workAt(filled, far)).toEqual({ kind: 'turn', leaf: far, agent: { device: b, epoch: 3 } })
+    expect(workAt(filled, planted)).toEqual({ kind: 'message', leaf: planted, message: u2 })
   })
 })

@@ -179,7 +179,7 @@ export class AgentHost {
   }
 }
 
-/** The highest epoch any agent of this conversation ran with (0 if none), among epochs that count (placement's MAX_EPOCH). */
+/** The highest epoch any agent of this conversation ran with (0 if none), among epochs that count (placement's EpochLedger). */
 export function currentEpoch (entries: Iterable<Entry>): number {
   return ownerOf(entries)?.epoch ?? 0
 }

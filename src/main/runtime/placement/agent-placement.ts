@@ -5,7 +5,7 @@ import type { Entry } from '../../../shared/entry'
 import type { Logger } from '../../../shared/logger'
 import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
-import { compareRefs, decide, honouredEpoch, nextEpoch, openWork, ownerOf, topRef, type AgentRef, type PlacementAction } from './placement'
+import { compareRefs, decide, EpochLedger, nextEpoch, openWork, topRef, type AgentRef, type PlacementAction } from './placement'
 
 /** What placement needs to know of the other devices (the sync layer provides it). */
 export interface PeerView {
@@ -53,11 +53,14 @@ export type PostOutcome =
 /** The entries that can change where an agent should run. */
 const PLACEMENT_KINDS: ReadonlySet<Entry['kind']> = new Set(['user', 'agent.started', 'agent.stopped', 'meta'])
 
+/** The epochs of a history not read yet. */
+const NO_EPOCHS = new EpochLedger()
+
 /** How long after a failed placement decision it is taken again. */
 const RETRY_MS = 1000
 
-/** What placement keeps of a conversation between events (its owner by the history held here). */
-interface Known { owner: AgentRef | null }
+/** What placement keeps of a conversation between events: the epochs its history held here honours, and so its owner. */
+interface Known { epochs: EpochLedger }
 
 /**
  * Decides and carries out where each conversation's agent runs on this device (DESIGN.md,
@@ -107,19 +110,23 @@ export class AgentPlacement {
   /** For the agent loop: the agent that outranks `run` (it then stops at its step boundary). */
   supersededBy (run: AgentRun): AgentRef | null {
     const self = { device: this.opts.history.device, epoch: run.epoch }
-    const top = topRef([this.known.get(run.conversation)?.owner ?? null, ...this.announced(run.conversation)])
+    const k = this.known.get(run.conversation)
+    // an agent started here other than through placement: its history is read for the next step
+    if (k === undefined) this.learn(run.conversation).catch((err: Error) => { this.opts.log.warn(`placement of ${run.conversation.slice(0, 12)}: ${err.message}`) })
+    const top = topRef([k?.epochs.owner ?? null, ...this.announced(run.conversation)])
     return top !== null && compareRefs(top, self) > 0 ? top : null
   }
 
   async status (conversation: string): Promise<PlacementStatus> {
     const k = await this.learn(conversation)
     const run = this.opts.agents.runOf(conversation)
+    const owner = k.epochs.owner
     return {
-      owner: k.owner,
+      owner,
       announced: this.announced(conversation),
       runningHere: run === undefined ? null : { device: this.opts.history.device, epoch: run.epoch },
       autoRevival: this.autoRevival(conversation),
-      ownerDown: k.owner !== null && k.owner.device !== this.opts.history.device && this.opts.peers.down(k.owner.device)
+      ownerDown: owner !== null && owner.device !== this.opts.history.device && this.opts.peers.down(owner.device)
     }
   }
 
@@ -132,7 +139,7 @@ export class AgentPlacement {
     const self = this.opts.history.device
     // an agent just started here counts before its start entry is written
     const run = this.opts.agents.runOf(conversation)
-    const top = topRef([k.owner, ...this.announced(conversation), run === undefined ? null : { device: self, epoch: run.epoch }])
+    const top = topRef([k.epochs.owner, ...this.announced(conversation), run === undefined ? null : { device: self, epoch: run.epoch }])
     if (top === null || top.device === self) {
       // Busy here: the message waits its turn; the agent takes it up when the current run ends.
       if (this.opts.agents.isRunning(conversation)) {
@@ -155,7 +162,9 @@ export class AgentPlacement {
     const { history } = this.opts
     const dag = await history.open(conversation)
     const k = await this.learn(conversation)
-    const previous = topRef([k.owner, ...this.announced(conversation)])
+    // Over an agent only announced so far this is two above the highest start held here, and
+    // counts because it names that agent as `previous` (EpochLedger).
+    const previous = topRef([k.epochs.owner, ...this.announced(conversation)])
     const epoch = nextEpoch(previous)
     let tip = leaf ?? dag.branch(history.selected(conversation)).at(-1)?.id
     if (tip === undefined) throw new Error(`conversation ${conversation.slice(0, 12)} has no entries yet`)
@@ -168,9 +177,14 @@ export class AgentPlacement {
     return { device: history.device, epoch }
   }
 
-  /** The agents connected peers announce for a conversation, but for epochs that do not count (see MAX_EPOCH). */
+  /**
+   * The agents connected peers announce for a conversation, but for epochs that do not count:
+   * more than one above the highest start held here (EpochLedger.admits; none admitted but
+   * epoch 0 before the history is read).
+   */
   private announced (conversation: string): AgentRef[] {
-    return this.opts.peers.announced(conversation).filter(r => honouredEpoch(r.epoch))
+    const epochs = this.known.get(conversation)?.epochs ?? NO_EPOCHS
+    return this.opts.peers.announced(conversation).filter(r => epochs.admits(r))
   }
 
   /** Who is live changed: conversations that may need a decision are looked at again. */
@@ -181,17 +195,14 @@ export class AgentPlacement {
     const self = this.opts.history.device
     for (const [conversation, k] of this.known) {
       // cheap checks first: only an opt-in conversation whose owner looks dead can need reviving
-      if (k.owner !== null && this.autoRevival(conversation) && k.owner.device !== self && this.opts.peers.down(k.owner.device)) this.reconcile(conversation)
+      const owner = k.epochs.owner
+      if (owner !== null && this.autoRevival(conversation) && owner.device !== self && this.opts.peers.down(owner.device)) this.reconcile(conversation)
     }
     for (const run of this.opts.agents.runs()) this.reconcile(run.conversation)
   }
 
   private entriesArrived (ev: EntriesEvent): void {
-    const k = this.known.get(ev.conversation)
-    if (k !== undefined) {
-      const top = topRef([k.owner, ownerOf(ev.joined)])
-      if (top !== k.owner) k.owner = top
-    }
+    this.known.get(ev.conversation)?.epochs.add(ev.joined)
     // Only what others wrote can call for an action here; our own writes were decided already.
     // And only messages, agent starts and stops, and settings change a decision: a peer's
     // agent writing its steps (most of an initial sync) opens nothing here.
@@ -232,7 +243,8 @@ export class AgentPlacement {
     const have = this.known.get(conversation)
     if (have !== undefined) return have
     const dag = await this.opts.history.open(conversation)
-    const k: Known = { owner: ownerOf(dag.entries()) }
+    // another learn may have finished while the history opened
+    const k: Known = this.known.get(conversation) ?? { epochs: new EpochLedger(dag.entries()) }
     this.known.set(conversation, k)
     return k
   }
@@ -263,7 +275,7 @@ export class AgentPlacement {
     const k = await this.learn(conversation)
     const dag = await history.open(conversation)
     const run = agents.runOf(conversation)
-    const work = openWork(dag)
+    const work = openWork(dag, k.epochs)
     // Messages answered meanwhile (by anyone) are no longer fresh.
     const fresh = this.fresh.get(conversation)
     if (fresh !== undefined) {
@@ -274,7 +286,7 @@ export class AgentPlacement {
     const action: PlacementAction = decide({
       self: history.device,
       conversation,
-      owner: k.owner,
+      owner: k.epochs.owner,
       announced: this.announced(conversation),
       running: run === undefined ? null : { device: history.device, epoch: run.epoch },
       autoRevival: this.autoRevival(conversation),

@@ -4,15 +4,9 @@
 import { createHash } from 'node:crypto'
 import type { Entry } from '../../../shared/entry'
 import type { ConversationDag } from '../../../shared/conversation-dag'
+import { compareRefs, EpochLedger, type AgentRef } from './epochs'
 
-/** An agent incarnation: the device it runs on and its epoch. */
-export interface AgentRef { device: string; epoch: number }
-
-/** Orders agents: higher epoch wins, then the higher device id (the tie-break every device computes alike). */
-export function compareRefs (a: AgentRef, b: AgentRef): number {
-  if (a.epoch !== b.epoch) return a.epoch - b.epoch
-  return a.device < b.device ? -1 : a.device > b.device ? 1 : 0
-}
+export { compareRefs, EpochLedger, honouredEpoch, MAX_EPOCH, type AgentRef } from './epochs'
 
 export function sameRef (a: AgentRef | null, b: AgentRef | null): boolean {
   return a !== null && b !== null && a.epoch === b.epoch && a.device === b.device
@@ -25,35 +19,12 @@ export function topRef (refs: Iterable<AgentRef | null>): AgentRef | null {
   return top
 }
 
-/**
- * The highest epoch that counts (DESIGN.md, "Trust"). An honest epoch grows by one per resume
- * or revival, so it never comes near; a larger one (or one that is not a safe integer) is
- * another device's attempt to own the conversation for ever, past any epoch a resume could
- * take, and counts for nothing: not for ownership, not as an announced agent.
- */
-export const MAX_EPOCH = 2 ** 31
-
-export function honouredEpoch (epoch: number): boolean {
-  return Number.isSafeInteger(epoch) && epoch >= 0 && epoch <= MAX_EPOCH
-}
-
-/** The start an agent.started entry records, if its epoch counts (one that does not is read like a note). */
-function startOf (e: Entry): AgentRef | null {
-  return e.kind === 'agent.started' && honouredEpoch(e.body.epoch) ? { device: e.author.device, epoch: e.body.epoch } : null
-}
-
-/** The agent a conversation belongs to: the highest (epoch, device) that ever started in it, among epochs that count. */
+/** The agent a conversation belongs to: the highest (epoch, device) that ever started in it, among epochs that count (EpochLedger). */
 export function ownerOf (entries: Iterable<Entry>): AgentRef | null {
-  let top: AgentRef | null = null
-  for (const e of entries) {
-    const ref = startOf(e)
-    if (ref === null) continue
-    if (top === null || compareRefs(ref, top) > 0) top = ref
-  }
-  return top
+  return new EpochLedger(entries).owner
 }
 
-/** The epoch an agent that takes a conversation over (resume, revival) starts with. */
+/** The epoch an agent that takes over from `top` (resume, revival) starts with; it names `top` as its `previous`. */
 export function nextEpoch (top: AgentRef | null): number {
   return top === null ? 0 : top.epoch + 1
 }
@@ -84,25 +55,28 @@ export type OpenWork =
 const MAX_WALK = 100_000
 
 /** The tips of a conversation that wait for an agent, oldest first. */
-export function openWork (dag: ConversationDag): OpenWork[] {
+export function openWork (dag: ConversationDag, epochs = new EpochLedger(dag.entries())): OpenWork[] {
   const out: OpenWork[] = []
   for (const head of dag.heads()) {
-    const w = workAt(dag, head)
+    const w = workAt(dag, head, epochs)
     if (w !== null) out.push(w)
   }
   return out
 }
 
-/** What the tip `head` waits for: walks back to the last user message or agent boundary. */
-export function workAt (dag: ConversationDag, head: Entry): OpenWork | null {
+/**
+ * What the tip `head` waits for: walks back to the last user message or agent boundary. A
+ * start whose epoch does not count (yet) is read like a note, as placement reads it everywhere.
+ */
+export function workAt (dag: ConversationDag, head: Entry, epochs = new EpochLedger(dag.entries())): OpenWork | null {
   let cur: Entry | undefined = head
   for (let i = 0; cur !== undefined && i < MAX_WALK; i++) {
-    const agent = startOf(cur)
+    const agent = epochs.startOf(cur)
     if (agent !== null) return { kind: 'turn', leaf: head, agent }
     switch (cur.kind) {
       case 'agent.stopped': return null
       // a message answered by nothing (a note or meta after it does not answer it)
-      case 'user': return answered(dag, cur) ? null : { kind: 'message', leaf: head, message: cur }
+      case 'user': return answered(dag, cur, epochs) ? null : { kind: 'message', leaf: head, message: cur }
       case 'conversation': return null
     }
     const p: string | undefined = cur.parents[0]
@@ -112,11 +86,11 @@ export function workAt (dag: ConversationDag, head: Entry): OpenWork | null {
 }
 
 /** Whether an agent took a message up on some branch: a turn starts after it, past notes, settings and starts that do not count. */
-function answered (dag: ConversationDag, message: Entry): boolean {
+function answered (dag: ConversationDag, message: Entry, epochs: EpochLedger): boolean {
   const todo = [...dag.children(message.id)]
   for (let i = 0; i < todo.length && i < MAX_WALK; i++) {
     const e = todo[i] as Entry
-    if (startOf(e) !== null || e.kind === 'assistant') return true
+    if (epochs.startOf(e) !== null || e.kind === 'assistant') return true
     if (e.kind === 'note' || e.kind === 'meta' || e.kind === 'agent.started') todo.push(...dag.children(e.id))
   }
   return false
