@@ -86,6 +86,14 @@ describe.skipIf(!haveBwrap)('spare sandboxes: what changed on the host since the
     expect(viaSpare).toEqual(fresh)
     expect(viaSpare.exitCode).toBe(3)
     expect(viaSpare.output).toMatch(/^bash 2 1 1 /)
+    // and in namespaces of its own, every one
+    await until(() => spareSandboxes.readyIn(proj), 'the next spare to be ready', 10_000)
+    const kinds = ['user', 'mnt', 'pid', 'net', 'ipc', 'uts', 'cgroup']
+    const ns = await bash.run({ command: kinds.map(k => `readlink /proc/self/ns/${k}`).join('; ') }, ctx(proj))
+    expect(spareSandboxes.stats.used).toBe(used + 2)
+    const inside = ns.output.split('\n').slice(0, kinds.length)
+    expect(inside).toEqual(kinds.map(k => expect.stringMatching(new RegExp(`^${k}:\\[\\d+\\]$`))))
+    for (const [i, k] of kinds.entries()) expect(inside[i], k).not.toBe(fs.readlinkSync(`/proc/self/ns/${k}`))
   })
 
   it('a hidden path made on the host after the spare was planned is hidden from the next call (its plan differs)', async () => {

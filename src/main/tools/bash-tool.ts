@@ -131,7 +131,6 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
       } else {
         const p = await probe({ bwrapPath: opts.bwrapPath, env, ...(opts.cgroups === false ? { cgroups: false } : {}) })
         if (!p.ok) return { status: 'error', output: `The command did not run: ${p.message}` }
-        if (useSpares) await spareSandboxes.prepared()
         ensureGitHooksDir(ctx.sandbox.cwd)
         const cpuTimeMs = cpuTimeMsFor(resources, effectiveTimeout(tool, args))
         let guard: { finish: () => Promise<GuardReport> }
@@ -194,7 +193,7 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
         if (useSpares && !ctx.signal.aborted) {
           const base = p.cgroupBase
           const spareEnv = sandboxEnv(env, home)
-          spareSandboxes.prepareSoon(() => {
+          spareSandboxes.prepareSoon(sandboxCwd, () => {
             ensureGitHooksDir(ctx.sandbox.cwd)
             const next = planSandbox(input(SPARE_WAITER))
             return {

@@ -96,6 +96,9 @@ const EARLY_MAX = 4096
 export class Spare {
   readonly child: ChildProcess
   ready = false
+  /** ms from the spawn to the shell's "ready" */
+  readyMs: number | undefined
+  private readonly made = performance.now()
   /** what it printed before its command: nothing, from a healthy one */
   private early = ''
   private readonly channel: Writable & Readable
@@ -113,7 +116,11 @@ export class Spare {
       ...(cgroup !== undefined ? { cgroup } : {})
     })
     this.channel = this.child.stdio[CHANNEL_FD] as Writable & Readable
-    this.channel.on('data', (b: Buffer) => { if (!this.claimed && b.includes(0x72)) this.ready = true })
+    this.channel.on('data', (b: Buffer) => {
+      if (this.claimed || this.ready || !b.includes(0x72)) return
+      this.ready = true
+      this.readyMs = performance.now() - this.made
+    })
     // a spare that died is reported by its exit; a write into its closed channel says nothing more
     this.channel.on('error', () => undefined)
     this.child.stdout?.on('data', this.onEarly)
@@ -180,14 +187,21 @@ const overlaps = (a: string, b: string): boolean => isInside(a, b) || isInside(b
 /** The spares of this process, one per slot. */
 export class SparePool {
   private readonly slots = new Map<string, Slot>()
-  /** spares about to be prepared, and spares being killed */
-  private readonly preparing = new Set<Promise<void>>()
+  /** spares about to be prepared (by working directory), and spares being killed */
+  private readonly preparing = new Map<Promise<void>, { cwd: string; cancelled: boolean }>()
   private readonly pending = new Set<Promise<void>>()
   /** working directories of the sandboxed calls running now */
   private readonly running = new Map<symbol, string>()
   private readonly idleMs: number
   private readonly max: number
-  readonly stats = { made: 0, used: 0, dropped: {} as Partial<Record<SpareDrop, number>>, lastError: undefined as string | undefined }
+  readonly stats = {
+    made: 0,
+    used: 0,
+    dropped: {} as Partial<Record<SpareDrop, number>>,
+    lastError: undefined as string | undefined,
+    /** the node's own time making the last spare (plan, fingerprint, cgroup, spawn) */
+    lastPrepareMs: undefined as number | undefined
+  }
 
   constructor (o: SparePoolOptions = {}) {
     this.idleMs = o.idleMs ?? 5 * 60_000
@@ -221,6 +235,8 @@ export class SparePool {
    * called (when the call's sandbox is gone and its check is done).
    */
   enter (cwd: string): () => void {
+    // a spare still to be made here would be planned while this call runs: the call that ends makes it
+    for (const job of this.preparing.values()) if (overlaps(job.cwd, cwd) && !job.cancelled) { job.cancelled = true; this.count('busy') }
     for (const [slot, s] of this.slots) {
       if (!overlaps(s.cwd, cwd)) continue
       this.slots.delete(slot)
@@ -274,26 +290,31 @@ export class SparePool {
   }
 
   /**
-   * Prepares a spare from the recipe `make` gives on the next turn of the event loop, so the
-   * call that ended returns first. A plan that fails here fails again, and says so, in the
-   * next call's own.
+   * Prepares a spare for working directory `cwd` from the recipe `make` gives, on the next
+   * turn of the event loop: the call that ended returns first, and a call that starts there
+   * before then (the next of several tool calls in one step) runs without it rather than
+   * wait for it. A plan that fails here fails again, and says so, in the next call's own.
    */
-  prepareSoon (make: () => SpareRecipe | undefined): void {
+  prepareSoon (cwd: string, make: () => SpareRecipe | undefined): void {
+    const job = { cwd, cancelled: false }
     const p = new Promise<void>(resolve => setImmediate(() => {
+      if (job.cancelled) return resolve()
+      const t0 = performance.now()
       try {
         const r = make()
         if (r !== undefined) this.prepare(r)
       } catch (e) {
         this.stats.lastError = (e as Error).message
       }
+      this.stats.lastPrepareMs = performance.now() - t0
       resolve()
     })).finally(() => this.preparing.delete(p))
-    this.preparing.add(p)
+    this.preparing.set(p, job)
   }
 
   /** Resolves once the spares asked for so far are made: a call that starts right after another takes the one it left. */
   async prepared (): Promise<void> {
-    if (this.preparing.size > 0) await Promise.all([...this.preparing])
+    if (this.preparing.size > 0) await Promise.all([...this.preparing.keys()])
   }
 
   /** Spares waiting now, by slot (for tests and the bench). */
@@ -301,7 +322,12 @@ export class SparePool {
 
   /** Whether a spare for working directory `cwd` (canonical) is waiting and has said it is ready. */
   readyIn (cwd: string): boolean {
-    return [...this.slots.values()].some(s => s.cwd === cwd && s.spare.ready && s.spare.usable)
+    return this.spareIn(cwd)?.ready === true
+  }
+
+  /** The waiting spare for working directory `cwd` (canonical), if any (tests and the bench look, never take). */
+  spareIn (cwd: string): Spare | undefined {
+    return [...this.slots.values()].find(s => s.cwd === cwd && s.spare.usable)?.spare
   }
 
   /** Drops every spare and waits until they and their cgroups are gone. */
