@@ -9,13 +9,15 @@ import { FakeProvider, type FakeTurn } from '../src/main/llm/fake-provider'
 import type { LlmProvider } from '../src/main/llm/provider'
 import { AgentHost, type AgentConfig } from '../src/main/runtime/agent/agent-host'
 import { createBashTool } from '../src/main/tools/bash-tool'
-import { buildBwrapArgs } from '../src/main/tools/sandbox/bwrap-args'
-import { CallCgroup } from '../src/main/tools/sandbox/resource-cgroups'
+import { buildBwrapArgs, planSandbox } from '../src/main/tools/sandbox/bwrap-args'
+import { GitScanner } from '../src/main/tools/sandbox/git-scan'
+import { CallCgroup, launcherArgv } from '../src/main/tools/sandbox/resource-cgroups'
 import { resolveResourceLimits, tmpfsSizes, ulimitPrefix } from '../src/main/tools/sandbox/resource-limits'
 import { sandboxProbe } from '../src/main/tools/sandbox/sandbox-probe'
 import { spawnSandbox } from '../src/main/tools/sandbox/spawn-sandbox'
+import { closeSpareSandboxes, spareSandboxes } from '../src/main/tools/sandbox/spare-sandbox'
 import type { SandboxPolicy } from '../src/main/tools/sandbox-policy'
-import type { Tool } from '../src/main/tools/tool'
+import type { Tool, ToolContext } from '../src/main/tools/tool'
 import type { Entry } from '../src/shared/entry'
 import type { Logger } from '../src/shared/logger'
 import { emit, median, percentile, round } from './lib/util'
@@ -185,6 +187,30 @@ function spawnUntilExit (file: string, args: string[], cwd: string, seccomp?: Bu
   })
 }
 
+/** `args` without the first run of `seq` (undefined when it has none). */
+function without (args: readonly string[], ...seqs: string[][]): string[] | undefined {
+  let out = [...args]
+  for (const seq of seqs) {
+    const at = out.findIndex((_, i) => seq.every((x, k) => out[i + k] === x))
+    if (at < 0) return undefined
+    out = [...out.slice(0, at), ...out.slice(at + seq.length)]
+  }
+  return out
+}
+
+/** The mask arguments (hidden paths) of a plan: `--tmpfs P --remount-ro P` and `--ro-bind /dev/null P` outside /proc. */
+function maskRuns (args: readonly string[]): string[][] {
+  const end = args.indexOf('--')
+  const out: string[][] = []
+  for (let i = 0; i < end; i++) {
+    if (args[i] === '--tmpfs' && args[i + 2] === '--remount-ro' && args[i + 3] === args[i + 1]) out.push(args.slice(i, i + 4))
+    else if (args[i] === '--ro-bind' && args[i + 1] === '/dev/null' && !(args[i + 2] ?? '').startsWith('/proc/')) out.push(args.slice(i, i + 3))
+  }
+  return out
+}
+
+const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
+
 async function bwrapOverhead (): Promise<void> {
   const name = 'agent.bash.bwrap-overhead'
   const probe = await sandboxProbe()
@@ -194,23 +220,37 @@ async function bwrapOverhead (): Promise<void> {
   }
   const RUNS = Number(process.env.ARBOR_BENCH_BWRAP_RUNS ?? 60)
   const cwd = await freshDir('bash')
-  const policy: SandboxPolicy = { enabled: true, cwd, hidden: [] }
+  const warmCwd = await freshDir('bash-warm') // its own directory: a call elsewhere in it would drop its spare
+  const pairCwd = await freshDir('bash-pair')
+  const coldCwd = await freshDir('bash-cold')
+  const policy = (dir: string): SandboxPolicy => ({ enabled: true, cwd: dir, hidden: [] })
   const home = os.homedir()
   const limits = resolveResourceLimits()
   const command = ulimitPrefix(limits, 120_000, probe.limits) + 'true'
   const buildArgs = (seccomp: boolean): string[] => buildBwrapArgs({
-    policy, command, env: process.env, home, disableUserns: probe.disableUserns,
+    policy: policy(cwd), command, env: process.env, home, disableUserns: probe.disableUserns,
     ...(probe.tmpfsSizes ? { tmpfsSizes: tmpfsSizes(limits) } : {}), ...(seccomp && probe.seccomp !== undefined ? { seccompFd: 3 } : {})
   })
   const bargs = buildArgs(false)
   const sargs = buildArgs(true)
-  const bash = createBashTool({ home })
+  const warm = createBashTool({ home })
+  const cold = createBashTool({ home, spares: false })
+  const ctx = (dir: string): ToolContext => ({ cwd: dir, signal: new AbortController().signal, idemKey: 'bench', sandbox: policy(dir) })
+  const run = async (tool: Tool, dir: string): Promise<number> => {
+    const t0 = performance.now()
+    const res = await tool.run({ command: 'true' }, ctx(dir))
+    if (res.status !== 'ok') throw new Error(`the bash tool failed: ${res.output}`)
+    return performance.now() - t0
+  }
 
   const plain = (): Promise<number> => spawnUntilExit('bash', ['-c', 'true'], cwd)
   const bwrap = (): Promise<number> => spawnUntilExit(probe.bwrapPath, bargs, cwd)
   const seccomp = (): Promise<number> => spawnUntilExit(probe.bwrapPath, sargs, cwd, probe.seccomp)
-  // everything the tool does around bwrap: make the call's cgroup, join it through the
-  // launcher, the filter on fd 3, remove the cgroup after
+  const launcher = (): Promise<number> => {
+    const l = launcherArgv([], probe.bwrapPath, sargs)
+    return spawnUntilExit(l.file, l.args, cwd, probe.seccomp)
+  }
+  // everything around bwrap: make the call's cgroup, join it through the launcher, the filter on fd 3, remove the cgroup after
   const removeMs: number[] = []
   const full = async (): Promise<number> => {
     const t0 = performance.now()
@@ -221,49 +261,154 @@ async function bwrapOverhead (): Promise<void> {
     removeMs.push(performance.now() - t1)
     return performance.now() - t0
   }
-  const tool = async (): Promise<number> => {
+  // the steady state of an agent's turn: a model step lies between two calls, and by the time
+  // the call comes its spare is ready (how long that takes is spare.readyMs)
+  const readyMs: number[] = []
+  const prepareMs: number[] = []
+  // the spare a call left, made and ready before the next measurement (so its setup does not run beside it)
+  const settle = async (dir: string): Promise<void> => {
+    await spareSandboxes.prepared()
+    if (spareSandboxes.stats.lastPrepareMs !== undefined) prepareMs.push(spareSandboxes.stats.lastPrepareMs)
+    for (let i = 0; i < 500 && !spareSandboxes.readyIn(dir); i++) await sleep(2)
+    const r = spareSandboxes.spareIn(dir)?.readyMs
+    if (r === undefined) throw new Error(`no spare became ready in ${dir} (${JSON.stringify(spareSandboxes.stats)})`)
+    readyMs.push(r)
+  }
+  const toolWarm = async (): Promise<number> => {
+    const ms = await run(warm, warmCwd)
+    await settle(warmCwd)
+    return ms
+  }
+  // no model step between two calls: the second takes the spare the first left before it is ready
+  const toolBackToBack = async (): Promise<number> => {
+    await run(warm, pairCwd)
+    const ms = await run(warm, pairCwd)
+    await settle(pairCwd)
+    return ms
+  }
+  const toolCold = (): Promise<number> => run(cold, coldCwd)
+  const toolOff = async (): Promise<number> => {
     const t0 = performance.now()
-    const res = await bash.run({ command: 'true' }, { cwd, signal: new AbortController().signal, idemKey: 'bench', sandbox: policy })
-    if (res.status !== 'ok') throw new Error(`the bash tool failed: ${res.output}`)
+    const res = await cold.run({ command: 'true' }, { ...ctx(coldCwd), sandbox: { ...policy(coldCwd), enabled: false } })
+    if (res.exitCode !== 0) throw new Error(`the bash tool (sandbox off) failed: ${res.output}`)
     return performance.now() - t0
   }
-  const args = (): Promise<number> => {
+  const planOnly = (): Promise<number> => {
     const t0 = performance.now()
     buildArgs(true)
     return Promise.resolve(performance.now() - t0)
   }
-  const fns = [plain, bwrap, seccomp, full, tool, args]
-  for (const fn of fns) await fn() // warm-up
-  const out: number[][] = fns.map(() => [])
-  for (let i = 0; i < RUNS; i++) for (const [j, fn] of fns.entries()) (out[j] as number[]).push(await fn())
-  const [a, b, sc, f, c, build] = out.map(median) as [number, number, number, number, number, number]
-  const p90 = out.map(xs => percentile(xs, 90)) as [number, number, number, number, number, number]
-  const extra = f - a
+  const scanner = new GitScanner({ home })
+  const guardOnly = async (): Promise<number> => {
+    const plan = planSandbox({ policy: policy(coldCwd), command, env: process.env, home })
+    const t0 = performance.now()
+    const g = await scanner.begin(plan.cwd, plan.git)
+    await g.finish()
+    return performance.now() - t0
+  }
+
+  // What each protection costs bwrap: the filtered sandbox with that one thing left out.
+  const isolation = (flags: string[]): string[][] => flags.map(f => [f])
+  const variants: Array<[string, string[] | undefined]> = [
+    ['netNamespace', without(sargs, ['--unshare-net'])],
+    ['userNamespace', without(sargs, ...isolation(['--unshare-user', ...(probe.disableUserns ? ['--disable-userns'] : [])]))],
+    ['pidIpcUtsCgroupNamespaces', without(sargs, ...isolation(['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try']), ['--ro-bind', '/dev/null', '/proc/1/mem'], ['--ro-bind', '/dev/null', '/proc/1/task/1/mem'])],
+    ['dieWithParentNewSession', without(sargs, ['--die-with-parent'], ['--new-session'])],
+    ['hiddenPathMasks', maskRuns(sargs).length === 0 ? undefined : without(sargs, ...maskRuns(sargs))],
+    ['proc1MemMasks', without(sargs, ['--ro-bind', '/dev/null', '/proc/1/mem'], ['--ro-bind', '/dev/null', '/proc/1/task/1/mem'])],
+    ['readOnlyDev', without(sargs, ['--remount-ro', '/dev'])],
+    ['tmpfsSizes', probe.tmpfsSizes ? sargs.filter((a, i) => a !== '--size' && sargs[i - 1] !== '--size') : undefined]
+  ]
+  const usable: Array<[string, string[]]> = []
+  for (const [v, a] of variants) {
+    if (a === undefined) continue
+    try {
+      await spawnUntilExit(probe.bwrapPath, a, cwd, probe.seccomp)
+      usable.push([v, a])
+    } catch { /* this machine cannot run bwrap without it (a user namespace, for a user who is not root) */ }
+  }
+  const leaveOut = usable.map(([v, a]): [string, () => Promise<number>] => [v, () => spawnUntilExit(probe.bwrapPath, a, cwd, probe.seccomp)])
+
+  const fns: Array<[string, () => Promise<number>]> = [
+    ['plain', plain], ['bwrap', bwrap], ['seccomp', seccomp], ['launcher', launcher], ['full', full],
+    ['toolWarm', toolWarm], ['toolBackToBack', toolBackToBack], ['toolCold', toolCold], ['toolOff', toolOff],
+    ['plan', planOnly], ['guard', guardOnly], ...leaveOut
+  ]
+  for (const [, fn] of fns) await fn() // warm-up
+  readyMs.length = 0
+  prepareMs.length = 0
+  removeMs.length = 0
+  const out = new Map<string, number[]>(fns.map(([n]) => [n, []]))
+  for (let i = 0; i < RUNS; i++) for (const [n, fn] of fns) (out.get(n) as number[]).push(await fn())
+  await closeSpareSandboxes()
+  const med = (n: string): number => median(out.get(n) as number[])
+  const p90 = (n: string): number => percentile(out.get(n) as number[], 90)
+  // run by run: subject i minus the baseline measured just before it
+  const diffs = (n: string): number[] => (out.get(n) as number[]).map((x, i) => x - (out.get('plain') as number[])[i]!)
+  const a = med('plain')
+  const value = med('toolWarm') - a
   const target = 5
+  const breakdown: Record<string, number> = {}
+  for (const [v] of usable) breakdown[v] = round(med('seccomp') - med(v))
   emit({
     name,
-    value: round(extra),
+    value: round(value),
     unit: 'ms',
+    valueName: 'the bash tool\'s run() of `true`, sandboxed with everything on, in the spare sandbox the previous call left, minus the baseline',
+    p90: round(percentile(diffs('toolWarm'), 90)),
     baseline: round(a),
+    baselineP90Ms: round(p90('plain')),
     baselineName: "spawn('bash', ['-c', 'true']) until exit",
-    ratio: round(f / a),
+    ratio: round(med('toolWarm') / a),
     target,
-    ok: extra <= target,
-    fullMs: round(f),
-    fullP90Ms: round(p90[3]),
-    fullName: 'cgroup made + joined (v1: the launcher moves itself; v2: bwrap moved while it reads its filter) + bwrap (sized tmpfs, read-only /dev, --add-seccomp-fd 3 on a pipe) of the ulimit line and true + cgroup removed',
-    bwrapMs: round(b),
-    bwrapP90Ms: round(p90[1]),
+    ok: value <= target,
+    toolMs: round(med('toolWarm')),
+    toolP90Ms: round(p90('toolWarm')),
+    toolName: 'bash tool run() with the sandbox enabled (probe cached, plan, git guard before and after, the spare\'s cgroup and bwrap, output collected, cgroup removed), the spare ready',
+    cold: {
+      overheadMs: round(med('toolCold') - a),
+      overheadP90Ms: round(percentile(diffs('toolCold'), 90)),
+      toolMs: round(med('toolCold')),
+      toolP90Ms: round(p90('toolCold')),
+      name: 'the same run() with no spare (spares: false; the first call in a directory, or one whose plan changed)',
+      fullMs: round(med('full')),
+      fullP90Ms: round(p90('full')),
+      fullOverheadMs: round(med('full') - a),
+      fullName: 'cgroup made + joined (v1: the launcher moves itself; v2: bwrap moved while it reads its filter) + bwrap (sized tmpfs, read-only /dev, --add-seccomp-fd 3 on a pipe) of the ulimit line and true + cgroup removed; no plan, no git guard'
+    },
+    backToBack: {
+      overheadMs: round(med('toolBackToBack') - a),
+      overheadP90Ms: round(percentile(diffs('toolBackToBack'), 90)),
+      name: 'the second of two calls with nothing between them: it takes the spare the first left before that is ready'
+    },
+    spare: {
+      readyMs: round(median(readyMs)),
+      readyP90Ms: round(percentile(readyMs, 90)),
+      readyName: 'from the spare\'s spawn to its shell saying it is ready (bwrap\'s setup, off the call\'s path; the bench waits for it after each call, as a model step would)',
+      prepareMs: round(median(prepareMs)),
+      prepareName: 'the node\'s own time making a spare after a call (plan, fingerprint, cgroup, fork of bwrap)',
+      made: spareSandboxes.stats.made,
+      used: spareSandboxes.stats.used,
+      dropped: spareSandboxes.stats.dropped
+    },
+    bwrapMs: round(med('bwrap')),
+    bwrapP90Ms: round(p90('bwrap')),
     bwrapName: 'bwrap alone: buildBwrapArgs(...) without the filter, no cgroup',
-    seccompMs: round(sc),
-    seccompP90Ms: round(p90[2]),
+    seccompMs: round(med('seccomp')),
+    seccompP90Ms: round(p90('seccomp')),
     seccompName: 'bwrap + the seccomp filter written to fd 3',
-    breakdownMs: { bwrap: round(b - a), seccomp: round(sc - b), cgroup: round(f - sc), cgroupRemoveWait: round(median(removeMs.slice(1))) },
-    baselineP90Ms: round(p90[0]),
-    toolMs: round(c),
-    toolP90Ms: round(p90[4]),
-    toolName: 'bash tool run() with the sandbox enabled (probe cached, args built, cgroup, output collected)',
-    buildArgsMs: round(build, 3),
+    breakdownMs: {
+      bwrap: round(med('bwrap') - a),
+      ...breakdown,
+      seccomp: round(med('seccomp') - med('bwrap')),
+      launcher: round(med('launcher') - med('seccomp')),
+      cgroup: round(med('full') - med('launcher')),
+      cgroupRemoveWait: round(median(removeMs)),
+      plan: round(med('plan'), 3),
+      gitGuard: round(med('guard'), 3)
+    },
+    breakdownName: 'bwrap: bwrap of everything without the filter minus the baseline; each of the next: what leaving that one thing out of the filtered sandbox saves; seccomp, launcher, cgroup: what each adds in turn; plan: planSandbox; gitGuard: the git check before and after a call in an empty directory',
+    toolUnsandboxedMs: round(med('toolOff')),
     bwrapVersion: probe.version,
     cgroup: probe.limits.cgroup ?? 'none',
     seccompProgram: probe.seccomp === undefined ? 'none' : `${probe.seccomp.length / 8} instructions`,

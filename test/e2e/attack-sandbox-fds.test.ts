@@ -36,7 +36,7 @@ afterAll(async () => {
 })
 
 /** Runs the child with fd 30 = the secret file and fd 31 = a pipe whose other end this test reads. */
-async function runChild (mode: 'sandboxed' | 'unsandboxed' | 'plain', command: string): Promise<{ result: ToolResult; leakedThroughPipe: string }> {
+async function runChild (mode: 'sandboxed' | 'sandboxed-spare' | 'unsandboxed' | 'plain', command: string): Promise<{ result: ToolResult & { sparesUsed?: number }; leakedThroughPipe: string }> {
   // a fresh open file per run: reads move the offset every inheritor shares
   const secretFd = fs.openSync(path.join(dir, 'secret'), 'r')
   const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe']
@@ -55,7 +55,7 @@ async function runChild (mode: 'sandboxed' | 'unsandboxed' | 'plain', command: s
   clearTimeout(timer)
   fs.closeSync(secretFd)
   if (code !== 0) throw new Error(`the child failed (${code}): ${err}`)
-  return { result: JSON.parse(out.trim()) as ToolResult, leakedThroughPipe: leaked }
+  return { result: JSON.parse(out.trim()) as ToolResult & { sparesUsed?: number }, leakedThroughPipe: leaked }
 }
 
 const PROBE = 'ls -l /proc/self/fd; echo "[$(cat <&30)]"; echo through-the-pipe >&31; echo done'
@@ -67,9 +67,10 @@ describe.skipIf(!haveBwrap)('inherited file descriptors (real child process, rea
     expect(leakedThroughPipe).toContain('through-the-pipe')
   })
 
-  for (const mode of ['sandboxed', 'unsandboxed'] as const) {
-    it(`the bash tool (${mode}): neither fd is open in the command`, async () => {
+  for (const mode of ['sandboxed', 'sandboxed-spare', 'unsandboxed'] as const) {
+    it(`the bash tool (${mode === 'sandboxed-spare' ? 'sandboxed, in the spare sandbox a first call left' : mode}): neither fd is open in the command`, async () => {
       const { result, leakedThroughPipe } = await runChild(mode, PROBE)
+      if (mode === 'sandboxed-spare') expect(result.sparesUsed).toBe(1)
       expect(result.output).toContain('done')
       expect(result.output).not.toContain(SECRET)
       expect(result.output).not.toContain(path.join(dir, 'secret'))

@@ -19,6 +19,7 @@ import { CallCgroup, parseCgroupMounts, parseProcCgroup, v1Dir } from '../../src
 import { resolveResourceLimits } from '../../src/main/tools/sandbox/resource-limits'
 import { clearSandboxProbeCache, sandboxProbe } from '../../src/main/tools/sandbox/sandbox-probe'
 import { SECCOMP_FD, spawnSandbox } from '../../src/main/tools/sandbox/spawn-sandbox'
+import { closeSpareSandboxes } from '../../src/main/tools/sandbox/spare-sandbox'
 import type { Tool, ToolContext, ToolResult } from '../../src/main/tools/tool'
 import { until } from '../helpers/temp-dir'
 
@@ -72,6 +73,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
+  await closeSpareSandboxes() // their cgroups are inside the fence
   if (root !== undefined) await fsp.rm(root, { recursive: true, force: true })
   if (fence !== undefined) {
     fs.writeFileSync(path.join(fence.back, 'cgroup.procs'), String(process.pid))
@@ -120,6 +122,7 @@ function leftoverCgroups (): string[] {
 }
 
 async function quiet (): Promise<void> {
+  await closeSpareSandboxes() // the next call's sandbox, set up ahead (spare-sandbox.ts), is not part of this call
   const deadline = Date.now() + 3000
   while (descendants().length > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
   expect(descendants()).toEqual([])

@@ -6,7 +6,8 @@
  * --die-with-parent plus the PID namespace take everything started inside with it.
  * Every sandboxed call runs under the seccomp filter (sandbox/seccomp.ts) and the resource
  * limits (sandbox/resource-limits.ts: its own cgroup where possible, rlimits, sized tmpfs);
- * a limit the call ran into is said in its result.
+ * a limit the call ran into is said in its result. After a call, the next one's sandbox is
+ * set up ahead (sandbox/spare-sandbox.ts) and used only if that call's own plan matches it.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -14,12 +15,13 @@ import path from 'node:path'
 import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import { OutputAccumulator, type OutputLimits } from './output-limit'
-import { isSecretEnvName, planSandbox, SandboxPolicyError, sandboxEnv } from './sandbox/bwrap-args'
+import { isSecretEnvName, planSandbox, SandboxPolicyError, sandboxEnv, type BwrapArgsInput } from './sandbox/bwrap-args'
 import { GitScanner, guardReportText, type GuardReport } from './sandbox/git-scan'
 import { CallCgroup } from './sandbox/resource-cgroups'
 import { cpuLimitReason, cpuTimeMsFor, limitNotes, resolveResourceLimits, tmpfsSizes, ulimitPrefix, type ResourceLimits } from './sandbox/resource-limits'
 import { sandboxProbe, type ProbeOptions, type SandboxProbe } from './sandbox/sandbox-probe'
 import { SECCOMP_FD, spawnSandbox } from './sandbox/spawn-sandbox'
+import { SPARE_WAITER, spareCanRun, spareKey, spareSandboxes, type Spare } from './sandbox/spare-sandbox'
 import { abortWords, argsObject, effectiveTimeout, timeoutReason, validateArgs } from './tool-args'
 import type { Tool, ToolContext, ToolResult } from './tool'
 
@@ -42,6 +44,8 @@ export interface BashToolOptions {
   resourceLimits?: Partial<ResourceLimits>
   /** a cgroup per call where the machine allows (default true); false: rlimits and tmpfs sizes only */
   cgroups?: boolean
+  /** set up the next call's sandbox after each call (sandbox/spare-sandbox.ts; default true) */
+  spares?: boolean
 }
 
 export const UNSANDBOXED_WARNING = '[warning: the sandbox is off for this conversation; this command ran without it, with all of your user\'s access]'
@@ -76,6 +80,8 @@ interface Spawned {
   /** the call's cgroup, joined before bwrap forks, removed after the call */
   cgroup?: CallCgroup
   limits?: { resources: ResourceLimits; cpuTimeMs: number }
+  /** a sandbox set up ahead for this plan: it gets the command (the last of args) instead of a spawn */
+  spare?: Spare
 }
 
 /** One walk cache per home for the whole process: every agent's calls in a directory share it. */
@@ -91,6 +97,7 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
   const home = opts.home ?? os.homedir()
   const probe = opts.probe ?? sandboxProbe
   const resources = resolveResourceLimits(opts.resourceLimits)
+  const useSpares = opts.spares !== false
   const tool: Tool = {
     name: 'bash',
     description: 'Run a bash command in the working directory, in a sandbox: it can write only inside the working directory ' +
@@ -128,37 +135,80 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
         const cpuTimeMs = cpuTimeMsFor(resources, effectiveTimeout(tool, args))
         let guard: { finish: () => Promise<GuardReport> }
         let gitProblems: string[]
+        const input = (cmd: string): BwrapArgsInput => ({
+          policy: ctx.sandbox,
+          command: cmd,
+          env,
+          home,
+          dataDir: opts.dataDir,
+          chdir: ctx.cwd,
+          disableUserns: p.disableUserns,
+          ...(p.tmpfsSizes ? { tmpfsSizes: tmpfsSizes(resources) } : {}),
+          ...(p.seccomp !== undefined ? { seccompFd: SECCOMP_FD } : {})
+        })
+        // the limits a spare's cgroup was made with are part of what it must match
+        const limitsKey = { cgroup: p.cgroupBase !== undefined, processes: resources.processes, memoryBytes: resources.memoryBytes }
+        let slot: string
+        let mounted: string[]
+        let sandboxCwd: string
         try {
-          const { args: bargs, cwd, git } = planSandbox({
-            policy: ctx.sandbox,
-            command: ulimitPrefix(resources, cpuTimeMs, p.limits) + command,
-            env,
-            home,
-            dataDir: opts.dataDir,
-            chdir: ctx.cwd,
-            disableUserns: p.disableUserns,
-            ...(p.tmpfsSizes ? { tmpfsSizes: tmpfsSizes(resources) } : {}),
-            ...(p.seccomp !== undefined ? { seccompFd: SECCOMP_FD } : {})
-          })
-          spec = { file: p.bwrapPath, args: bargs, env: sandboxEnv(env, home), cwd: '/', sandboxed: true, limits: { resources, cpuTimeMs } }
+          const plan = planSandbox(input(ulimitPrefix(resources, cpuTimeMs, p.limits) + command))
+          spec = { file: p.bwrapPath, args: plan.args, env: sandboxEnv(env, home), cwd: '/', sandboxed: true, limits: { resources, cpuTimeMs } }
           if (p.seccomp !== undefined) spec.seccomp = p.seccomp
-          gitProblems = git.problems
-          guard = await scannerFor(home).begin(cwd, git)
+          gitProblems = plan.git.problems
+          slot = `${p.bwrapPath}\0${plan.cwd}`
+          mounted = plan.mounted
+          sandboxCwd = plan.cwd
+          guard = await scannerFor(home).begin(plan.cwd, plan.git)
         } catch (e) {
           if (e instanceof SandboxPolicyError) return { status: 'error', output: `The command did not run: ${e.message}` }
           throw e
         }
-        if (p.cgroupBase !== undefined) {
+        // a command that cannot be an argument (a NUL, too long) fails as a fresh spawn does
+        const spare = useSpares && spareCanRun(spec.args[spec.args.length - 1] as string) ? spareSandboxes.take(slot, spareKey(spec.file, spec.args, spec.env, limitsKey), mounted) : undefined
+        // from here until the check after the call, this directory's spares are out of date
+        const left = spareSandboxes.enter(sandboxCwd)
+        if (spare !== undefined) {
+          spec.spare = spare
+          if (spare.cgroup !== undefined) spec.cgroup = spare.cgroup
+        } else if (p.cgroupBase !== undefined) {
           try {
             spec.cgroup = CallCgroup.create(p.cgroupBase, resources)
           } catch (e) {
             await guard.finish() // nothing ran: the walk only closes its books
+            left()
             return { status: 'error', output: `The command did not run: ${(e as Error).message}` }
           }
         }
-        const result = await runSpawned(spec, effectiveTimeout(tool, args), ctx, opts.limits, warning)
-        // after the sandbox is gone: what it left for the host's git to run is moved aside, and said
-        const said = [guardReportText(await guard.finish()), ...gitProblems.map(pr => `[git guard: ${pr}; settings there are not protected]`)].filter(t => t !== '').join('\n')
+        let result: ToolResult
+        let said: string
+        try {
+          result = await runSpawned(spec, effectiveTimeout(tool, args), ctx, opts.limits, warning)
+          // after the sandbox is gone: what it left for the host's git to run is moved aside, and said
+          said = [guardReportText(await guard.finish()), ...gitProblems.map(pr => `[git guard: ${pr}; settings there are not protected]`)].filter(t => t !== '').join('\n')
+        } finally {
+          left()
+        }
+        // the next call's sandbox, planned from what this call left
+        if (useSpares && !ctx.signal.aborted) {
+          const base = p.cgroupBase
+          const spareEnv = sandboxEnv(env, home)
+          spareSandboxes.prepareSoon(sandboxCwd, () => {
+            ensureGitHooksDir(ctx.sandbox.cwd)
+            const next = planSandbox(input(SPARE_WAITER))
+            return {
+              slot,
+              cwd: next.cwd,
+              key: spareKey(p.bwrapPath, next.args, spareEnv, limitsKey),
+              mounted: next.mounted,
+              file: p.bwrapPath,
+              args: next.args,
+              env: spareEnv,
+              ...(p.seccomp !== undefined ? { seccomp: p.seccomp } : {}),
+              ...(base !== undefined ? { cgroup: () => CallCgroup.create(base, resources) } : {})
+            }
+          })
+        }
         if (said === '') return result
         ctx.onOutput?.(said + '\n')
         return { ...result, output: `${result.output}\n${said}` }
@@ -179,19 +229,22 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     }
     if (warning !== undefined) ctx.onOutput?.(warning + '\n')
 
-    const child = spawnSandbox({
-      file: spec.file,
-      args: spec.args,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      options: { cwd: spec.cwd, env: spec.env, detached: true },
-      ...(spec.seccomp !== undefined ? { seccomp: spec.seccomp } : {}),
-      ...(spec.cgroup !== undefined ? { cgroup: spec.cgroup } : {})
-    })
+    const child = spec.spare !== undefined
+      ? spec.spare.claim()
+      : spawnSandbox({
+        file: spec.file,
+        args: spec.args,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        options: { cwd: spec.cwd, env: spec.env, detached: true },
+        ...(spec.seccomp !== undefined ? { seccomp: spec.seccomp } : {}),
+        ...(spec.cgroup !== undefined ? { cgroup: spec.cgroup } : {})
+      })
     const stdout = child.stdout as Readable
     const stderr = child.stderr as Readable
     const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const
     stdout.on('data', (b: Buffer) => emit(decoders[0].write(b)))
     stderr.on('data', (b: Buffer) => emit(decoders[1].write(b)))
+    spec.spare?.send(spec.args[spec.args.length - 1] as string)
 
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
     let stopped: string | undefined // why we killed it
@@ -209,8 +262,9 @@ function runSpawned (spec: Spawned, timeoutMs: number, ctx: ToolContext, limits:
     const cpuLimit = spec.limits?.cpuTimeMs
     if (cg !== undefined && cpuLimit !== undefined && cg.cpuUsageMs() !== undefined) {
       const cores = Math.max(1, os.availableParallelism())
+      const before = cg.cpuUsageMs() ?? 0 // a spare's own start-up is not the command's
       const check = (): void => {
-        const used = cg.cpuUsageMs() ?? 0
+        const used = (cg.cpuUsageMs() ?? 0) - before
         if (used >= cpuLimit) return stop(cpuLimitReason(cpuLimit))
         cpuTimer = setTimeout(check, Math.max(100, (cpuLimit - used) / cores))
       }

@@ -188,8 +188,18 @@ export function buildBwrapArgs (input: BwrapArgsInput): string[] {
   return planSandbox(input).args
 }
 
+/** A planned sandbox: bwrap's argv and what it was built from. */
+export interface SandboxPlan {
+  args: string[]
+  /** the canonical working directory */
+  cwd: string
+  git: GitPlan
+  /** the host paths the arguments bind or mask, beyond the base mounts (what a spare sandbox checks is still there, spare-sandbox.ts) */
+  mounted: string[]
+}
+
 /** bwrap's argv, and what it was built from: the canonical working directory and the git plan. */
-export function planSandbox (input: BwrapArgsInput): { args: string[]; cwd: string; git: GitPlan } {
+export function planSandbox (input: BwrapArgsInput): SandboxPlan {
   const probe = memoProbe(input.fs ?? nodeFsProbe)
   const hidden = allHidden(input.policy, input.home, input.dataDir, probe)
   const cwd = sandboxCwd(input.policy, hidden, probe, input.home)
@@ -205,7 +215,8 @@ export function planSandbox (input: BwrapArgsInput): { args: string[]; cwd: stri
   const masks = hiddenMounts(hidden, cwd, probe)
   const git = input.git ?? planGitProtection(cwd, { home: input.home, env: input.env, probe })
   // Pins before what is mounted inside them, parents before children (sorted).
-  for (const d of [...new Set([...git.pin, ...hiddenAncestors(masks, cwd)])].sort()) args.push('--bind', d, d)
+  const pins = [...new Set([...git.pin, ...hiddenAncestors(masks, cwd)])].sort()
+  for (const d of pins) args.push('--bind', d, d)
   const readOnly = new Set(git.readOnly.filter(p => isInside(p, cwd) && p !== cwd))
   for (const rel of PROTECTED_IN_CWD) {
     const real = probe.realpath(path.join(cwd, rel))
@@ -228,5 +239,6 @@ export function planSandbox (input: BwrapArgsInput): { args: string[]; cwd: stri
 
   if (input.seccompFd !== undefined) args.push('--add-seccomp-fd', String(input.seccompFd))
   args.push('--', input.shell ?? 'bash', '-c', input.command)
-  return { args, cwd, git }
+  const mounted = [...new Set([cwd, chdir, ...pins, ...readOnly, ...masks.map(m => m.path)])].sort()
+  return { args, cwd, git, mounted }
 }

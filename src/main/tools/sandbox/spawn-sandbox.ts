@@ -16,6 +16,8 @@ import { launcherArgv, type CallCgroup } from './resource-cgroups'
 
 /** The fd bwrap reads the program from; buildBwrapArgs puts `--add-seccomp-fd 3`. */
 export const SECCOMP_FD = 3
+/** A spare sandbox's channel (spare-sandbox.ts): a socket its waiting shell reads the command from. */
+export const CHANNEL_FD = 4
 
 export interface SandboxSpawn {
   file: string
@@ -28,6 +30,8 @@ export interface SandboxSpawn {
   options?: Omit<SpawnOptions, 'stdio'>
   /** how bwrap enters the cgroup (default: the launcher on v1, the move from outside on v2; tests force either) */
   join?: 'launcher' | 'move'
+  /** a socket on fd 4 (CHANNEL_FD), for a spare sandbox's waiting shell */
+  channel?: boolean
 }
 
 export class SandboxPlacementError extends Error {
@@ -44,8 +48,9 @@ export function spawnSandbox (s: SandboxSpawn): ChildProcess {
   let args = s.args
   const launcher = s.cgroup !== undefined && (s.seccomp === undefined || (s.join ?? (s.cgroup.joinsBySelf ? 'launcher' : 'move')) === 'launcher')
   if (launcher && s.cgroup !== undefined) ({ file, args } = launcherArgv(s.cgroup.selfJoinFiles, file, args))
-  // fd 3 carries the program; any fd this process inherited without close-on-exec becomes /dev/null in the child
-  const stdio = stdioClosingInherited(s.seccomp === undefined ? s.stdio : [...s.stdio, 'pipe'])
+  // fd 3 carries the program, fd 4 a spare's channel; any fd this process inherited without close-on-exec becomes /dev/null in the child
+  const extra = s.channel === true ? [s.seccomp === undefined ? 'ignore' as const : 'pipe' as const, 'pipe' as const] : s.seccomp === undefined ? [] : ['pipe' as const]
+  const stdio = stdioClosingInherited([...s.stdio, ...extra])
   const child = spawn(file, args, { ...s.options, stdio: stdio as SpawnOptions['stdio'] })
   const seccomp = s.seccomp
   if (seccomp === undefined) return child
