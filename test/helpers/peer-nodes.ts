@@ -36,6 +36,8 @@ export interface PeerNodeOptions {
   wrapConfig?: (resolve: () => Promise<AgentConfig>, conversation: string) => Promise<AgentConfig>
   heartbeatMs?: number
   suspectAfterMs?: number
+  /** the node's data directory (default: a fresh temp directory), e.g. on a small disk */
+  dataDir?: string
 }
 
 export class PeerNodes {
@@ -46,7 +48,7 @@ export class PeerNodes {
 
   /** A ready node, trusting (and trusted by) every node added before it, linked to them. */
   async add (name: string, opts: PeerNodeOptions = {}): Promise<PeerNode> {
-    const dir = await this.dirs.make()
+    const dir = opts.dataDir ?? await this.dirs.make()
     // outside the data directory, which the sandbox hides
     const workspaces = await this.dirs.make()
     const home = path.join(workspaces, 'home')

@@ -15,7 +15,7 @@ import { EntryCache } from './entry-cache'
 import { HistoryIndexFile, emptyIndex, indexFilePath, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { parseManifestRecord, type ManifestRecord } from './manifest-record'
 import { ViewState } from './view-state'
-import { storageError } from './storage-error'
+import { storageError } from '../disk/storage-error'
 
 export interface HistoryStoreOptions {
   /** The data directory; the store keeps its Corestore and indexes under it. */
@@ -226,11 +226,13 @@ export class HistoryStore extends EventEmitter {
       clean = false
       this.log.error(`could not record feed lengths in the manifest: ${(err as Error).message}`)
     }
+    // A failed save (a full disk) leaves the previous files, which say to reconcile: the
+    // store still closes, so its directory is free to open again.
     if (this.dirtyMarked !== null || !this.state.clean) {
       this.state.clean = clean
-      await this.saveIndex()
+      await this.saveIndex().catch(err => { this.log.error(`could not save the index: ${storageError(err, this.dir).message}`) })
     }
-    await this.view.save()
+    await this.view.save().catch(err => { this.log.error(`could not save the selected entries: ${storageError(err, this.dir).message}`) })
     await this.corestore.close()
   }
 
@@ -249,9 +251,14 @@ export class HistoryStore extends EventEmitter {
     const root = makeEntry({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
     const dag = new ConversationDag(root.id, [], { now: this.now })
     this.dags.set(root.id, dag)
-    const core = await this.ownFeed(root.id)
-    await this.writeBlocks(core, [root])
-    await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, [root], core.length, true)
+    try {
+      const core = await this.ownFeed(root.id)
+      await this.writeBlocks(core, [root])
+      await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, [root], core.length, true)
+    } catch (err) {
+      if (this.dags.get(root.id)?.size === 0) this.dags.delete(root.id)
+      throw storageError(err, this.dir)
+    }
     return root
   }
 
@@ -351,9 +358,11 @@ export class HistoryStore extends EventEmitter {
       await core.append(Buffer.from(JSON.stringify(header)))
     }
     const rec: FeedRecord = { key, conversation, device: this.device, own: true, indexed: 1 }
+    // Known as this device's feed only once the manifest lists it: after a failed write (a
+    // full disk) the next append records it again instead of writing to an unlisted feed.
+    await this.recordInManifest(rec, core.length)
     this.state.feeds[key] = rec
     this.ownFeedKeys.set(conversation, key)
-    await this.recordInManifest(rec, core.length)
     this.emit('feed', { ...rec })
     return core
   }
@@ -626,7 +635,10 @@ export class HistoryStore extends EventEmitter {
   private markDirty (): Promise<void> {
     if (this.dirtyMarked === null) {
       this.state.clean = false
-      this.dirtyMarked = this.saveIndex()
+      const marked = this.saveIndex()
+      this.dirtyMarked = marked
+      // not marked (a full disk): the next write tries again rather than failing for ever
+      marked.catch(() => { if (this.dirtyMarked === marked) this.dirtyMarked = null })
     }
     return this.dirtyMarked
   }
@@ -706,7 +718,13 @@ export class HistoryStore extends EventEmitter {
       if (rec !== undefined) feeds.push({ key, conversation: rec.conversation, device: rec.device, length: rec.indexed })
     }
     this.manifestDirty.clear()
-    await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify({ feeds } satisfies ManifestRecord)))
+    try {
+      await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify({ feeds } satisfies ManifestRecord)))
+    } catch (err) {
+      // not recorded (a full disk): these lengths go with the next record
+      for (const f of feeds) this.manifestDirty.add(f.key)
+      throw err
+    }
     this.state.manifestIndexed = (this.manifest as Hypercore.Core).length
     this.scheduleIndexSave()
   }
