@@ -233,7 +233,14 @@ export class HistoryStore extends EventEmitter {
       await this.saveIndex().catch(err => { this.log.error(`could not save the index: ${storageError(err, this.dir).message}`) })
     }
     await this.view.save().catch(err => { this.log.error(`could not save the selected entries: ${storageError(err, this.dir).message}`) })
-    await this.corestore.close()
+    try {
+      await this.corestore.close()
+    } catch (err) {
+      // A feed whose creation failed (a full disk) makes Corestore's close throw before it
+      // closes the storage: close that here, so the data directory is free to open again.
+      this.log.warn(`closing the feeds: ${storageError(err, this.dir).message}`)
+      await this.corestore.storage.close()
+    }
   }
 
   // ---------------------------------------------------------------- writing
