@@ -38,7 +38,12 @@ const FULL = (dir: string): string => `the disk holding ${dir} is full; free som
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn()
+  // every cleanup runs, the disk's unmount last, even when one before it fails
+  const errors: unknown[] = []
+  for (const fn of cleanups.splice(0).reverse()) {
+    try { await fn() } catch (err) { errors.push(err) }
+  }
+  if (errors.length > 0) throw errors[0]
 })
 
 function disk (sizeMiB: number): SmallDisk {
@@ -60,7 +65,7 @@ async function rejection (p: Promise<unknown>): Promise<string> {
 const user = (parent: string, text: string): EntryDraft => ({ kind: 'user', parents: [parent], body: { text: text + ' ' + 'x'.repeat(8192) } })
 
 /** Retries `attempt` until it succeeds; every failure meanwhile must be the full disk. */
-async function once<T> (attempt: () => Promise<T>, full: string, what: string): Promise<T> {
+async function whenSpaceIsBack<T> (attempt: () => Promise<T>, full: string, what: string): Promise<T> {
   let result: { value: T } | undefined
   await until(async () => {
     try {
@@ -103,7 +108,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     expect(store.summary(root.id)?.size).toBe(acknowledged.length)
 
     d.free()
-    const resumed = await once(() => store.append(root.id, [user((acknowledged.at(-1) as Entry).id, 'after')]), full, 'appends to resume once space is back')
+    const resumed = await whenSpaceIsBack(() => store.append(root.id, [user((acknowledged.at(-1) as Entry).id, 'after')]), full, 'appends to resume once space is back')
     acknowledged.push(...resumed)
     const second = await store.createConversation({ title: 'after' })
     acknowledged.push(second)
@@ -177,7 +182,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     }, 'the phone to receive every acknowledged entry from the full laptop', 15_000)
 
     d.free()
-    const sent = await once(() => api.request('message.send', { conversation: id, text: 'second' }), full, 'message.send to work again once space is back')
+    const sent = await whenSpaceIsBack(() => api.request('message.send', { conversation: id, text: 'second' }), full, 'message.send to work again once space is back')
     await until(() => turns() === 2, 'the second turn to end')
     const now = (await api.request('conversation.open', { id })).entries.map(e => e.id)
     expect(now).toEqual(expect.arrayContaining([...acknowledged, sent.entry.id]))
