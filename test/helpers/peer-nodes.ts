@@ -10,6 +10,7 @@ import { writeNodeSettings, type NodeSettings } from '../../src/main/agent-confi
 import { ArborNode } from '../../src/main/node'
 import type { AgentConfig } from '../../src/main/runtime/agent/agent-host'
 import type { Entry } from '../../src/shared/entry'
+import type { ProtocolVersions } from '../../src/shared/protocol-version'
 import { memoryLogger } from '../../src/shared/logger'
 import { InProcessNetwork } from './in-process-network'
 import { tempDirs, until } from './temp-dir'
@@ -36,6 +37,8 @@ export interface PeerNodeOptions {
   wrapConfig?: (resolve: () => Promise<AgentConfig>, conversation: string) => Promise<AgentConfig>
   heartbeatMs?: number
   suspectAfterMs?: number
+  /** the versions the node's hello says (a device on another version of Arbor) */
+  protocolVersions?: ProtocolVersions
 }
 
 export class PeerNodes {
@@ -64,6 +67,7 @@ export class PeerNodes {
       heartbeatMs: opts.heartbeatMs ?? 100,
       suspectAfterMs: opts.suspectAfterMs ?? 500,
       log,
+      ...(opts.protocolVersions !== undefined ? { protocolVersions: opts.protocolVersions } : {}),
       ...(wrap !== undefined ? { agentConfig: async (c: string) => wrap(async () => (await node.agentConfig(c)).config, c) } : {})
     })
     await node.ready()
