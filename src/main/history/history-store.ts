@@ -6,7 +6,7 @@ import Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { ConversationDag } from '../../shared/conversation-dag'
-import { InvalidEntryError, encodeEntry, rememberEncoding, type Entry, type EntryDraft } from '../../shared/entry'
+import { InvalidEntryError, encodeEntry, rememberEncoding, reunderstand, type Entry, type EntryDraft } from '../../shared/entry'
 import { makeEntry, validateEntry } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
@@ -569,7 +569,8 @@ export class HistoryStore extends EventEmitter {
 
   private summarise (dag: ConversationDag): void {
     const root = dag.root
-    if (root === undefined || root.kind !== 'conversation') {
+    // A root this version does not understand (a newer one wrote it) is listed all the same.
+    if (root === undefined) {
       this.scheduleIndexSave()
       return
     }
@@ -586,7 +587,7 @@ export class HistoryStore extends EventEmitter {
     const own = dag.rootBy(this.device)
     if (own?.body.cwd !== undefined) s.cwd = own.body.cwd
     const revival = dag.meta('autoRevival')
-    const autoRevival = revival !== undefined ? revival.value === true : root.body.autoRevival
+    const autoRevival = revival !== undefined ? revival.value === true : root.kind === 'conversation' ? root.body.autoRevival : undefined
     if (autoRevival !== undefined) s.autoRevival = autoRevival
     this.state.conversations[dag.conversation] = s
     this.scheduleIndexSave()
@@ -601,7 +602,7 @@ export class HistoryStore extends EventEmitter {
       p = (async () => {
         const { entries, torn } = await this.cache.read(conversation)
         const d = new ConversationDag(conversation, [], { now: this.now })
-        for (const e of entries) if (e.conversation === conversation) d.add(e)
+        for (const e of entries) if (e.conversation === conversation) d.add(reunderstand(e))
         const expected = this.state.conversations[conversation]?.size ?? 0
         if (torn > 0 || d.size < expected) {
           // Derived state went missing or bad: read the conversation again from its feeds.
