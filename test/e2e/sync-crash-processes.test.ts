@@ -1,7 +1,8 @@
 // What a device has shown survives its crash (issue 12, "Sync that never stalls or
 // forgets"): two `arbor serve` nodes on a HyperDHT testnet on loopback; the laptop writes a
-// conversation, the server receives it and lists it, opens it or answers in it, and is
-// SIGKILLed at several delays after it first did; restarted with its network off, it must
+// conversation, the server receives it and lists it, opens it, answers in it, or shows what
+// the laptop added to one it held since a clean start, and is SIGKILLed at several delays
+// after it first did; restarted with its network off, it must
 // list the conversation, open it, and hold every entry it had shown — from its own disk,
 // with the index the kill left and again with the index rebuilt from the feeds.
 import fs from 'node:fs/promises'
@@ -60,7 +61,10 @@ const exported = async (name: string, conv: string): Promise<Array<{ id: string;
 /** What the server showed before it was killed: the largest size listed, every entry id it printed. */
 interface Shown { size: number; ids: Set<string>; reply?: string }
 
-type Kind = 'listed' | 'opened' | 'answered'
+/** what the server did with the conversation: listed it, opened it, answered in it, or showed what was added to one it held */
+type Kind = 'listed' | 'opened' | 'answered' | 'grown'
+/** ARBOR_CRASH_KINDS=grown,listed picks some, to measure them alone */
+const KINDS = (process.env.ARBOR_CRASH_KINDS?.split(',') ?? ['listed', 'opened', 'answered', 'grown']) as Kind[]
 interface Outcome { kind: Kind; delay: number; ok: boolean; why: string }
 
 async function connected (): Promise<void> {
@@ -78,9 +82,17 @@ async function trial (kind: Kind, delay: number, n: number): Promise<Outcome> {
   const shown: Shown = { size: 0, ids: new Set() }
   const show = (s: Listed | undefined): void => { if (s !== undefined) shown.size = Math.max(shown.size, s.size) }
   let first: Listed | undefined
-  await until(async () => { first = await listed('server', conv); return first !== undefined }, `the server to list ${conv.slice(0, 8)}`, 30_000, 5)
+  await until(async () => { first = await listed('server', conv); return first !== undefined && (kind !== 'grown' || first.size === 1 + POSTS) }, `the server to list ${conv.slice(0, 8)}`, 30_000, 5)
+  if (kind === 'grown') {
+    // A conversation the server held when it last closed cleanly; the laptop adds to it.
+    await cluster.kill('server', 'SIGTERM')
+    await cluster.serve('server')
+    await connected()
+    for (let k = 0; k < POSTS; k++) await inNode('laptop', 'post', conv, `more ${k}`)
+    await until(async () => { first = await listed('server', conv); return (first?.size ?? 0) > 1 + POSTS }, `the server to list what the laptop added to ${conv.slice(0, 8)}`, 30_000, 5)
+  }
   show(first)
-  if (kind === 'opened') {
+  if (kind === 'opened' || kind === 'grown') {
     const es = await exported('server', conv)
     if (es === null) throw new Error(`the server lists ${conv.slice(0, 8)} but cannot open it`)
     for (const e of es) shown.ids.add(e.id)
@@ -102,7 +114,7 @@ async function trial (kind: Kind, delay: number, n: number): Promise<Outcome> {
   else setTimeout(kill, Math.max(0, t0 + delay - Date.now()))
   while (!killed) {
     try {
-      if (kind === 'opened') {
+      if (kind === 'opened' || kind === 'grown') {
         const es = await exported('server', conv)
         if (!killed && es !== null) for (const e of es) shown.ids.add(e.id)
       }
@@ -146,18 +158,18 @@ async function recovered (conv: string, shown: Shown): Promise<string | null> {
 }
 
 describe('a conversation a device has shown survives its SIGKILL', () => {
-  it(`listed, opened or answered, then killed ${DELAYS_MS.join(', ')} ms later: still there after an offline restart`, async () => {
+  it(`listed, opened, answered or grown, then killed ${DELAYS_MS.join(', ')} ms later: still there after an offline restart`, async () => {
     await cluster.serve('laptop')
     await cluster.serve('server')
     await cluster.pair('laptop', 'server')
     await connected()
     const outcomes: Outcome[] = []
     for (let n = 0; n < TRIALS; n++) {
-      for (const kind of ['listed', 'opened', 'answered'] as const) {
+      for (const kind of KINDS) {
         for (const delay of DELAYS_MS) outcomes.push(await trial(kind, delay, n))
       }
     }
-    for (const kind of ['listed', 'opened', 'answered'] as const) {
+    for (const kind of KINDS) {
       for (const delay of DELAYS_MS) {
         const of = outcomes.filter(o => o.kind === kind && o.delay === delay)
         console.log(`${kind} + ${delay} ms: ${of.filter(o => !o.ok).length}/${of.length} lost${of.some(o => !o.ok) ? ` (${of.find(o => !o.ok)?.why ?? ''})` : ''}`)
