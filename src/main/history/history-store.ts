@@ -72,6 +72,11 @@ export class ConversationNotFoundError extends Error {
 
 const FEED_PREFIX = 'arbor/conversation/'
 const READ_CHUNK = 256
+/** feeds per manifest record: a peer's list of thousands is split into blocks of a few tens of KB */
+const MANIFEST_RECORD_FEEDS = 256
+
+/** learned feeds whose manifest record is written in one append */
+interface LearnedBatch { keys: string[]; written: Promise<void> }
 
 interface Pending {
   entries: Entry[]
@@ -117,6 +122,11 @@ export class HistoryStore extends EventEmitter {
   private readonly pumping = new Map<string, Promise<void>>()
   private readonly pumpAgain = new Set<string>()
   private readonly manifestDirty = new Set<string>()
+  /** learned feeds whose manifest record is being written: nothing of them is indexed before it is on disk */
+  private readonly recording = new Map<string, Promise<void>>()
+  /** learned feeds this session knows the manifest lists, while their header is not indexed yet */
+  private readonly inManifest = new Set<string>()
+  private learnedBatch: LearnedBatch | null = null
   private manifestTimer: NodeJS.Timeout | null = null
   private indexTimer: NodeJS.Timeout | null = null
   private indexSaving: Promise<void> = Promise.resolve()
@@ -216,6 +226,7 @@ export class HistoryStore extends EventEmitter {
     // peer feeds cancels those waits; then every reader has finished before the index is saved.
     await Promise.allSettled([...this.watched].map(key => this.cores.get(key)?.close()))
     await Promise.allSettled([...this.pumping.values()])
+    await Promise.allSettled([...this.recording.values()])
     await this.cache.close()
     if (this.manifestTimer !== null) clearTimeout(this.manifestTimer)
     if (this.indexTimer !== null) clearTimeout(this.indexTimer)
@@ -401,12 +412,12 @@ export class HistoryStore extends EventEmitter {
     const rec: FeedRecord = { key: k, conversation, device: '', own: false, indexed: 0 }
     this.state.feeds[k] = rec
     await this.markDirty()
-    // Recorded with the next batch of lengths: a peer's feed lost in a crash is announced again.
-    this.manifestDirty.add(k)
-    this.scheduleManifest()
+    // The record is written while the feed downloads; its reader waits for it before indexing.
+    const recorded = this.recordLearned(k)
     this.scheduleIndexSave()
     this.emit('feed', { ...rec })
     if (this.watchPeers) void this.watchFeed(rec)
+    await recorded
   }
 
   /**
@@ -491,6 +502,9 @@ export class HistoryStore extends EventEmitter {
   private async readFeed (rec: FeedRecord, core: Hypercore.Core, wait = true): Promise<void> {
     const length = (): number => wait ? core.length : core.contiguousLength
     while (rec.indexed < length() && !this.closing) {
+      // Before anything read here is shown, the index on disk must say it may lag the feeds:
+      // only then does recovery after a crash read them past its watermarks.
+      await this.markDirty()
       // The header comes with the first blocks: one round of requests, not two.
       const start = rec.indexed
       const end = Math.min(length(), start + READ_CHUNK)
@@ -499,6 +513,9 @@ export class HistoryStore extends EventEmitter {
       if (start === 0) {
         const block = blocks[0]
         if (block === null || block === undefined) return
+        // Nothing of a learned feed is shown before the manifest lists it: after a crash,
+        // recovery finds feeds through the manifest, and a feed it does not list is lost.
+        if (!rec.own && !this.inManifest.has(rec.key)) await this.recordLearned(rec.key)
         try {
           const h = verifyFeedHeader(block, Buffer.from(rec.key, 'hex'), { type: 'arbor/conversation', conversation: rec.conversation })
           if (rec.own && h.device !== this.device) throw new Error(`feed ${rec.key.slice(0, 12)} was listed as this device's but is signed by ${h.device.slice(0, 12)}`)
@@ -509,6 +526,7 @@ export class HistoryStore extends EventEmitter {
           return
         }
         rec.indexed = 1
+        this.inManifest.delete(rec.key) // from here on the watermark says it: indexed > 0 means recorded
         this.scheduleIndexSave()
         first = 1
       }
@@ -683,9 +701,14 @@ export class HistoryStore extends EventEmitter {
       const rec = block === null ? null : parseManifestRecord(block)
       if (rec === null) { this.log.warn(`manifest block ${i} is unreadable; skipped`); continue }
       for (const f of rec.feeds) {
-        if (this.state.feeds[f.key] !== undefined) continue
+        const known = this.state.feeds[f.key]
+        if (known !== undefined) {
+          if (!known.own && known.indexed === 0) this.inManifest.add(f.key)
+          continue
+        }
         const own = f.device === this.device
         this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
+        if (!own) this.inManifest.add(f.key)
       }
     }
     this.state.manifestIndexed = manifest.length
@@ -707,6 +730,47 @@ export class HistoryStore extends EventEmitter {
     const record: ManifestRecord = { feeds: [{ key: rec.key, conversation: rec.conversation, device: rec.own ? this.device : rec.device, length }] }
     await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify(record)))
     this.state.manifestIndexed = (this.manifest as Hypercore.Core).length
+  }
+
+  /**
+   * Writes a learned feed's manifest record; the feeds learned in one turn of the event
+   * loop (a peer's whole list, at the first sync) share one append. Resolves once it is stored.
+   */
+  private recordLearned (key: string): Promise<void> {
+    const pending = this.recording.get(key)
+    if (pending !== undefined) return pending
+    if (this.learnedBatch === null) {
+      const batch: LearnedBatch = { keys: [], written: Promise.resolve() }
+      batch.written = new Promise<void>(resolve => setImmediate(resolve)).then(() => {
+        this.learnedBatch = null
+        return this.writeLearned(batch.keys)
+      })
+      // A failed record is retried by the next reader of the feed.
+      const done = (): void => { for (const k of batch.keys) this.recording.delete(k) }
+      batch.written.then(done, done)
+      this.learnedBatch = batch
+    }
+    this.learnedBatch.keys.push(key)
+    this.recording.set(key, this.learnedBatch.written)
+    return this.learnedBatch.written
+  }
+
+  private async writeLearned (keys: string[]): Promise<void> {
+    const feeds: ManifestRecord['feeds'] = []
+    for (const k of keys) {
+      const rec = this.state.feeds[k]
+      if (rec !== undefined) feeds.push({ key: k, conversation: rec.conversation, device: rec.device, length: rec.indexed })
+    }
+    const blocks: Buffer[] = []
+    for (let i = 0; i < feeds.length; i += MANIFEST_RECORD_FEEDS) blocks.push(Buffer.from(JSON.stringify({ feeds: feeds.slice(i, i + MANIFEST_RECORD_FEEDS) } satisfies ManifestRecord)))
+    const manifest = this.manifest as Hypercore.Core
+    try {
+      await manifest.append(blocks)
+    } catch (err) {
+      throw new Error(`could not record ${feeds.length} feed(s) learned from peers in the manifest: ${storageError(err, this.dir).message}`, { cause: err })
+    }
+    this.state.manifestIndexed = manifest.length
+    for (const k of keys) if (this.state.feeds[k]?.indexed === 0) this.inManifest.add(k)
   }
 
   private scheduleManifest (): void {
