@@ -35,6 +35,16 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { paths: ['electron'], patterns: ['**/sync/**', '**/runtime/**', '**/llm/**', '**/tools/**', '**/api/**', '**/cli/**', '**/node'] }] }
   },
   {
+    // disk: plain-Node file helpers for every folder of main (history too): it imports only shared.
+    files: ['src/main/disk/**'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: ['electron'],
+        patterns: [{ regex: '^\\.\\./(?!\\.\\./shared/)', message: 'src/main/disk imports only src/shared (and node:*)' }]
+      }]
+    }
+  },
+  {
     files: ['src/renderer/**'],
     rules: { 'no-restricted-imports': ['error', { paths: ['electron'], patterns: ['node:*', '**/main/**'] }] }
   },

@@ -14,7 +14,7 @@ import { systemPrompt } from './runtime/agent/system-prompt'
 import { defaultHiddenPaths } from './tools/sandbox/hidden-paths'
 import { sandboxProbe } from './tools/sandbox/sandbox-probe'
 import { defaultTools } from './tools/tool-registry'
-import { readJsonFile, writeFileAtomic } from './json-file'
+import { readJsonFile, writeStateFile } from './disk/state-file'
 
 /** An error meant for the user (no model set up, unreadable settings). */
 export class AgentConfigError extends Error {
@@ -52,7 +52,7 @@ export async function readNodeSettings (dataDir: string): Promise<NodeSettings> 
 }
 
 export async function writeNodeSettings (dataDir: string, settings: NodeSettings): Promise<void> {
-  await writeFileAtomic(settingsFile(dataDir), JSON.stringify(settings, null, 2) + '\n', 0o644)
+  await writeStateFile(settingsFile(dataDir), JSON.stringify(settings, null, 2) + '\n', { mode: 0o644 })
 }
 
 /**

@@ -17,6 +17,7 @@ import { LocalApiServer } from './api/local-socket'
 import { FileSecretStore, type SecretStore } from './secret-store'
 import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 import { defaultRegistryDir, registerDataDir } from './tools/sandbox/data-dir-registry'
+import type { ProtocolVersions } from '../shared/protocol-version'
 
 /** When a direct connection is not made, pairing falls back to polling DHT records this often. */
 const PAIRING_POLL_MS = 1000
@@ -47,6 +48,8 @@ export interface ArborNodeOptions {
    * on this machine hide it (default: ~/.config/Arbor/nodes, HOME from `env`)
    */
   registryDir?: string
+  /** the versions this node's hello says (default: this Arbor's); tests of devices on other versions set them */
+  protocolVersions?: ProtocolVersions
 }
 
 /** What the node's agent host reports: every agent event, and agents starting and ending. */
@@ -94,6 +97,7 @@ export class ArborNode implements NodeCommands {
       ...(opts.suspectAfterMs !== undefined ? { suspectAfterMs: opts.suspectAfterMs } : {}),
       ...(opts.swarm === false ? { swarm: false } : {}),
       ...(opts.online === false ? { online: false } : {}),
+      ...(opts.protocolVersions !== undefined ? { versions: opts.protocolVersions } : {}),
       // While an invite is open, unknown devices may connect, for pairing only.
       pairingOpen: () => this.joining || this.cluster.invites().some(i => i.usedBy === undefined && i.expiresAt > Date.now()),
       log: this.logFor('sync')
@@ -297,6 +301,7 @@ export class ArborNode implements NodeCommands {
       if (d.lastSeen !== undefined) row.lastSeen = d.lastSeen
       if (d.addedBy !== undefined) row.addedBy = this.deviceName(d.addedBy)
       if (p?.suspectedSince !== undefined) row.suspectedSince = p.suspectedSince
+      if (p?.version !== undefined) row.version = p.version
       return row
     })]
   }

@@ -2,7 +2,7 @@
 // file for `arbor serve` and the CLI, and — in the desktop app — Electron's main process,
 // which encrypts them with the system keychain (src/main/electron/secret-vault.ts).
 import path from 'node:path'
-import { readJsonFile, writeFileAtomic } from './json-file'
+import { readJsonFile, writeStateFile } from './disk/state-file'
 
 export type SecretName = 'apiKey'
 
@@ -37,7 +37,7 @@ export class FileSecretStore implements SecretStore {
     const next = { ...await this.all() }
     if (value === undefined || value === '') delete next[name]
     else next[name] = value
-    await writeFileAtomic(this.file, JSON.stringify(next) + '\n', 0o600)
+    await writeStateFile(this.file, JSON.stringify(next) + '\n', { mode: 0o600 })
   }
 
   /** Every stored secret (read anew each time: the CLI may have changed the file). */

@@ -6,6 +6,7 @@ import { netLine } from './net-state'
 
 function stateOf (d: DeviceDto): string {
   if (d.self) return 'this device'
+  if (d.version?.compat === 'too-old' || d.version?.compat === 'too-new') return 'not syncing'
   if (d.connected) return d.suspected ? 'suspected' : 'online'
   return 'offline'
 }
@@ -115,7 +116,7 @@ export function DevicesView ({ net, onClose }: { net: NetStateDto | undefined; o
               {devices.map(d => (
                 <tr key={d.device}>
                   <td title={d.device}>{d.name || d.device.slice(0, 12)}</td>
-                  <td>{stateOf(d)}</td>
+                  <td>{stateOf(d)}{d.version?.advice !== undefined ? <div className="field-note">{d.version.advice}</div> : null}</td>
                   <td>{d.self || d.connected ? 'now' : d.lastSeen !== undefined ? <time dateTime={new Date(d.lastSeen).toISOString()}>{formatWhen(d.lastSeen, now)}</time> : 'never'}</td>
                   <td>{d.self ? '—' : d.behind === 0 ? 'up to date' : `${d.behind} entries behind`}</td>
                   <td><AgentList device={d} /></td>

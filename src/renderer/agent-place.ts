@@ -49,7 +49,8 @@ export function stillWaiting (branch: readonly Entry[], message: string, agent: 
   for (let i = branch.length - 1; i >= 0; i--) {
     const e = branch[i] as Entry
     if (e.id === message) return true
-    const quiet = e.kind === 'note' || e.kind === 'meta' || (e.kind === 'agent.started' && e.author.device === agent.device)
+    // an entry from a newer version is looked past, as placement does
+    const quiet = e.kind === 'note' || e.kind === 'meta' || e.kind === 'unknown' || (e.kind === 'agent.started' && e.author.device === agent.device)
     if (!quiet) return false
   }
   return false

@@ -1,6 +1,7 @@
 // The shown branch as things to draw: messages, tool calls joined with their intents and
 // results, and notices for lifecycle entries worth seeing. Pure: entries in, items out.
 import type { EffectClass, Entry, EntryOf } from '../shared/entry'
+import { unknownEntryNotice } from '../shared/entry-text'
 import { forksOf, type ChildrenOf, type Fork } from './branch-nav'
 
 export type ToolStatus = 'pending' | 'running' | 'ok' | 'error' | 'unknown' | 'cancelled' | 'interrupted'
@@ -135,7 +136,7 @@ export function buildTranscript (branch: readonly Entry[], children: ChildrenOf,
 
 type Notice = { tone: NoticeTone; text: string; detail?: string; system?: true }
 
-/** How a lifecycle entry shows, or undefined when it is not worth a line. */
+/** How a lifecycle entry (or one from a newer version) shows, or undefined when it is not worth a line. */
 export function noticeFor (e: Entry, ctx: NoticeContext = {}): Notice | undefined {
   const where = (device: string): string => device === ctx.self ? 'this device' : ctx.name?.(device) ?? `device ${device.slice(0, 8)}`
   switch (e.kind) {
@@ -170,6 +171,8 @@ export function noticeFor (e: Entry, ctx: NoticeContext = {}): Notice | undefine
       return undefined
     }
     case 'note': return { tone: 'info', text: e.body.text }
+    // a card in the transcript, so its children (on the same branch) read in context
+    case 'unknown': return { tone: 'info', ...unknownEntryNotice(e) }
     default: return undefined
   }
 }

@@ -3,6 +3,7 @@
 // Electron MessagePort. Requests get exactly one response; events stream in between.
 import type { AgentMove } from './agent-moves'
 import type { Entry } from './entry'
+import type { PeerVersion } from './protocol-version'
 
 /** A device an agent runs on: this one, or a paired one that announced it (presence). */
 export interface AgentPlaceDto {
@@ -50,6 +51,8 @@ export interface DeviceDto {
   behind: number
   /** the conversations whose agents run on the device (another device's: as it announces them while connected) */
   agents: Array<{ conversation: string; title: string }>
+  /** how its Arbor compares with this one's, once it said hello; `advice` says what to do when they differ */
+  version?: PeerVersion
 }
 
 /** This node's network: the switch, and who it is connected to. */
@@ -162,7 +165,8 @@ export type ApiEvent =
   | AgentStreamEvent
   /** where the conversation's agent runs changed (here, or on a connected device) */
   | { type: 'agent'; conversation: string; running: boolean; agents: AgentPlaceDto[] }
-  | { type: 'peer'; device: string; state: 'connected' | 'disconnected' | 'suspected' | 'recovered' }
+  /** 'incompatible': it said hello, but its Arbor and this one do not sync (devices.list says what to do) */
+  | { type: 'peer'; device: string; state: 'connected' | 'disconnected' | 'suspected' | 'recovered' | 'incompatible' }
   | { type: 'net'; state: NetStateDto }
 
 /** The wire format (JSON): client → node requests, node → client responses and events. */

@@ -1,5 +1,5 @@
 import type { ConversationDag } from './conversation-dag'
-import type { Entry } from './entry'
+import { asWritten, type Entry, type WrittenEntry } from './entry'
 import { entryText } from './entry-text'
 
 const ROLE: Record<Entry['kind'], string> = {
@@ -11,7 +11,8 @@ const ROLE: Record<Entry['kind'], string> = {
   'agent.started': 'Agent',
   'agent.stopped': 'Agent',
   note: 'Note',
-  meta: 'Setting'
+  meta: 'Setting',
+  unknown: 'From a newer version'
 }
 
 function when (ts: number): string {
@@ -46,23 +47,29 @@ function fence (text: string): string {
   return `${f}\n${text}\n${f}`
 }
 
-/** Every entry of the conversation, parents before children: a lossless export. */
-export function conversationJson (dag: ConversationDag): { conversation: string; title: string; heads: string[]; entries: Entry[]; waiting: Entry[] } {
+/** Every joined entry of the conversation, parents before children (Kahn's order over the tree). */
+export function orderedEntries (dag: ConversationDag): Entry[] {
   const ordered: Entry[] = []
   const root = dag.root
-  if (root !== undefined) {
-    // Kahn's order over the tree: an entry comes after all of its parents.
-    const pending = new Map<string, number>()
-    const queue: Entry[] = [root]
-    while (queue.length > 0) {
-      const e = queue.shift() as Entry
-      ordered.push(e)
-      for (const c of dag.children(e.id)) {
-        const left = (pending.get(c.id) ?? c.parents.length) - 1
-        pending.set(c.id, left)
-        if (left === 0) queue.push(c)
-      }
+  if (root === undefined) return ordered
+  const pending = new Map<string, number>()
+  const queue: Entry[] = [root]
+  for (let i = 0; i < queue.length; i++) {
+    const e = queue[i] as Entry
+    ordered.push(e)
+    for (const c of dag.children(e.id)) {
+      const left = (pending.get(c.id) ?? c.parents.length) - 1
+      pending.set(c.id, left)
+      if (left === 0) queue.push(c)
     }
   }
-  return { conversation: dag.conversation, title: dag.title(), heads: dag.heads().map(e => e.id), entries: ordered, waiting: dag.waiting() }
+  return ordered
+}
+
+/**
+ * Every entry of the conversation, parents before children: a lossless export. Entries are
+ * as their feeds hold them, those this version does not understand included (asWritten).
+ */
+export function conversationJson (dag: ConversationDag): { conversation: string; title: string; heads: string[]; entries: WrittenEntry[]; waiting: WrittenEntry[] } {
+  return { conversation: dag.conversation, title: dag.title(), heads: dag.heads().map(e => e.id), entries: orderedEntries(dag).map(asWritten), waiting: dag.waiting().map(asWritten) }
 }

@@ -1,4 +1,14 @@
-import type { Entry } from './entry'
+import type { Entry, UnknownEntry } from './entry'
+
+/** What a person is told of an entry this version does not understand (UI card, `arbor show`). */
+export function unknownEntryNotice (e: UnknownEntry): { text: string; detail: string } {
+  return {
+    text: 'An entry from a newer version of Arbor',
+    detail: e.body.problem === undefined
+      ? `Its kind, "${e.body.kind}", is new to this version: update Arbor on this device to see it.`
+      : `This version cannot read it (${e.body.problem}): update Arbor on this device to see it.`
+  }
+}
 
 /** The words of an entry, as one would read them in a transcript. */
 export function entryText (e: Entry): string {
@@ -16,6 +26,10 @@ export function entryText (e: Entry): string {
     case 'agent.started': return `agent started (epoch ${e.body.epoch}, ${e.body.reason})`
     case 'agent.stopped': return `agent stopped (epoch ${e.body.epoch}, ${e.body.reason})${e.body.message !== undefined ? ': ' + e.body.message : ''}`
     case 'meta': return `${e.body.key} = ${JSON.stringify(e.body.value)}`
+    case 'unknown': {
+      const n = unknownEntryNotice(e)
+      return `${n.text}. ${n.detail}`
+    }
   }
 }
 

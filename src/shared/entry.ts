@@ -62,24 +62,58 @@ export const BODY_SCHEMAS = {
   meta: z.object({ key: z.string().min(1), value: z.unknown(), hlc: HlcSchema })
 } as const
 
+/**
+ * The version of the kinds and bodies above, said in the hello: bump it with every kind or
+ * optional body field added (docs/ARCHITECTURE.md, "Evolving safely"), so a device can tell
+ * a peer whose entries it may not all understand.
+ */
+export const ENTRY_SCHEMA_VERSION = 1
+
 export type EntryKind = keyof typeof BODY_SCHEMAS
 export const ENTRY_KINDS = Object.keys(BODY_SCHEMAS) as EntryKind[]
 export type BodyOf<K extends EntryKind> = z.infer<typeof BODY_SCHEMAS[K]>
 
 export interface Author { device: string; agent?: string }
 
-/** One immutable event of a conversation (DESIGN.md, "History"). */
-export interface EntryOf<K extends EntryKind> {
+/** What every entry has, whatever its kind: what is checked before an entry is kept. */
+interface Envelope {
   v: 1
   id: string
   conversation: string
   parents: string[]
   author: Author
   ts: number
+}
+
+/** One immutable event of a conversation (DESIGN.md, "History"). */
+export interface EntryOf<K extends EntryKind> extends Envelope {
   kind: K
   body: BodyOf<K>
 }
-export type Entry = { [K in EntryKind]: EntryOf<K> }[EntryKind]
+export type KnownEntry = { [K in EntryKind]: EntryOf<K> }[EntryKind]
+
+/**
+ * An entry this version does not understand: a kind it does not know, or a body its kind's
+ * schema refuses (a newer version wrote it). Kept, replicated and indexed like any other, its
+ * children join the tree; shown as "from a newer version of Arbor", never acted on.
+ * In memory (and in the entry cache) its kind is 'unknown', so no code can take it for a
+ * kind it knows; `body` holds the kind and body as written (asWritten gives the entry back).
+ * 'unknown' is therefore reserved: no version may give a kind that name.
+ */
+export interface UnknownEntry extends Envelope {
+  kind: 'unknown'
+  body: {
+    kind: string
+    body: unknown
+    /** why a kind this version knows was not understood (its schema's complaint) */
+    problem?: string
+  }
+}
+
+export type Entry = KnownEntry | UnknownEntry
+
+/** An entry as written to a feed: any kind, any body (what asWritten returns, what the id is the hash of). */
+export interface WrittenEntry extends Envelope { kind: string; body: unknown }
 
 /** What a writer supplies; the store fills in the rest. */
 export type EntryDraft = { [K in EntryKind]: { kind: K; body: BodyOf<K>; parents: string[]; agent?: string } }[EntryKind]
@@ -87,20 +121,23 @@ export type EntryDraft = { [K in EntryKind]: { kind: K; body: BodyOf<K>; parents
 /** Entries larger than this are refused: tool output is cut long before. */
 export const MAX_ENTRY_BYTES = 1024 * 1024
 
+/** A kind is a short lower-case dotted name: shown to people, so nothing a terminal would act on. */
+const KIND = /^[a-z][a-z0-9]*(?:[._-][a-z0-9]+)*$/
+
 // Strict: a top-level field outside the id's hash would be stored unauthenticated.
-const Envelope = z.strictObject({
+const EnvelopeSchema = z.strictObject({
   v: z.literal(1),
   id: Hex32,
   conversation: Hex32,
   parents: z.array(Hex32).max(64),
   author: z.object({ device: Hex32, agent: z.string().min(1).max(200).optional() }),
   ts: z.number().int().nonnegative(),
-  kind: z.string(),
+  kind: z.string().max(64).regex(KIND, 'must be a lower-case dotted name'),
   body: z.unknown()
 })
 
-/** The canonical bytes an id is the hash of: everything but the id (and a root's own id). */
-export function hashInput (e: Omit<Entry, 'id'> | Entry): string {
+/** The canonical bytes an id is the hash of: everything but the id (and a root's own id). Of an entry as written. */
+export function hashInput (e: Omit<WrittenEntry, 'id'> | WrittenEntry): string {
   return canonicalJson({
     v: e.v,
     // A root's conversation is its own id, which cannot be part of its own hash.
@@ -113,7 +150,12 @@ export function hashInput (e: Omit<Entry, 'id'> | Entry): string {
   })
 }
 
-/** The stored form of an entry: canonical JSON for entries written here, so stored bytes are deterministic. */
+/**
+ * The stored form of an entry (the feed's block for entries written here, the entry cache's
+ * line): canonical JSON, so stored bytes are deterministic. An UnknownEntry encodes as it is
+ * held in memory (kind 'unknown'), so the cache reads it back as one; asWritten gives the
+ * form its feed holds.
+ */
 export function encodeEntry (e: Entry): string {
   let text = encoded.get(e)
   if (text === undefined) encoded.set(e, text = canonicalJson(e))
@@ -125,10 +167,18 @@ const encoded = new WeakMap<Entry, string>()
 
 /**
  * Remembers the text an entry was read from, to be stored again as it is (the entry cache
- * needs one JSON line, not the canonical form). Text with a line break is not kept.
+ * needs one JSON line, not the canonical form). Text with a line break is not kept, nor the
+ * text of an entry this version did not understand (its cache line is the in-memory form).
  */
 export function rememberEncoding (e: Entry, text: string): void {
-  if (!text.includes('\n') && !encoded.has(e)) encoded.set(e, text)
+  if (e.kind !== 'unknown' && !text.includes('\n') && !encoded.has(e)) encoded.set(e, text)
+}
+
+/** An entry as its feed holds it: what export writes and what its id is the hash of. */
+export function asWritten (e: Entry): WrittenEntry {
+  if (e.kind !== 'unknown') return e
+  const { body, ...envelope } = e
+  return { ...envelope, kind: body.kind, body: body.body }
 }
 
 export class InvalidEntryError extends Error {
@@ -139,34 +189,77 @@ export class InvalidEntryError extends Error {
 }
 
 export type Validation = { ok: true; entry: Entry } | { ok: false; error: string }
+export type EnvelopeCheck = { ok: true; entry: WrittenEntry } | { ok: false; error: string }
 
 function describe (issues: z.core.$ZodIssue[], prefix: string): string {
   return issues.slice(0, 3).map(i => `${[prefix, ...i.path.map(String)].filter(Boolean).join('.') || 'entry'} ${i.message}`).join('; ')
 }
 
+function idHint (raw: unknown): string {
+  const id = (raw as { id?: unknown } | null | undefined)?.id
+  return typeof id === 'string' ? `entry ${id.slice(0, 12)}: ` : 'entry: '
+}
+
 /**
- * Checks schema, per-kind body and structure: everything but the id's hash (which
- * src/main/history/entry-codec.ts checks with the platform's SHA-256).
- * `device`, when given, is the device that wrote the feed the entry came from.
+ * Checks the envelope: the fields every entry has, its structure (a root is a 'conversation'
+ * entry without parents, naming itself; parents distinct) and, when `device` is given (the
+ * device that wrote the feed the entry came from), the author. Not the id's hash, which
+ * src/main/history/entry-codec.ts checks with the platform's SHA-256, nor the body: an entry
+ * failing only its body is kept (understand). The envelope never changes within `arbor/1`.
+ */
+export function checkEnvelope (raw: unknown, device?: string): EnvelopeCheck {
+  const env = EnvelopeSchema.safeParse(raw)
+  const hint = idHint(raw)
+  if (!env.success) return { ok: false, error: hint + describe(env.error.issues, '') }
+  const e = env.data
+  if ((e.kind === 'conversation') !== (e.parents.length === 0)) {
+    return { ok: false, error: `${hint}only a conversation root has no parents, and a root is a "conversation" entry` }
+  }
+  if (new Set(e.parents).size !== e.parents.length) return { ok: false, error: `${hint}parents repeat` }
+  if (e.parents.includes(e.id)) return { ok: false, error: `${hint}is its own parent` }
+  if (e.parents.length === 0 && e.conversation !== e.id) return { ok: false, error: `${hint}a root's conversation must be its own id` }
+  if (device !== undefined && e.author.device !== device) {
+    return { ok: false, error: `${hint}author ${e.author.device.slice(0, 12)} is not the device ${device.slice(0, 12)} that wrote this feed` }
+  }
+  return { ok: true, entry: raw as WrittenEntry }
+}
+
+/** Why this version does not understand a written entry's kind or body; undefined if it does. */
+function notUnderstood (e: WrittenEntry): { problem?: string } | undefined {
+  // Own keys only: a kind like "constructor" must not find Object.prototype's.
+  const schema = Object.hasOwn(BODY_SCHEMAS, e.kind) ? (BODY_SCHEMAS as Record<string, z.ZodType>)[e.kind] : undefined
+  if (schema === undefined) return {}
+  const body = schema.safeParse(e.body)
+  return body.success ? undefined : { problem: `${e.kind} ` + describe(body.error.issues, 'body') }
+}
+
+/**
+ * The entry as this version understands it: itself if its kind is known and its body fits,
+ * else an UnknownEntry holding its kind and body as written. Of an entry whose envelope is valid.
+ */
+export function understand (e: WrittenEntry): Entry {
+  const why = notUnderstood(e)
+  if (why === undefined) return e as KnownEntry
+  const { kind, body, ...envelope } = e
+  return { ...envelope, kind: 'unknown', body: { kind, body, ...why } }
+}
+
+/**
+ * An entry read back from this device's own derived state (the entry cache): understood as
+ * it was, except that one kept as unknown is looked at again (this version may know it now).
+ */
+export function reunderstand (e: Entry): Entry {
+  return e.kind === 'unknown' ? understand(asWritten(e)) : e
+}
+
+/**
+ * Checks the envelope and that the body fits its kind, as for an entry this device writes:
+ * it must understand what it writes. `device`, when given, is the feed's device.
  */
 export function checkEntryShape (raw: unknown, device?: string): Validation {
-  const env = Envelope.safeParse(raw)
-  const idHint = typeof (raw as { id?: unknown })?.id === 'string' ? `entry ${String((raw as { id: string }).id).slice(0, 12)}: ` : 'entry: '
-  if (!env.success) return { ok: false, error: idHint + describe(env.error.issues, '') }
-  const e = env.data
-  // Own keys only: a kind like "toString" must not find Object.prototype's.
-  const schema = Object.hasOwn(BODY_SCHEMAS, e.kind) ? (BODY_SCHEMAS as Record<string, z.ZodType>)[e.kind] : undefined
-  if (schema === undefined) return { ok: false, error: `${idHint}unknown kind "${e.kind}"` }
-  const body = schema.safeParse(e.body)
-  if (!body.success) return { ok: false, error: `${idHint}${e.kind} ` + describe(body.error.issues, 'body') }
-  if ((e.kind === 'conversation') !== (e.parents.length === 0)) {
-    return { ok: false, error: `${idHint}only a conversation root has no parents, and a root is a "conversation" entry` }
-  }
-  if (new Set(e.parents).size !== e.parents.length) return { ok: false, error: `${idHint}parents repeat` }
-  if (e.parents.includes(e.id)) return { ok: false, error: `${idHint}is its own parent` }
-  if (e.parents.length === 0 && e.conversation !== e.id) return { ok: false, error: `${idHint}a root's conversation must be its own id` }
-  if (device !== undefined && e.author.device !== device) {
-    return { ok: false, error: `${idHint}author ${e.author.device.slice(0, 12)} is not the device ${device.slice(0, 12)} that wrote this feed` }
-  }
-  return { ok: true, entry: raw as Entry }
+  const env = checkEnvelope(raw, device)
+  if (!env.ok) return env
+  const why = notUnderstood(env.entry)
+  if (why !== undefined) return { ok: false, error: idHint(raw) + (why.problem ?? `unknown kind "${env.entry.kind}"`) }
+  return { ok: true, entry: env.entry as KnownEntry }
 }

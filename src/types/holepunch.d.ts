@@ -36,6 +36,8 @@ declare module 'corestore' {
   class Corestore extends EventEmitter {
     constructor (storage: string, opts?: Record<string, unknown>)
     readonly primaryKey: Buffer
+    /** the storage under every core (hypercore-storage) */
+    readonly storage: { close (): Promise<void> }
     ready (): Promise<void>
     close (): Promise<void>
     get (opts: Buffer | { name?: string; key?: Buffer; valueEncoding?: unknown; writable?: boolean; wait?: boolean; exclusive?: boolean }): Hypercore.Core

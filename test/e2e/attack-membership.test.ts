@@ -121,11 +121,13 @@ class World {
     await Promise.all(pending)
   }
 
-  /** Waits until every pair of the named devices trusts each other (and their links are up). */
+  /** Waits until every pair of the named devices trusts each other and their arbor channels are open. */
   async meshed (names: string[], what = 'the devices to trust each other'): Promise<void> {
     await until(async () => {
       await this.link()
-      return names.every(a => names.every(b => a === b || this.get(a).cluster.isTrusted(this.get(b).key)))
+      // trusted, and the channel open (hello heard) both ways: a message sent now reaches every one of them
+      return names.every(a => names.every(b => a === b || (this.get(a).cluster.isTrusted(this.get(b).key) &&
+        this.get(a).sync.peers().some(p => p.device === this.get(b).key && p.connected))))
     }, what, 15_000, 50).catch((err: unknown) => {
       // who trusts whom, and what each said: to read when this fails
       for (const a of names) console.log(`${a} trusts ${names.filter(b => b !== a && this.get(a).cluster.isTrusted(this.get(b).key)).join(', ')}\n  ${this.get(a).log.lines.filter(l => l.level !== 'info').map(l => l.message).join('\n  ')}`)

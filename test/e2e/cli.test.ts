@@ -5,6 +5,9 @@ import path from 'node:path'
 import { runCli } from '../../src/main/cli/run-cli'
 import { dataDir } from '../../src/main/cli/data-dir'
 import { tempDirs } from '../helpers/temp-dir'
+import { HistoryStore } from '../../src/main/history/history-store'
+import { entryId, makeEntry } from '../../src/main/history/entry-codec'
+import { memoryLogger } from '../../src/shared/logger'
 
 const dirs = tempDirs()
 afterEach(() => dirs.cleanup())
@@ -78,6 +81,37 @@ describe('arbor CLI', () => {
     const r = await arbor(data, 'export', conv, '--format', 'pdf')
     expect([r.code, r.err.trim()]).toEqual([2, 'arbor export: --format must be md or json'])
     expect((await arbor(data, 'post', conv, 'x', '--parent', 'ffff')).err).toMatch(/no entry of this conversation matches "ffff"/)
+  })
+
+  it('shows and exports an entry from a newer version of Arbor, kept intact', async () => {
+    // a (the newer Arbor) wrote a kind this one does not know, and a child of it; b received both
+    const [a, b] = [new HistoryStore({ dir: await dirs.make(), log: memoryLogger() }), new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })]
+    await a.ready(); await b.ready()
+    const root = await a.createConversation({ title: 'across versions' })
+    const e = { v: 1 as const, conversation: root.id, parents: [root.id], author: { device: a.device }, ts: root.ts + 1, kind: 'compaction', body: { summary: 'so far' } }
+    const future = { ...e, id: entryId(e) }
+    const after = makeEntry({ kind: 'user', body: { text: 'still here' }, parents: [future.id] }, { conversation: root.id, device: a.device, ts: root.ts + 2 })
+    const feed = a.corestore.get({ name: 'arbor/conversation/' + root.id })
+    await feed.ready()
+    await feed.append([Buffer.from(JSON.stringify(future)), Buffer.from(JSON.stringify(after))])
+    const s1 = a.replicate(true)
+    const s2 = b.replicate(false)
+    s1.pipe(s2).pipe(s1)
+    await b.addFeed(root.id, (a.feeds(root.id)[0] as { key: string }).key)
+    const deadline = Date.now() + 10_000
+    while (b.summary(root.id)?.size !== 3 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
+    s1.destroy(); s2.destroy()
+    await a.close(); await b.close()
+
+    const show = await arbor(b.dir, 'show', root.id.slice(0, 8))
+    expect(show.code).toBe(0)
+    expect(show.out).toMatch(/── From a newer version · .*\nAn entry from a newer version of Arbor\. Its kind, "compaction", is new to this version: update Arbor on this device to see it\./)
+    expect(show.out).toContain('still here')
+    const tree = (await arbor(b.dir, 'tree', root.id.slice(0, 8))).out
+    expect(tree).toMatch(/unknown +An entry from a newer version/)
+    const json = JSON.parse((await arbor(b.dir, 'export', root.id.slice(0, 8), '--format', 'json')).out) as { entries: unknown[]; waiting: unknown[] }
+    expect(json.entries).toEqual([root, future, after])
+    expect(json.waiting).toEqual([])
   })
 
   it('picks the data directory from --data, ARBOR_DATA, then the OS default', () => {

@@ -10,6 +10,7 @@ import { writeNodeSettings, type NodeSettings } from '../../src/main/agent-confi
 import { ArborNode } from '../../src/main/node'
 import type { AgentConfig } from '../../src/main/runtime/agent/agent-host'
 import type { Entry } from '../../src/shared/entry'
+import type { ProtocolVersions } from '../../src/shared/protocol-version'
 import { memoryLogger } from '../../src/shared/logger'
 import { InProcessNetwork } from './in-process-network'
 import { tempDirs, until } from './temp-dir'
@@ -36,6 +37,10 @@ export interface PeerNodeOptions {
   wrapConfig?: (resolve: () => Promise<AgentConfig>, conversation: string) => Promise<AgentConfig>
   heartbeatMs?: number
   suspectAfterMs?: number
+  /** the node's data directory (default: a fresh temp directory), e.g. on a small disk */
+  dataDir?: string
+  /** the versions the node's hello says (a device on another version of Arbor) */
+  protocolVersions?: ProtocolVersions
 }
 
 export class PeerNodes {
@@ -46,7 +51,7 @@ export class PeerNodes {
 
   /** A ready node, trusting (and trusted by) every node added before it, linked to them. */
   async add (name: string, opts: PeerNodeOptions = {}): Promise<PeerNode> {
-    const dir = await this.dirs.make()
+    const dir = opts.dataDir ?? await this.dirs.make()
     // outside the data directory, which the sandbox hides
     const workspaces = await this.dirs.make()
     const home = path.join(workspaces, 'home')
@@ -64,6 +69,7 @@ export class PeerNodes {
       heartbeatMs: opts.heartbeatMs ?? 100,
       suspectAfterMs: opts.suspectAfterMs ?? 500,
       log,
+      ...(opts.protocolVersions !== undefined ? { protocolVersions: opts.protocolVersions } : {}),
       ...(wrap !== undefined ? { agentConfig: async (c: string) => wrap(async () => (await node.agentConfig(c)).config, c) } : {})
     })
     await node.ready()

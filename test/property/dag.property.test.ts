@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ConversationDag, compareEntries } from '../../src/shared/conversation-dag'
-import { type Entry } from '../../src/shared/entry'
-import { makeEntry } from '../../src/main/history/entry-codec'
+import { asWritten, type Entry, type WrittenEntry } from '../../src/shared/entry'
+import { entryId, makeEntry, validateEntry } from '../../src/main/history/entry-codec'
 import { compareHlc, tickHlc, type Hlc } from '../../src/shared/hlc'
 
 const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const
@@ -272,5 +272,86 @@ describe('ConversationDag under any delivery of the feeds', () => {
         expect(d.title()).toBe(reference(w).title())
       }
     }), { numRuns: 200 })
+  })
+})
+
+// ------------------------------------------------------------------ entries from a newer version
+
+/** What a newer Arbor may write at a step; 'tampered' is an envelope failure, which every version refuses. */
+const FUTURES = ['plain', 'new fields', 'new kind', 'new value', 'tampered'] as const
+
+interface FutureStep { p1: number; p2: number | undefined; device: number; ts: number; future: typeof FUTURES[number]; kind: number; extra: unknown }
+
+const futureStepArb: fc.Arbitrary<FutureStep> = fc.record({
+  p1: fc.nat(),
+  p2: fc.option(fc.nat(), { nil: undefined }),
+  device: fc.nat({ max: 2 }),
+  ts: fc.nat({ max: 20 }),
+  future: fc.constantFrom(...FUTURES),
+  kind: fc.nat(),
+  extra: fc.jsonValue({ maxDepth: 2 })
+})
+
+const NEW_KINDS = ['compaction', 'approval.request', 'tool.progress', 'user.image', 'unknown'] as const
+
+/**
+ * Writes the steps as a newer Arbor would: entries as written (WrittenEntry), each in its
+ * device's feed, ids made right except for tampered ones.
+ */
+function buildFuture (steps: FutureStep[]): { root: Entry; written: WrittenEntry[]; tampered: Set<string>; feeds: WrittenEntry[][] } {
+  const root = makeEntry({ kind: 'conversation', parents: [], body: { title: 'root title', nonce: 'n' } }, { conversation: null, device: DEVICES[0], ts: 0 })
+  const written: WrittenEntry[] = [root]
+  const feeds: WrittenEntry[][] = [[root], [], []]
+  const tampered = new Set<string>()
+  steps.forEach((st, i) => {
+    const k = i + 1
+    const first = written[st.p1 % k] as WrittenEntry
+    const second = st.p2 === undefined ? undefined : written[st.p2 % k] as WrittenEntry
+    const parents = second === undefined || second.id === first.id ? [first.id] : [first.id, second.id]
+    const device = DEVICES[st.device] as string
+    let kind: string = ['user', 'assistant', 'note', 'meta'][st.kind % 4] as string
+    let body: Record<string, unknown> = kind === 'meta' ? { key: 'title', value: `title #${k}`, hlc: { wall: k, counter: 0, device } } : { text: `#${k}` }
+    if (st.future === 'new fields') body = { ...body, [`x-${k}`]: st.extra }
+    if (st.future === 'new kind') { kind = NEW_KINDS[st.kind % NEW_KINDS.length] as string; body = { step: k, extra: st.extra } }
+    if (st.future === 'new value') { kind = st.kind % 2 === 0 ? 'agent.stopped' : 'tool.result'; body = { epoch: k, reason: 'compacted', callId: `c${k}`, status: 'paused', output: '' } }
+    const e = { v: 1 as const, conversation: root.id, parents, author: { device }, ts: st.ts, kind, body }
+    const entry: WrittenEntry = { ...e, id: entryId(e) }
+    if (st.future === 'tampered') { entry.body = { text: `changed #${k}` }; tampered.add(entry.id) }
+    written.push(entry)
+    feeds[st.device]?.push(entry)
+  })
+  return { root, written, tampered, feeds }
+}
+
+describe('entries from a newer version in any DAG', () => {
+  it('never change which entries join: this version joins what one that understands everything joins, and keeps every field', () => {
+    const seen = new Set<string>()
+    fc.assert(fc.property(fc.array(futureStepArb, { maxLength: 24 }), fc.array(fc.nat(), { maxLength: 30 }), (steps, order) => {
+      const w = buildFuture(steps)
+      // as this version reads them off the wire, and as a version that understands every kind would hold them
+      const here = new ConversationDag(w.root.id)
+      const there = new ConversationDag(w.root.id)
+      for (const raw of interleave(w.feeds as Entry[][], order) as WrittenEntry[]) {
+        const v = validateEntry(JSON.parse(JSON.stringify(raw)), raw.author.device)
+        expect(v.ok, `kept iff its envelope is valid: ${raw.kind}`).toBe(!w.tampered.has(raw.id))
+        if (v.ok) {
+          here.add(v.entry)
+          seen.add(v.entry.kind === 'unknown' ? (v.entry.body.problem === undefined ? 'new kind' : 'new value') : 'known')
+        }
+        if (!w.tampered.has(raw.id)) there.add(raw as Entry)
+        const [a, b] = [here.snapshot(), there.snapshot()]
+        expect(a).toEqual(b)
+        expect(ids(here.waiting())).toEqual(ids(there.waiting()))
+        expect(here.missing()).toEqual(there.missing())
+        expect(here.title()).toBe(there.title())
+      }
+      for (const e of here.entries()) {
+        const raw = there.get(e.id) as unknown as WrittenEntry
+        // a kind it knows is kept as written, new fields and all; any other is kept whole inside
+        expect(asWritten(e)).toEqual(raw)
+        if (e.kind !== 'unknown') expect(e).toEqual(raw)
+      }
+    }), { numRuns: 200 })
+    expect([...seen].sort()).toEqual(['known', 'new kind', 'new value'])
   })
 })

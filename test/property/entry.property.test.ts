@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { canonicalJson } from '../../src/shared/canonical-json'
-import { EFFECT_CLASSES, ENTRY_KINDS, encodeEntry, hashInput, type Entry, type EntryDraft } from '../../src/shared/entry'
-import { makeEntry, validateEntry } from '../../src/main/history/entry-codec'
+import { EFFECT_CLASSES, ENTRY_KINDS, asWritten, encodeEntry, hashInput, reunderstand, type Entry, type EntryDraft, type EntryKind, type WrittenEntry } from '../../src/shared/entry'
+import { entryId, makeEntry, validateEntry } from '../../src/main/history/entry-codec'
 
 const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const
 const HEX64 = /^[0-9a-f]{64}$/
@@ -33,7 +33,7 @@ function body (fields: Record<string, unknown>, extras: Record<string, unknown>)
   return out
 }
 
-const childBodies: { [K in Exclude<Entry['kind'], 'conversation'>]: fc.Arbitrary<Record<string, unknown>> } = {
+const childBodies: { [K in Exclude<EntryKind, 'conversation'>]: fc.Arbitrary<Record<string, unknown>> } = {
   user: fc.record({ text: textArb }),
   note: fc.record({ text: textArb }),
   assistant: fc.record({
@@ -200,5 +200,36 @@ describe('entry tampering', () => {
       expect(validateEntry(changed, ctx.device).ok).toBe(false)
     }), { numRuns: 1000 })
     expect([...seen].sort()).toEqual([...FIELDS].sort())
+  })
+})
+
+// ------------------------------------------------------------------ entries from a newer version
+
+/** A kind as a newer version may name one: a short lower-case dotted name, known here or not. */
+const kindArb = fc.oneof(
+  fc.constantFrom(...ENTRY_KINDS.filter(k => k !== 'conversation'), 'compaction', 'approval.request', 'unknown', 'constructor'),
+  fc.stringMatching(/^[a-z][a-z0-9]{0,8}(?:\.[a-z0-9]{1,8})?$/)
+)
+
+describe('entries from a newer version', () => {
+  it('are kept whatever their kind or body when their envelope is valid: as themselves if understood, else whole inside an unknown entry', () => {
+    const seen = new Set<string>()
+    fc.assert(fc.property(madeArb, kindArb, json, fc.boolean(), ({ draft, ctx }, kind, body, sameBody) => {
+      const made = makeEntry(draft, ctx)
+      if (made.parents.length === 0) return // a root's kind is fixed by the envelope
+      // the same envelope, another kind and (or) body, its id made right, as a newer writer would
+      const e = { v: 1 as const, conversation: made.conversation, parents: made.parents, author: made.author, ts: made.ts, kind, body: sameBody ? made.body : body }
+      const raw: WrittenEntry = { ...e, id: entryId(e) }
+      const v = validateEntry(JSON.parse(JSON.stringify(raw)), ctx.device)
+      if (!v.ok) throw new Error(v.error)
+      expect(asWritten(v.entry)).toEqual(raw)
+      const understood = (ENTRY_KINDS as string[]).includes(kind) && kind !== 'unknown'
+      if (!understood) expect(v.entry.kind).toBe('unknown')
+      if (v.entry.kind !== 'unknown') expect(v.entry).toEqual(raw)
+      seen.add(v.entry.kind === 'unknown' ? 'unknown' : 'known')
+      // the entry cache's line reads back as the same entry
+      expect(reunderstand(JSON.parse(encodeEntry(v.entry)) as Entry)).toEqual(v.entry)
+    }), { numRuns: 500 })
+    expect([...seen].sort()).toEqual(['known', 'unknown'])
   })
 })

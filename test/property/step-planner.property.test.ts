@@ -101,7 +101,17 @@ describe('planNext over branches with entries from other devices', () => {
         const done = new Set(after.filter((e): e is EntryOf<'tool.result'> => e.kind === 'tool.result').map(e => e.body.callId))
         expect(step.call.id).toBe(last?.body.toolCalls?.find(c => !done.has(c.id))?.id)
       }
-    }), { numRuns: 2000 })
+    }), {
+      numRuns: 2000,
+      // one branch per case counted below, so every run reaches each of them (random ones alone miss the rarest now and then)
+      examples: [
+        [[{ kind: 'user', by: { device: SELF, agent: 'agent#0' } }, { kind: 'assistant', by: { device: SELF, agent: 'agent#0' }, calls: [{ id: 'c0', tool: 'cat' }] }], { device: SELF, agent: 'agent#0' }],
+        [[{ kind: 'user', by: { device: SELF, agent: 'agent#0' } }, { kind: 'assistant', by: { device: PEERS[0] as string, agent: 'agent#0' }, calls: [{ id: 'c0', tool: 'cat' }] }], { device: SELF, agent: 'agent#0' }],
+        [[{ kind: 'user', by: { device: SELF, agent: 'agent#0' } }, { kind: 'assistant', by: { device: SELF, agent: 'agent#1' }, calls: [{ id: 'c0', tool: 'bash' }] }], { device: SELF, agent: 'agent#0' }],
+        [[{ kind: 'user', by: { device: SELF, agent: 'agent#0' } }, { kind: 'assistant', by: { device: SELF, agent: 'agent#0' }, calls: [{ id: 'c0', tool: 'bash' }] }, { kind: 'tool.intent', by: { device: SELF, agent: 'agent#0' }, callId: 'c0', tool: 'bash', effect: 'workspace' }], { device: SELF, agent: 'agent#0' }],
+        [[{ kind: 'user', by: { device: SELF, agent: 'agent#0' } }, { kind: 'assistant', by: { device: SELF, agent: 'agent#0' }, calls: [{ id: 'c0', tool: 'cat' }] }, { kind: 'tool.intent', by: { device: PEERS[0] as string, agent: 'agent#0' }, callId: 'c0', tool: 'cat', effect: 'external' }], { device: SELF, agent: 'agent#0' }]
+      ]
+    })
     // the generator reaches every case
     for (const [k, n] of Object.entries(seen)) expect(n, k).toBeGreaterThan(0)
   })

@@ -91,6 +91,31 @@ describe('buildTranscript', () => {
     expect(noticeFor({ ...base, kind: 'meta', body: { key: 'title', value: 'x', hlc: { wall: 1, counter: 0, device: DEV } } })).toBeUndefined()
   })
 
+  it('shows an entry from a newer version as a card saying so, and the turn around it as usual', () => {
+    const { dag, root, add } = tree()
+    const u = add(root, { kind: 'user', body: { text: 'go' } })
+    const a = add(u, { kind: 'assistant', body: { text: 'Running it.', toolCalls: [{ id: 'c1', name: 'bash', args: { command: 'ls' } }] } })
+    // as the node hands it over: kind 'unknown', the kind and body as written inside
+    const unknown = (parent: Entry, kind: string, problem?: string): Entry => {
+      const e = { v: 1, id: hex(), conversation: root.id, parents: [parent.id], author: { device: DEV }, ts: parent.ts + 1, kind: 'unknown', body: { kind, body: { whatever: true }, ...(problem !== undefined ? { problem } : {}) } } as Entry
+      dag.add(e)
+      return e
+    }
+    const f1 = unknown(a, 'approval.request')
+    const r = add(f1, { kind: 'tool.result', body: { callId: 'c1', status: 'ok', output: 'x' } })
+    const f2 = unknown(r, 'agent.stopped', 'agent.stopped body.reason Invalid option')
+    const next = add(f2, { kind: 'user', body: { text: 'and then?' } })
+
+    const items = buildTranscript(dag.branch(next.id), kids(dag), { running: false })
+    expect(items.map(i => i.kind)).toEqual(['user', 'assistant', 'notice', 'notice', 'user'])
+    expect((items[1] as Extract<TranscriptItem, { kind: 'assistant' }>).tools[0]?.status).toBe('ok')
+    const [n1, n2] = [items[2], items[3]] as Array<Extract<TranscriptItem, { kind: 'notice' }>>
+    expect(n1).toMatchObject({ id: f1.id, tone: 'info', text: 'An entry from a newer version of Arbor' })
+    expect(n1?.detail).toMatch(/"approval\.request", is new to this version: update Arbor on this device/)
+    expect(n2?.detail).toMatch(/cannot read it \(agent\.stopped body\.reason Invalid option\)/)
+    expect(groupTurns(items).map(t => t.role)).toEqual(['user', 'agent', 'user'])
+  })
+
   it('puts a fork on the message where the branch splits, and carries forks at hidden entries to the next item', () => {
     const { dag, root, add } = tree()
     const u1 = add(root, { kind: 'user', body: { text: 'first' } })

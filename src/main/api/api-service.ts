@@ -5,7 +5,7 @@ import path from 'node:path'
 import { z } from 'zod'
 import { agentMoves, moveText } from '../../shared/agent-moves'
 import type { AgentRefDto, AgentStatusDto, ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSummaryDto, DeviceDto, NetStateDto, SettingsDto } from '../../shared/api'
-import { conversationJson } from '../../shared/conversation-export'
+import { orderedEntries } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../agent-config'
@@ -18,6 +18,7 @@ import { usageTotal } from '../runtime/agent/step-planner'
 import { compareRefs, topRef, workAt, type AgentRef } from '../runtime/placement/placement'
 import type { PeerEvent } from '../sync/sync-node'
 import { AgentLocations } from './agent-locations'
+import { ARBOR_VERSION } from '../app-version'
 import { streamEventFromPeer, streamEventOf } from './live-events'
 
 /** An answer to a request the node cannot carry out as asked: its message is for the user. */
@@ -92,8 +93,6 @@ export interface ApiServiceOptions {
   detectLocalServers?: () => Promise<LocalServer[]>
 }
 
-declare const __ARBOR_VERSION__: string | undefined
-
 /**
  * Every method of ApiMethods against one ArborNode, and the event stream the UI follows:
  * entries as they join a conversation (local or replicated), streamed tokens and tool
@@ -115,7 +114,7 @@ export class ApiService {
 
   constructor (node: ArborNode, opts: ApiServiceOptions = {}) {
     this.node = node
-    this.version = opts.version ?? (typeof __ARBOR_VERSION__ === 'string' ? __ARBOR_VERSION__ : 'dev')
+    this.version = opts.version ?? ARBOR_VERSION
     this.log = opts.log ?? consoleLogger('api')
     this.locations = new AgentLocations({
       self: () => ({ device: node.device, name: node.cluster.name }),
@@ -303,7 +302,8 @@ export class ApiService {
   private async open (ref: string): Promise<ConversationDto> {
     const id = this.resolve(ref)
     const dag = await this.node.history.open(id)
-    const { entries } = conversationJson(dag)
+    // as this version understands them: the UI shows an unknown entry as one, not as what it claims to be
+    const entries = orderedEntries(dag)
     const usage = usageTotal(entries)
     const selected = this.node.history.selected(id) ?? dag.branch().at(-1)?.id
     const agents = this.locations.of(id)

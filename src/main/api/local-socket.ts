@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { isMainThread } from 'node:worker_threads'
 import type { Logger } from '../../shared/logger'
-import { writeFileAtomic } from '../json-file'
+import { writeStateFile } from '../disk/state-file'
 import { randomToken, tokenMatches } from './api-token'
 
 /**
@@ -55,7 +55,7 @@ export class LocalApiServer {
     }
     // The token exists before the socket does: no connection is ever served without it.
     const token = randomToken()
-    await writeFileAtomic(this.tokenFile, token + '\n', 0o600)
+    await writeStateFile(this.tokenFile, token + '\n', { mode: 0o600 })
     this.token = token
     const server = net.createServer(socket => this.serve(socket))
     try {

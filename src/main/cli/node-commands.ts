@@ -148,13 +148,18 @@ export async function devices (node: NodeCommands | undefined, o: NodeCommandOpt
   }
   if (json) { io.out(terminalJson({ live, devices: rows }) + '\n'); return 0 }
   const table = [['DEVICE', 'NAME', 'STATE', 'LAST SEEN', 'BEHIND']]
+  const advice: string[] = []
   for (const r of rows) {
     const since = r.suspectedSince !== undefined ? ` since ${new Date(r.suspectedSince).toLocaleTimeString()}` : ''
-    const state = r.self ? 'this device' : !live ? '-' : r.connected ? (r.suspected ? `suspected${since}` : 'online') : `offline${since}`
+    const notSyncing = r.version?.compat === 'too-old' || r.version?.compat === 'too-new'
+    const state = r.self ? 'this device' : !live ? '-' : notSyncing ? `not syncing (${r.version?.compat === 'too-old' ? 'too old' : 'too new'})` : r.connected ? (r.suspected ? `suspected${since}` : 'online') : `offline${since}`
     table.push([r.device.slice(0, 12), r.name, state, r.self ? '-' : r.lastSeen !== undefined ? new Date(r.lastSeen).toLocaleString() : 'never', r.self || !live ? '-' : `${r.behind} entries`])
+    if (r.version?.advice !== undefined) advice.push(r.version.advice)
   }
   const widths = table[0]?.map((_, i) => Math.max(...table.map(row => (row[i] ?? '').length))) ?? []
   io.out(table.map(row => row.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n')
+  // What to do about a device of another version, under the table (the rows stay one line each).
+  for (const a of advice) io.out(`${a}\n`)
   if (!live) io.err('no node is running here: states are unknown (`arbor serve` runs one)\n')
   return 0
 }

@@ -5,6 +5,8 @@ import type { ConversationDag } from '../../shared/conversation-dag'
 import { conversationJson, transcriptMarkdown, transcriptText } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { consoleLogger } from '../../shared/logger'
+import type { PeerVersion } from '../../shared/protocol-version'
+import { ARBOR_VERSION } from '../app-version'
 import { HistoryIndexFile, indexFilePath, sortSummaries, type ConversationSummary } from '../history/history-index'
 import type { HistoryStore } from '../history/history-store'
 import type { SecretStore } from '../secret-store'
@@ -114,6 +116,8 @@ export interface DeviceRow {
   behind: number
   /** the device whose signed pairing brought it in (its name), when not this one */
   addedBy?: string
+  /** how its Arbor compares with this one's, once it said hello */
+  version?: PeerVersion
 }
 
 /** The commands only a node can carry out (pairing, devices, the network). */
@@ -160,7 +164,7 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
     return 2
   }
   const [command, ...args] = positionals
-  if (values.version === true) { io.out(`${VERSION}\n`); return 0 }
+  if (values.version === true) { io.out(`${ARBOR_VERSION}\n`); return 0 }
   if (values.help === true || command === undefined || command === 'help') { io.out(USAGE + '\n'); return command === undefined && values.help !== true ? 2 : 0 }
   const handler = COMMANDS[command]
   if (handler === undefined && !NODE_COMMANDS.has(command)) { io.err(`arbor: unknown command "${command}"; see \`arbor --help\`\n`); return 2 }
@@ -240,8 +244,6 @@ async function forwardToNode (dir: string, argv: string[], io: CliIo): Promise<n
   return reply === null ? null : Number(reply.result)
 }
 
-declare const __ARBOR_VERSION__: string | undefined
-const VERSION = typeof __ARBOR_VERSION__ === 'string' ? __ARBOR_VERSION__ : 'dev'
 
 type Handler = (store: HistoryStore, args: string[], values: Values, io: CliIo, ctx: CliContext) => Promise<number | void>
 

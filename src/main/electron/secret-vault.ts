@@ -4,7 +4,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Logger } from '../../shared/logger'
-import { readJsonFile, writeFileAtomic } from '../json-file'
+import { readJsonFile, writeStateFile } from '../disk/state-file'
 import { FileSecretStore, type SecretName, type SecretStore } from '../secret-store'
 
 /** What main uses of Electron's safeStorage (the asynchronous API; the synchronous one is deprecated). */
@@ -50,7 +50,7 @@ export class EncryptedSecretStore implements SecretStore {
     const next = { ...await this.read() }
     if (value === undefined || value === '') delete next[name]
     else next[name] = (await this.safe.encryptStringAsync(value)).toString('base64')
-    await writeFileAtomic(this.file, JSON.stringify(next) + '\n', 0o600)
+    await writeStateFile(this.file, JSON.stringify(next) + '\n', { mode: 0o600 })
   }
 
   private async read (): Promise<Partial<Record<SecretName, string>>> {

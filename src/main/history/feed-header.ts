@@ -5,6 +5,12 @@ import { canonicalJson } from '../../shared/canonical-json'
  * Block 0 of every feed Arbor writes says what the feed is and which device wrote it,
  * signed by that device's key, so entries read from a peer's feed can be checked
  * against the device that really wrote them.
+ *
+ * Evolving it (docs/ARCHITECTURE.md, "Evolving safely"): a newer version may add fields;
+ * the signature covers every field but `sig`, so an older reader verifies a header with
+ * fields it does not know, and ignores them. `v` changes only with what an older reader
+ * cannot check (these fields' meaning, the signature): a header of another `v` is refused,
+ * as the hello's protocol version keeps such a peer from syncing anyway.
  */
 export interface FeedHeader {
   type: 'arbor/conversation' | 'arbor/manifest'
@@ -15,14 +21,19 @@ export interface FeedHeader {
   sig: string
 }
 
+/** The header version this Arbor writes and reads. */
+export const FEED_HEADER_VERSION = 1
+
 export interface DeviceKeyPair { publicKey: Buffer; secretKey: Buffer }
 
-function signable (h: Omit<FeedHeader, 'sig'>): Buffer {
-  return Buffer.from(canonicalJson({ type: h.type, v: h.v, feed: h.feed, device: h.device, conversation: h.conversation }))
+/** What the signature covers: every field but `sig`, those a newer version added included. */
+function signable (h: Omit<FeedHeader, 'sig'> & { sig?: unknown }): Buffer {
+  const { sig: _sig, ...signed } = h
+  return Buffer.from(canonicalJson(signed))
 }
 
 export function makeFeedHeader (h: Omit<FeedHeader, 'sig' | 'device' | 'v'>, device: DeviceKeyPair): FeedHeader {
-  const unsigned = { ...h, v: 1 as const, device: device.publicKey.toString('hex') }
+  const unsigned = { ...h, v: FEED_HEADER_VERSION as 1, device: device.publicKey.toString('hex') }
   return { ...unsigned, sig: crypto.sign(signable(unsigned), device.secretKey).toString('hex') }
 }
 
@@ -36,7 +47,10 @@ export function verifyFeedHeader (block: Buffer, feedKey: Buffer, expect: { type
   }
   const where = `feed ${feedKey.toString('hex').slice(0, 12)}`
   if (h === null || typeof h !== 'object') throw new Error(`${where}: header is not an object`)
-  if (h.type !== expect.type || h.v !== 1) throw new Error(`${where}: not an ${expect.type} feed (type ${String(h.type)}, v ${String(h.v)})`)
+  if (h.type !== expect.type) throw new Error(`${where}: not an ${expect.type} feed (type ${String(h.type)})`)
+  if (h.v !== FEED_HEADER_VERSION) {
+    throw new Error(`${where}: header version ${String(h.v)}, which this Arbor does not read (header version ${FEED_HEADER_VERSION}): written by ${typeof h.v === 'number' && h.v > FEED_HEADER_VERSION ? 'a newer Arbor; update Arbor on this device' : 'something else than Arbor'}`)
+  }
   if (h.feed !== feedKey.toString('hex')) throw new Error(`${where}: header names another feed`)
   if (typeof h.device !== 'string' || !/^[0-9a-f]{64}$/.test(h.device)) throw new Error(`${where}: header has no device key`)
   if (expect.conversation !== undefined && h.conversation !== expect.conversation) {

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
+import { writeStateFile } from '../disk/state-file'
 
 /** A feed the device holds for a conversation: its own or one learned from a peer. */
 export interface FeedRecord {
@@ -74,10 +75,8 @@ export class HistoryIndexFile {
     }
   }
 
-  async save (state: IndexState): Promise<void> {
-    await fs.mkdir(path.dirname(this.file), { recursive: true })
-    const tmp = this.file + '.tmp'
-    await fs.writeFile(tmp, JSON.stringify(state))
-    await fs.rename(tmp, this.file)
+  /** Writes the state as it is when the write starts (saves in a burst are one write). */
+  save (state: IndexState): Promise<void> {
+    return writeStateFile(this.file, () => JSON.stringify(state))
   }
 }

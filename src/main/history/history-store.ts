@@ -6,7 +6,7 @@ import Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { ConversationDag } from '../../shared/conversation-dag'
-import { InvalidEntryError, encodeEntry, rememberEncoding, type Entry, type EntryDraft } from '../../shared/entry'
+import { InvalidEntryError, encodeEntry, rememberEncoding, reunderstand, type Entry, type EntryDraft } from '../../shared/entry'
 import { makeEntry, validateEntry } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
@@ -15,7 +15,7 @@ import { EntryCache } from './entry-cache'
 import { HistoryIndexFile, emptyIndex, indexFilePath, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { parseManifestRecord, type ManifestRecord } from './manifest-record'
 import { ViewState } from './view-state'
-import { storageError } from './storage-error'
+import { storageError } from '../disk/storage-error'
 
 export interface HistoryStoreOptions {
   /** The data directory; the store keeps its Corestore and indexes under it. */
@@ -72,6 +72,11 @@ export class ConversationNotFoundError extends Error {
 
 const FEED_PREFIX = 'arbor/conversation/'
 const READ_CHUNK = 256
+/** feeds per manifest record: a peer's list of thousands is split into blocks of a few tens of KB */
+const MANIFEST_RECORD_FEEDS = 256
+
+/** learned feeds whose manifest record is written in one append */
+interface LearnedBatch { keys: string[]; written: Promise<void> }
 
 interface Pending {
   entries: Entry[]
@@ -123,6 +128,11 @@ export class HistoryStore extends EventEmitter {
   private readonly pumping = new Map<string, Promise<void>>()
   private readonly pumpAgain = new Set<string>()
   private readonly manifestDirty = new Set<string>()
+  /** learned feeds whose manifest record is being written: nothing of them is indexed before it is on disk */
+  private readonly recording = new Map<string, Promise<void>>()
+  /** learned feeds this session knows the manifest lists, while their header is not indexed yet */
+  private readonly inManifest = new Set<string>()
+  private learnedBatch: LearnedBatch | null = null
   private manifestTimer: NodeJS.Timeout | null = null
   private indexTimer: NodeJS.Timeout | null = null
   private indexSaving: Promise<void> = Promise.resolve()
@@ -229,6 +239,7 @@ export class HistoryStore extends EventEmitter {
     // peer feeds cancels those waits; then every reader has finished before the index is saved.
     await Promise.allSettled([...this.watched].map(key => this.cores.get(key)?.close()))
     await Promise.allSettled([...this.pumping.values()])
+    await Promise.allSettled([...this.recording.values()])
     await this.cache.close()
     if (this.manifestTimer !== null) clearTimeout(this.manifestTimer)
     if (this.indexTimer !== null) clearTimeout(this.indexTimer)
@@ -239,12 +250,21 @@ export class HistoryStore extends EventEmitter {
       clean = false
       this.log.error(`could not record feed lengths in the manifest: ${(err as Error).message}`)
     }
+    // A failed save (a full disk) leaves the previous files, which say to reconcile: the
+    // store still closes, so its directory is free to open again.
     if (this.dirtyMarked !== null || !this.state.clean) {
       this.state.clean = clean
-      await this.saveIndex()
+      await this.saveIndex().catch(err => { this.log.error(`could not save the index: ${storageError(err, this.dir).message}`) })
     }
-    await this.view.save()
-    await this.corestore.close()
+    await this.view.save().catch(err => { this.log.error(`could not save the selected entries: ${storageError(err, this.dir).message}`) })
+    try {
+      await this.corestore.close()
+    } catch (err) {
+      // A feed whose creation failed (a full disk) makes Corestore's close throw before it
+      // closes the storage: close that here, so the data directory is free to open again.
+      this.log.warn(`closing the feeds: ${storageError(err, this.dir).message}`)
+      await this.corestore.storage.close()
+    }
   }
 
   // ---------------------------------------------------------------- writing
@@ -262,9 +282,14 @@ export class HistoryStore extends EventEmitter {
     const root = makeEntry({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
     const dag = new ConversationDag(root.id, [], { now: this.now })
     this.dags.set(root.id, dag)
-    const core = await this.ownFeed(root.id)
-    await this.writeBlocks(core, [root])
-    await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, [root], core.length, true)
+    try {
+      const core = await this.ownFeed(root.id)
+      await this.writeBlocks(core, [root])
+      await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, [root], core.length, true)
+    } catch (err) {
+      if (this.dags.get(root.id)?.size === 0) this.dags.delete(root.id)
+      throw storageError(err, this.dir)
+    }
     return root
   }
 
@@ -382,9 +407,11 @@ export class HistoryStore extends EventEmitter {
         await this.markDirty()
         await core.append(Buffer.from(JSON.stringify(header)))
       }
+      // Known as this device's feed only once the manifest lists it: after a failed write (a
+      // full disk) the next append records it again instead of writing to an unlisted feed.
+      await this.recordInManifest(rec, core.length)
       this.state.feeds[key] = rec
       this.ownFeedKeys.set(conversation, key)
-      await this.recordInManifest(rec, core.length)
     })
     this.emit('feed', { ...rec })
     return core
@@ -419,12 +446,12 @@ export class HistoryStore extends EventEmitter {
     const rec: FeedRecord = { key: k, conversation, device: '', own: false, indexed: 0 }
     this.state.feeds[k] = rec
     await this.markDirty()
-    // Recorded with the next batch of lengths: a peer's feed lost in a crash is announced again.
-    this.manifestDirty.add(k)
-    this.scheduleManifest()
+    // The record is written while the feed downloads; its reader waits for it before indexing.
+    const recorded = this.recordLearned(k)
     this.scheduleIndexSave()
     this.emit('feed', { ...rec })
     if (this.watchPeers) void this.watchFeed(rec)
+    await recorded
   }
 
   /**
@@ -524,6 +551,9 @@ export class HistoryStore extends EventEmitter {
   private async readFeed (rec: FeedRecord, core: Hypercore.Core, wait = true): Promise<void> {
     const length = (): number => wait ? core.length : core.contiguousLength
     while (rec.indexed < length() && !this.closing) {
+      // Before anything read here is shown, the index on disk must say it may lag the feeds:
+      // only then does recovery after a crash read them past its watermarks.
+      await this.markDirty()
       // The header comes with the first blocks: one round of requests, not two.
       const start = rec.indexed
       const end = Math.min(length(), start + READ_CHUNK)
@@ -532,6 +562,9 @@ export class HistoryStore extends EventEmitter {
       if (start === 0) {
         const block = blocks[0]
         if (block === null || block === undefined) return
+        // Nothing of a learned feed is shown before the manifest lists it: after a crash,
+        // recovery finds feeds through the manifest, and a feed it does not list is lost.
+        if (!rec.own && !this.inManifest.has(rec.key)) await this.recordLearned(rec.key)
         try {
           const h = verifyFeedHeader(block, Buffer.from(rec.key, 'hex'), { type: 'arbor/conversation', conversation: rec.conversation })
           if (rec.own && h.device !== this.device) throw new Error(`feed ${rec.key.slice(0, 12)} was listed as this device's but is signed by ${h.device.slice(0, 12)}`)
@@ -542,6 +575,7 @@ export class HistoryStore extends EventEmitter {
           return
         }
         rec.indexed = 1
+        this.inManifest.delete(rec.key) // from here on the watermark says it: indexed > 0 means recorded
         this.scheduleIndexSave()
         first = 1
       }
@@ -605,7 +639,8 @@ export class HistoryStore extends EventEmitter {
 
   private summarise (dag: ConversationDag): void {
     const root = dag.root
-    if (root === undefined || root.kind !== 'conversation') {
+    // A root this version does not understand (a newer one wrote it) is listed all the same.
+    if (root === undefined) {
       this.scheduleIndexSave()
       return
     }
@@ -622,7 +657,7 @@ export class HistoryStore extends EventEmitter {
     const own = dag.rootBy(this.device)
     if (own?.body.cwd !== undefined) s.cwd = own.body.cwd
     const revival = dag.meta('autoRevival')
-    const autoRevival = revival !== undefined ? revival.value === true : root.body.autoRevival
+    const autoRevival = revival !== undefined ? revival.value === true : root.kind === 'conversation' ? root.body.autoRevival : undefined
     if (autoRevival !== undefined) s.autoRevival = autoRevival
     this.state.conversations[dag.conversation] = s
     this.scheduleIndexSave()
@@ -637,7 +672,7 @@ export class HistoryStore extends EventEmitter {
       p = (async () => {
         const { entries, torn } = await this.cache.read(conversation)
         const d = new ConversationDag(conversation, [], { now: this.now })
-        for (const e of entries) if (e.conversation === conversation) d.add(e)
+        for (const e of entries) if (e.conversation === conversation) d.add(reunderstand(e))
         const expected = this.state.conversations[conversation]?.size ?? 0
         if (torn > 0 || d.size < expected) {
           // Derived state went missing or bad: read the conversation again from its feeds.
@@ -680,7 +715,10 @@ export class HistoryStore extends EventEmitter {
   private markDirty (): Promise<void> {
     if (this.dirtyMarked === null) {
       this.state.clean = false
-      this.dirtyMarked = this.saveIndex()
+      const marked = this.saveIndex()
+      this.dirtyMarked = marked
+      // not marked (a full disk): the next write tries again rather than failing for ever
+      marked.catch(() => { if (this.dirtyMarked === marked) this.dirtyMarked = null })
     }
     return this.dirtyMarked
   }
@@ -717,9 +755,14 @@ export class HistoryStore extends EventEmitter {
       const rec = block === null ? null : parseManifestRecord(block)
       if (rec === null) { this.log.warn(`manifest block ${i} is unreadable; skipped`); continue }
       for (const f of rec.feeds) {
-        if (this.state.feeds[f.key] !== undefined) continue
+        const known = this.state.feeds[f.key]
+        if (known !== undefined) {
+          if (!known.own && known.indexed === 0) this.inManifest.add(f.key)
+          continue
+        }
         const own = f.device === this.device
         this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
+        if (!own) this.inManifest.add(f.key)
       }
     }
     this.state.manifestIndexed = manifest.length
@@ -743,6 +786,47 @@ export class HistoryStore extends EventEmitter {
     this.state.manifestIndexed = (this.manifest as Hypercore.Core).length
   }
 
+  /**
+   * Writes a learned feed's manifest record; the feeds learned in one turn of the event
+   * loop (a peer's whole list, at the first sync) share one append. Resolves once it is stored.
+   */
+  private recordLearned (key: string): Promise<void> {
+    const pending = this.recording.get(key)
+    if (pending !== undefined) return pending
+    if (this.learnedBatch === null) {
+      const batch: LearnedBatch = { keys: [], written: Promise.resolve() }
+      batch.written = new Promise<void>(resolve => setImmediate(resolve)).then(() => {
+        this.learnedBatch = null
+        return this.writeLearned(batch.keys)
+      })
+      // A failed record is retried by the next reader of the feed.
+      const done = (): void => { for (const k of batch.keys) this.recording.delete(k) }
+      batch.written.then(done, done)
+      this.learnedBatch = batch
+    }
+    this.learnedBatch.keys.push(key)
+    this.recording.set(key, this.learnedBatch.written)
+    return this.learnedBatch.written
+  }
+
+  private async writeLearned (keys: string[]): Promise<void> {
+    const feeds: ManifestRecord['feeds'] = []
+    for (const k of keys) {
+      const rec = this.state.feeds[k]
+      if (rec !== undefined) feeds.push({ key: k, conversation: rec.conversation, device: rec.device, length: rec.indexed })
+    }
+    const blocks: Buffer[] = []
+    for (let i = 0; i < feeds.length; i += MANIFEST_RECORD_FEEDS) blocks.push(Buffer.from(JSON.stringify({ feeds: feeds.slice(i, i + MANIFEST_RECORD_FEEDS) } satisfies ManifestRecord)))
+    const manifest = this.manifest as Hypercore.Core
+    try {
+      await manifest.append(blocks)
+    } catch (err) {
+      throw new Error(`could not record ${feeds.length} feed(s) learned from peers in the manifest: ${storageError(err, this.dir).message}`, { cause: err })
+    }
+    this.state.manifestIndexed = manifest.length
+    for (const k of keys) if (this.state.feeds[k]?.indexed === 0) this.inManifest.add(k)
+  }
+
   private scheduleManifest (): void {
     if (this.manifestTimer !== null || this.closing) return
     this.manifestTimer = setTimeout(() => {
@@ -760,7 +844,13 @@ export class HistoryStore extends EventEmitter {
       if (rec !== undefined) feeds.push({ key, conversation: rec.conversation, device: rec.device, length: rec.indexed })
     }
     this.manifestDirty.clear()
-    await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify({ feeds } satisfies ManifestRecord)))
+    try {
+      await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify({ feeds } satisfies ManifestRecord)))
+    } catch (err) {
+      // not recorded (a full disk): these lengths go with the next record
+      for (const f of feeds) this.manifestDirty.add(f.key)
+      throw err
+    }
     this.state.manifestIndexed = (this.manifest as Hypercore.Core).length
     this.scheduleIndexSave()
   }

@@ -1,4 +1,5 @@
 import fs from 'node:fs/promises'
+import { writeStateFile } from '../disk/state-file'
 
 /**
  * What this device is looking at: the selected entry per conversation. Local to the
@@ -31,8 +32,12 @@ export class ViewState {
 
   async save (): Promise<void> {
     if (!this.dirty) return
-    await fs.writeFile(this.file + '.tmp', JSON.stringify({ selected: this.sel }))
-    await fs.rename(this.file + '.tmp', this.file)
     this.dirty = false
+    try {
+      await writeStateFile(this.file, JSON.stringify({ selected: this.sel }))
+    } catch (err) {
+      this.dirty = true // still to be saved
+      throw err
+    }
   }
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { UNVERSIONED, type ProtocolVersions } from '../../shared/protocol-version'
 
 /**
  * The messages of the `arbor/1` channel. Everything from a peer is checked against these
@@ -6,7 +7,37 @@ import { z } from 'zod'
  */
 const Hex32 = z.string().regex(/^[0-9a-f]{64}$/)
 
-export const Hello = z.object({ v: z.literal(1), device: Hex32, name: z.string().max(200), manifest: Hex32 })
+const Count = z.number().int().nonnegative()
+const ProtocolField = z.object({ major: Count.min(1), minor: Count, oldest: Count.min(1) })
+
+/**
+ * The first message on `arbor/1`, in every version. `v` is sent as 1 (Arbor 1.0 requires it)
+ * and read as any number; the versions (absent from 1.0's hello) say whether the two devices
+ * sync (shared/protocol-version.ts). A newer version may add fields, never change these; the
+ * versions are read apart (helloVersions), so a hello whose versions this one cannot read is
+ * still a hello: that device is shown as too new, not dropped.
+ */
+export const Hello = z.object({
+  v: z.number(),
+  device: Hex32,
+  name: z.string().max(200),
+  manifest: Hex32.optional(),
+  protocol: z.unknown().optional(),
+  schema: z.unknown().optional(),
+  app: z.unknown().optional()
+})
+
+/** The versions a hello says; 'unreadable' if they are there but not as this version reads them. */
+export function helloVersions (m: Hello): ProtocolVersions | 'unreadable' {
+  if (m.protocol === undefined) return { ...UNVERSIONED }
+  const p = ProtocolField.safeParse(m.protocol)
+  const schema = Count.safeParse(m.schema)
+  if (!p.success || !schema.success) return 'unreadable'
+  const v: ProtocolVersions = { ...p.data, schema: schema.data }
+  // A release name is only shown: anything but a short plain one is left out.
+  if (typeof m.app === 'string' && /^[0-9A-Za-z.+-]{1,40}$/.test(m.app)) v.app = m.app
+  return v
+}
 export const FeedsMessage = z.object({
   /** true: the complete list (on connect); false: only feeds that changed */
   full: z.boolean(),

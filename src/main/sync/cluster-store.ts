@@ -5,6 +5,7 @@ import path from 'node:path'
 import crypto from 'hypercore-crypto'
 import { z } from 'zod'
 import { consoleLogger, type Logger } from '../../shared/logger'
+import { writeStateFile } from '../disk/state-file'
 import { SECRET_BYTES, clusterTopic, proof, verifyProof } from './cluster-keys'
 import {
   NAME_MAX, STATEMENT_MAX_SKEW_MS, acceptStatements, cleanName, compact, displayNames, evaluate, parseStatement, plainName,
@@ -17,7 +18,7 @@ export { NAME_MAX }
 /**
  * This device's view of its cluster (DESIGN.md, "Sync and trust"): the cluster secret,
  * who is a member, and the invites it has handed out. One JSON file, written atomically
- * (tmp + rename) with mode 0600 since it holds the secret.
+ * (writeStateFile) with mode 0600 since it holds the secret.
  *
  * Who is a member is decided by the rule of membership.ts: this device's own acts (pairing,
  * forgetting) plus statements signed by the devices with the authority to make them. What
@@ -187,7 +188,6 @@ export class ClusterStore extends EventEmitter {
   private writing: Promise<void> = Promise.resolve()
   private timer: NodeJS.Timeout | null = null
   private timerDue = Infinity
-  private tmpCounter = 0
 
   constructor (opts: ClusterStoreOptions) {
     super()
@@ -309,13 +309,11 @@ export class ClusterStore extends EventEmitter {
     }
   }
 
-  /** Writes the file now (atomically, mode 0600). Writes are serialized. */
+  /** Writes the file now (whole, durably, mode 0600); writes in a burst are one write of the state as it then is. */
   save (): Promise<void> {
     this.clearTimer()
-    const text = JSON.stringify(this.fileJson(), null, 2) + '\n'
-    const next = this.writing.catch(() => undefined).then(() => this.write(text))
-    this.writing = next
-    return next
+    this.writing = writeStateFile(this.file, () => JSON.stringify(this.fileJson(), null, 2) + '\n', { mode: 0o600 })
+    return this.writing
   }
 
   /** Waits until every change made so far is on disk. */
@@ -329,32 +327,6 @@ export class ClusterStore extends EventEmitter {
     if (this.dueTimer !== null) clearTimeout(this.dueTimer)
     this.dueTimer = null
     await this.flush()
-  }
-
-  private async write (text: string): Promise<void> {
-    const dir = path.dirname(this.file)
-    await fs.mkdir(dir, { recursive: true, mode: 0o700 })
-    const tmp = `${this.file}.${process.pid}.${++this.tmpCounter}.tmp`
-    const fh = await fs.open(tmp, 'w', 0o600)
-    try {
-      await fh.writeFile(text, 'utf8')
-      await fh.sync()
-    } finally {
-      await fh.close()
-    }
-    try {
-      await fs.rename(tmp, this.file)
-    } catch (err) {
-      await fs.rm(tmp, { force: true })
-      throw err
-    }
-    // the rename itself is durable once the directory is synced (best effort: not on every platform)
-    try {
-      const d = await fs.open(dir, 'r')
-      try { await d.sync() } finally { await d.close() }
-    } catch {
-      // directories cannot be opened or synced on some platforms
-    }
   }
 
   private schedule (delayMs = 0): void {

@@ -10,6 +10,9 @@ import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
 import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
 import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
+import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
+import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
+import { ARBOR_VERSION } from '../app-version'
 
 /** What the sync layer needs of the cluster: its secret and who is in it. */
 export interface ClusterMembership {
@@ -58,8 +61,15 @@ export interface SyncNodeOptions {
   openTimeoutMs?: number
   /** batch feed-length announcements for this long (a burst of appends is one message) */
   announceDelayMs?: number
+  /** the versions this node says it speaks (default: this Arbor's, thisVersion()); tests set others */
+  versions?: ProtocolVersions
   clock?: Clock
   log?: Logger
+}
+
+/** The versions this Arbor speaks, as its hello says them. */
+export function thisVersion (): ProtocolVersions {
+  return { ...PROTOCOL, schema: ENTRY_SCHEMA_VERSION, app: ARBOR_VERSION }
 }
 
 /** A paired device as this one sees it. */
@@ -74,9 +84,12 @@ export interface PeerState {
   /** blocks it holds that this device has not indexed yet */
   behind: number
   agents: RunningAgent[]
+  /** how its Arbor compares with this one's, from its last hello (since this node started) */
+  version?: PeerVersion
 }
 
-export type PeerEvent = { device: string; state: 'connected' | 'disconnected' | 'suspected' | 'recovered' }
+/** 'incompatible': it said hello, but the two do not sync (its PeerState's version says what to do) */
+export type PeerEvent = { device: string; state: 'connected' | 'disconnected' | 'suspected' | 'recovered' | 'incompatible' }
 
 /**
  * Keeps this device's history in sync with its paired devices (DESIGN.md, "Sync and
@@ -94,6 +107,9 @@ export class SyncNode extends EventEmitter {
   private readonly life: Lifecycle
   private readonly detector: FailureDetector
   private readonly sessions = new Set<SyncSession>()
+  private readonly versions: ProtocolVersions
+  /** what each peer's last hello said of its versions */
+  private readonly peerVersions = new Map<string, ProtocolVersions | 'unreadable'>()
   private readonly attached = new WeakSet<NoiseSecretStream>()
   private digest: FeedsDigest | null = null
   private readonly feedCache = new Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>()
@@ -123,6 +139,7 @@ export class SyncNode extends EventEmitter {
     this.clock = opts.clock ?? systemClock
     this.detector = new FailureDetector(opts.suspectAfterMs ?? DEFAULT_SUSPECT_AFTER_MS)
     this.online = opts.online ?? true
+    this.versions = opts.versions ?? thisVersion()
     this.life = new Lifecycle(() => this.open(), () => this.shut())
     this.sessionHost = this.makeSessionHost()
   }
@@ -308,6 +325,8 @@ export class SyncNode extends EventEmitter {
       if (last !== undefined) p.lastHeard = last
       const since = this.detector.suspectedSince(d.key)
       if (since !== undefined) p.suspectedSince = since
+      const v = this.peerVersions.get(d.key)
+      if (v !== undefined) p.version = peerVersion(this.versions, v, d.name)
       return p
     })
   }
@@ -428,6 +447,7 @@ export class SyncNode extends EventEmitter {
     return {
       history: this.history,
       get name () { return cluster.name },
+      versions: this.versions,
       log: this.log,
       proof: (hh, init) => this.cluster.proof(hh, init),
       verify: (hh, remoteInit, proof) => this.cluster.verifyProof(hh, remoteInit, proof),
@@ -444,9 +464,16 @@ export class SyncNode extends EventEmitter {
         return this.digest
       },
       onOpen: s => {
+        if (s.remoteVersions !== null) this.peerVersions.set(s.remoteDevice, s.remoteVersions)
         this.detector.heard(s.remoteDevice, this.clock.now())
         this.cluster.seen(s.remoteDevice, Date.now())
         this.peerEvent({ device: s.remoteDevice, state: 'connected' })
+      },
+      onIncompatible: s => {
+        if (s.remoteVersions !== null) this.peerVersions.set(s.remoteDevice, s.remoteVersions)
+        const name = this.cluster.devicesMessage().devices.find(d => d.key === s.remoteDevice)?.name ?? s.remoteDevice.slice(0, 12)
+        this.log.warn(peerVersion(this.versions, s.remoteVersions ?? 'unreadable', name).advice ?? `${name} does not sync with this device`)
+        this.emit('peer', { device: s.remoteDevice, state: 'incompatible' } satisfies PeerEvent)
       },
       onHeard: s => {
         if (this.detector.heard(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'recovered' })
@@ -456,7 +483,7 @@ export class SyncNode extends EventEmitter {
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onClose: s => {
         this.sessions.delete(s)
-        if (s.hello === null) return
+        if (s.hello === null || !s.compatible) return
         this.cluster.seen(s.remoteDevice, Date.now())
         const stillConnected = [...this.sessions].some(o => o.remoteDevice === s.remoteDevice && o.opened)
         if (stillConnected) return

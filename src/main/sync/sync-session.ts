@@ -6,14 +6,17 @@ import type { HistoryStore } from '../history/history-store'
 import type { Logger } from '../../shared/logger'
 import { createHash } from 'node:crypto'
 import {
-  DevicesMessage, FeedsDigest, FeedsMessage, HeartbeatMessage, Hello, LiveMessage, PresenceMessage, WantFeeds,
+  DevicesMessage, FeedsDigest, FeedsMessage, HeartbeatMessage, Hello, LiveMessage, PresenceMessage, WantFeeds, helloVersions,
   type FeedAnnouncement, type RunningAgent
 } from './arbor-messages'
+import { compareVersions, type Compat, type ProtocolVersions } from '../../shared/protocol-version'
 
 /** What a session needs from its node. */
 export interface SessionHost {
   history: HistoryStore
   name: string
+  /** the versions this device says it speaks in its hello */
+  versions: ProtocolVersions
   log: Logger
   /** our capability proof for this connection, or null when this device is in no cluster */
   proof (handshakeHash: Buffer, isInitiator: boolean): Buffer | null
@@ -23,6 +26,8 @@ export interface SessionHost {
   mergeDevices (msg: DevicesMessage, from: string): void
   presence (): RunningAgent[]
   onOpen (s: SyncSession): void
+  /** the peer said hello, but its protocol and this one's do not overlap: nothing more is read from it */
+  onIncompatible (s: SyncSession): void
   onHeard (s: SyncSession): void
   onPresence (s: SyncSession, agents: RunningAgent[]): void
   /** the devices the peer hears changed (remoteHears) */
@@ -37,17 +42,27 @@ export interface SessionHost {
   feedCache: Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>
 }
 
+/**
+ * Every version opens this channel and says hello on it, whatever protocol it speaks: it is
+ * where two devices learn whether they sync (shared/protocol-version.ts).
+ */
 export const PROTOCOL = 'arbor/1'
 
 /**
  * One connection to a paired device: Corestore replication plus the `arbor/1` Protomux
  * channel (hello, feeds, devices, presence, heartbeats, live events). The channel's
  * handshake proves cluster membership; a peer that cannot prove it is disconnected
- * before it learns anything.
+ * before it learns anything. Messages of a type this version does not know are ignored
+ * (Protomux drops types past the registered ones); nothing but the hello is read before the
+ * hello, nor after a hello whose protocol does not overlap this one's.
  */
 export class SyncSession {
   readonly remoteDevice: string
   hello: Hello | null = null
+  /** what the peer's hello says of its versions (null before the hello) */
+  remoteVersions: ProtocolVersions | 'unreadable' | null = null
+  /** how the peer's versions compare with this device's (null before the hello) */
+  compat: Compat | null = null
   /** what the peer holds: feed key → length */
   readonly remoteFeeds = new Map<string, { conversation: string; length: number }>()
   remoteAgents: RunningAgent[] = []
@@ -62,7 +77,9 @@ export class SyncSession {
     this.remoteDevice = (stream.remotePublicKey as Buffer).toString('hex')
   }
 
-  get opened (): boolean { return this.hello !== null && !this.closed }
+  /** the hello came, and the two devices sync */
+  get opened (): boolean { return this.hello !== null && this.compatible && !this.closed }
+  get compatible (): boolean { return this.compat !== null && this.compat !== 'too-old' && this.compat !== 'too-new' }
 
   start (): void {
     const { stream, host } = this
@@ -76,18 +93,24 @@ export class SyncSession {
     stream.on('error', (err: Error) => host.log.info(`connection to ${this.remoteDevice.slice(0, 12)} failed: ${err.message}`))
     host.history.replicate(stream)
     const mux = Protomux.from(stream)
-    const on = <S extends z.ZodType>(schema: S, what: string, fn: (m: z.infer<S>) => void) => (raw: unknown): void => {
-      // Synchronous on purpose: a returned promise would cork the whole connection.
+    const parse = <S extends z.ZodType>(schema: S, what: string, raw: unknown): z.infer<S> | undefined => {
       const m = schema.safeParse(raw)
-      if (!m.success) { host.log.warn(`ignored a malformed ${what} message from ${this.remoteDevice.slice(0, 12)}`); return }
+      if (!m.success) host.log.warn(`ignored a malformed ${what} message from ${this.remoteDevice.slice(0, 12)}`)
+      return m.data
+    }
+    // Synchronous on purpose: a returned promise would cork the whole connection.
+    const on = <S extends z.ZodType>(schema: S, what: string, fn: (m: z.infer<S>) => void) => (raw: unknown): void => {
+      if (!this.opened) return // before a hello that says the two sync, nothing but the hello is read
+      const m = parse(schema, what, raw)
+      if (m === undefined) return
       host.onHeard(this)
-      fn(m.data)
+      fn(m)
     }
     const channel = mux.createChannel({
       protocol: PROTOCOL,
       handshake: c.fixed32,
       messages: [
-        { encoding: c.json, onmessage: on(Hello, 'hello', m => this.onHello(m)) },
+        { encoding: c.json, onmessage: (raw: unknown) => { const m = parse(Hello, 'hello', raw); if (m !== undefined) this.onHello(m) } },
         { encoding: c.json, onmessage: on(FeedsMessage, 'feeds', m => this.onFeeds(m)) },
         { encoding: c.json, onmessage: on(DevicesMessage, 'devices', m => host.mergeDevices(m, this.remoteDevice)) },
         { encoding: c.json, onmessage: on(PresenceMessage, 'presence', m => { this.remoteAgents = m.agents; host.onPresence(this, m.agents) }) },
@@ -113,7 +136,8 @@ export class SyncSession {
       return
     }
     this.channel?.cork()
-    this.send(0, { v: 1, device: host.history.device, name: host.name, manifest: host.history.manifestKey.toString('hex') } satisfies Hello)
+    const { schema, app, ...protocol } = host.versions
+    this.send(0, { v: 1, device: host.history.device, name: host.name, manifest: host.history.manifestKey.toString('hex'), protocol, schema, ...(app !== undefined ? { app } : {}) } satisfies Hello)
     this.send(2, host.devices())
     // The list itself only if the peer does not have it already: reconnects stay cheap.
     this.send(6, host.localDigest())
@@ -127,8 +151,14 @@ export class SyncSession {
       this.close('hello names another device')
       return
     }
+    if (this.hello !== null) return // one hello per channel
     this.hello = m
+    this.remoteVersions = helloVersions(m)
+    this.compat = this.remoteVersions === 'unreadable' ? 'too-new' : compareVersions(this.host.versions, this.remoteVersions)
     this.clearOpenTimer()
+    // Kept open, not synced with: its Devices row says what to do, and a reconnect would only say it again.
+    if (!this.compatible) { this.host.onIncompatible(this); return }
+    this.host.onHeard(this)
     this.host.onOpen(this)
   }
 

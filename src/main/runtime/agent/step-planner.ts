@@ -90,7 +90,7 @@ export function unknownOutcomeText (): string { return UNKNOWN_OUTCOME }
 
 /**
  * The branch as model messages: user and assistant messages, tool results (with the
- * tool's name), notes as system messages. Every tool call gets a tool message, so the
+ * tool's name), notes as system messages; entries from a newer version are left out. Every tool call gets a tool message, so the
  * conversation stays well-formed for the API even when a turn was cut short.
  */
 export function toIrMessages (branch: readonly Entry[], system: string): IrMessage[] {
@@ -130,6 +130,10 @@ export function toIrMessages (branch: readonly Entry[], system: string): IrMessa
         // A note between a tool call and its result would break the message order: after.
         if (open.size === 0) out.push({ role: 'system', text: e.body.text })
         else pendingNotes.push(e.body.text)
+        break
+      case 'unknown':
+        // From a newer version: this one cannot say what it means, so the model is not shown it
+        // (and the turn goes on around it, as the planner reads the branch without it).
         break
       default:
         break

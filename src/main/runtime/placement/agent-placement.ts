@@ -1,8 +1,8 @@
 import fs from 'node:fs/promises'
-import path from 'node:path'
 import type { EntriesEvent, HistoryStore } from '../../history/history-store'
 import type { Entry } from '../../../shared/entry'
 import type { Logger } from '../../../shared/logger'
+import { writeStateFile } from '../../disk/state-file'
 import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
 import { compareRefs, decide, EpochLedger, nextEpoch, openWork, topRef, type AgentRef, type PlacementAction } from './placement'
@@ -339,23 +339,17 @@ export class AgentPlacement {
     }
   }
 
+  /** the last write of the state file, which close waits for */
   private writing: Promise<void> = Promise.resolve()
-  private writeQueued = false
-  /** The conversations with an agent running here (written in order, atomically). */
+  /** The conversations with an agent running here, and the messages waiting for them. */
   private writeState (): Promise<void> {
-    // One write waiting is enough: it writes the state as it is when it runs (a burst of
-    // messages is one write). Also while closing: the agents stopping cleanly leave the
-    // running list (nothing to continue), while messages still waiting for them are kept.
-    if (this.writeQueued) return this.writing
-    this.writeQueued = true
-    // after a failed write (reported by its caller) the next one is still made
-    this.writing = this.writing.catch(() => undefined).then(async () => {
-      this.writeQueued = false
+    // writeStateFile coalesces: a burst of messages is one write of the state as it is when
+    // it runs. Also while closing: the agents stopping cleanly leave the running list
+    // (nothing to continue), while messages still waiting for them are kept.
+    this.writing = writeStateFile(this.opts.stateFile, () => {
       const running = this.opts.agents.runs().map(r => r.conversation).sort()
-      await fs.mkdir(path.dirname(this.opts.stateFile), { recursive: true })
       const waiting = Object.fromEntries([...this.fresh].map(([c, ids]) => [c, [...ids].sort()]))
-      await fs.writeFile(this.opts.stateFile + '.tmp', JSON.stringify({ running, waiting }))
-      await fs.rename(this.opts.stateFile + '.tmp', this.opts.stateFile)
+      return JSON.stringify({ running, waiting })
     })
     return this.writing
   }

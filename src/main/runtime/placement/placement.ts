@@ -91,7 +91,8 @@ function answered (dag: ConversationDag, message: Entry, epochs: EpochLedger): b
   for (let i = 0; i < todo.length && i < MAX_WALK; i++) {
     const e = todo[i] as Entry
     if (epochs.startOf(e) !== null || e.kind === 'assistant') return true
-    if (e.kind === 'note' || e.kind === 'meta' || e.kind === 'agent.started') todo.push(...dag.children(e.id))
+    // an entry from a newer version is looked past, as everywhere: it neither answers nor hides an answer
+    if (e.kind === 'note' || e.kind === 'meta' || e.kind === 'agent.started' || e.kind === 'unknown') todo.push(...dag.children(e.id))
   }
   return false
 }

@@ -8,6 +8,7 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
+import { writeStateFileSync } from '../../disk/state-file'
 import { nodeFsProbe, type FsProbe } from './hidden-paths'
 
 /** More entries than this are not read (a registry should hold a handful). */
@@ -53,10 +54,8 @@ export function registerDataDir (dataDir: string, registryDir: string): void {
   const real = fs.realpathSync.native(dataDir)
   fs.mkdirSync(registryDir, { recursive: true, mode: 0o700 })
   const file = path.join(registryDir, entryName(real))
-  const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`
   const entry: RegistryEntry = { dataDir: real, registeredAt: new Date().toISOString() }
-  fs.writeFileSync(tmp, JSON.stringify(entry) + '\n', { mode: 0o600 })
-  fs.renameSync(tmp, file)
+  writeStateFileSync(file, JSON.stringify(entry) + '\n', { mode: 0o600 })
   for (const n of fs.readdirSync(registryDir)) {
     if (!n.endsWith('.json') || n === path.basename(file)) continue
     const p = path.join(registryDir, n)
