@@ -111,8 +111,14 @@ export class HistoryStore extends EventEmitter {
   private ownFeedsIndexed = false
   private readonly watched = new Set<string>()
   private readonly lastUsed = new Map<string, number>()
+  /** feeds being opened, written or read outside a pump (a count each): never closed as idle meanwhile */
+  private readonly pinned = new Map<string, number>()
   /** the longest length peers announced for a feed: it is not closed before it is read that far */
   private readonly wanted = new Map<string, number>()
+  /** the length of each own feed after its last write, whether or not the feed is open now */
+  private readonly ownLength = new Map<string, number>()
+  /** whether a connected peer lacks blocks of a feed below a length (set by the sync layer) */
+  private peersLack: (key: string, length: number) => boolean = () => false
   private readonly idleCloseMs: number
   private sweepTimer: NodeJS.Timeout | null = null
   private readonly dags = new Map<string, ConversationDag>()
@@ -203,14 +209,21 @@ export class HistoryStore extends EventEmitter {
     this.sweepTimer.unref()
   }
 
-  /** Closes feeds nobody has used for idleCloseMs (not while written, read or still downloading). */
+  /**
+   * Closes feeds nobody has used for idleCloseMs: not while one is opened, written or read,
+   * not yet indexed as far as a peer announced, or still lacking at a connected peer. A
+   * feed a peer still needs must stay open here: Corestore closes a core without sessions
+   * once it has been idle a few seconds, even while a peer's download from it is under way,
+   * and the peer does not open that replication channel again by itself.
+   */
   private closeIdleFeeds (): void {
     const now = Date.now()
     for (const [key, core] of this.cores) {
-      if (now - (this.lastUsed.get(key) ?? 0) < this.idleCloseMs || this.pumping.has(key)) continue
+      if (now - (this.lastUsed.get(key) ?? 0) < this.idleCloseMs || this.pumping.has(key) || this.pinned.has(key)) continue
       const rec = this.state.feeds[key]
       if (rec === undefined) continue
-      if (rec.own ? this.flushing.has(rec.conversation) : rec.indexed < Math.max(core.length, this.wanted.get(key) ?? 0)) continue
+      if (!rec.own && rec.indexed < Math.max(core.length, this.wanted.get(key) ?? 0)) continue
+      if (this.peersLack(key, this.availableLength(key))) continue
       this.cores.delete(key)
       this.watched.delete(key)
       this.lastUsed.delete(key)
@@ -353,8 +366,25 @@ export class HistoryStore extends EventEmitter {
   }
 
   private async writeBlocks (core: Hypercore.Core, entries: Entry[]): Promise<void> {
-    await this.markDirty()
-    await core.append(entries.map(e => Buffer.from(encodeEntry(e))))
+    const key = hex(core)
+    await this.pinWhile(key, async () => {
+      await this.markDirty()
+      await core.append(entries.map(e => Buffer.from(encodeEntry(e))))
+    })
+    this.ownLength.set(key, core.length)
+    this.emit('feed', { ...this.state.feeds[key] as FeedRecord })
+  }
+
+  /** Runs fn with a feed pinned open (the idle sweep leaves it alone meanwhile). */
+  private async pinWhile<T> (key: string, fn: () => Promise<T>): Promise<T> {
+    this.pinned.set(key, (this.pinned.get(key) ?? 0) + 1)
+    try {
+      return await fn()
+    } finally {
+      const n = (this.pinned.get(key) ?? 1) - 1
+      if (n === 0) this.pinned.delete(key)
+      else this.pinned.set(key, n)
+    }
   }
 
   /** This device's feed for a conversation, created (with its signed header) on first use. */
@@ -370,21 +400,24 @@ export class HistoryStore extends EventEmitter {
     const key = hex(core)
     this.cores.set(key, core)
     this.lastUsed.set(key, Date.now())
-    if (core.length === 0) {
-      const header = makeFeedHeader({ type: 'arbor/conversation', feed: key, conversation }, this.keyPair)
-      await this.markDirty()
-      await core.append(Buffer.from(JSON.stringify(header)))
-    }
     const rec: FeedRecord = { key, conversation, device: this.device, own: true, indexed: 1 }
-    // Known as this device's feed only once the manifest lists it: after a failed write (a
-    // full disk) the next append records it again instead of writing to an unlisted feed.
-    await this.recordInManifest(rec, core.length)
-    this.state.feeds[key] = rec
-    this.ownFeedKeys.set(conversation, key)
+    await this.pinWhile(key, async () => {
+      if (core.length === 0) {
+        const header = makeFeedHeader({ type: 'arbor/conversation', feed: key, conversation }, this.keyPair)
+        await this.markDirty()
+        await core.append(Buffer.from(JSON.stringify(header)))
+      }
+      // Known as this device's feed only once the manifest lists it: after a failed write (a
+      // full disk) the next append records it again instead of writing to an unlisted feed.
+      await this.recordInManifest(rec, core.length)
+      this.state.feeds[key] = rec
+      this.ownFeedKeys.set(conversation, key)
+    })
     this.emit('feed', { ...rec })
     return core
   }
 
+  /** A feed's open session (opened if need be); its callers use it before any timer can close it. */
   private async core (key: string): Promise<Hypercore.Core> {
     this.lastUsed.set(key, Date.now())
     let core = this.cores.get(key)
@@ -392,7 +425,8 @@ export class HistoryStore extends EventEmitter {
       core = this.corestore.get({ key: Buffer.from(key, 'hex') })
       this.cores.set(key, core)
     }
-    await core.ready()
+    const opening = core
+    await this.pinWhile(key, () => opening.ready())
     return core
   }
 
@@ -428,8 +462,22 @@ export class HistoryStore extends EventEmitter {
     if (length > (this.wanted.get(key) ?? 0)) this.wanted.set(key, length)
     const rec = this.state.feeds[key]
     if (rec === undefined) { await this.addFeed(conversation, key); return }
-    if (rec.own || rec.conversation !== conversation || rec.indexed >= length || !this.watchPeers) return
+    if (rec.conversation !== conversation) return
+    // The peer lacks blocks this device has: open the feed, so its core is replicated to
+    // the peer (and not closed under it) until the peer says it has them (closeIdleFeeds).
+    if (length < this.availableLength(key) && !this.cores.has(key)) {
+      this.core(key).catch((err: Error) => { if (!this.closing) this.log.warn(`cannot open feed ${key.slice(0, 12)} for a peer: ${err.message}`) })
+    }
+    if (rec.own || rec.indexed >= length || !this.watchPeers) return
     void this.watchFeed(rec)
+  }
+
+  /**
+   * How the sync layer says which feeds connected peers lack: a feed is kept open while
+   * `lack(key, length)` holds for what this device can serve of it (closeIdleFeeds).
+   */
+  setPeersLack (lack: (key: string, length: number) => boolean): void {
+    this.peersLack = lack
   }
 
   /** This device's key pair (its identity on the network). */
@@ -448,8 +496,9 @@ export class HistoryStore extends EventEmitter {
   availableLength (key: string): number {
     const rec = this.state.feeds[key]
     if (rec === undefined) return 0
-    const core = rec.own ? this.cores.get(key) : undefined
-    return core !== undefined && core.opened ? Math.max(core.length, rec.indexed) : rec.indexed
+    if (!rec.own) return rec.indexed
+    const core = this.cores.get(key)
+    return Math.max(rec.indexed, this.ownLength.get(key) ?? 0, core !== undefined && core.opened ? core.length : 0)
   }
 
   /** Feeds held, optionally of one conversation. */
@@ -575,9 +624,12 @@ export class HistoryStore extends EventEmitter {
       }
     }
     const cached = this.cache.append(rec.conversation, fresh).then(() => {
+      const grew = upTo > rec.indexed
       rec.indexed = Math.max(rec.indexed, upTo)
       this.manifestDirty.add(rec.key)
       this.scheduleManifest()
+      // What this device can serve of a peer's feed is its watermark: peers hear of it now.
+      if (grew && !local) this.emit('feed', { ...rec })
     })
     // A peer feed's reader uses the watermark as its cursor: it waits. A local append is
     // acknowledged once the feed has it; the cache (derived) catches up behind it.
@@ -642,16 +694,18 @@ export class HistoryStore extends EventEmitter {
   private async refill (dag: ConversationDag): Promise<void> {
     for (const rec of Object.values(this.state.feeds)) {
       if (rec.conversation !== dag.conversation || rec.indexed <= 1) continue
-      const core = await this.core(rec.key)
       const from = { ...rec, device: rec.own ? this.device : rec.device }
-      for (let start = 1; start < rec.indexed; start += READ_CHUNK) {
-        const blocks = await Promise.all(range(start, Math.min(rec.indexed, start + READ_CHUNK)).map(i => core.get(i)))
-        for (const block of blocks) {
-          // Invalid blocks were reported when the feed was first read: skipped quietly here.
-          const d = block === null ? null : decodeBlock(block, from)
-          if (d?.ok === true) dag.add(d.entry)
+      await this.pinWhile(rec.key, async () => {
+        const core = await this.core(rec.key)
+        for (let start = 1; start < rec.indexed; start += READ_CHUNK) {
+          const blocks = await Promise.all(range(start, Math.min(rec.indexed, start + READ_CHUNK)).map(i => core.get(i)))
+          for (const block of blocks) {
+            // Invalid blocks were reported when the feed was first read: skipped quietly here.
+            const d = block === null ? null : decodeBlock(block, from)
+            if (d?.ok === true) dag.add(d.entry)
+          }
         }
-      }
+      })
     }
     await this.markDirty()
     await this.cache.rewrite(dag.conversation, [...dag.entries()])

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import Hyperswarm from 'hyperswarm'
 import DHT from 'hyperdht'
 import type NoiseSecretStream from '@hyperswarm/secret-stream'
-import type { HistoryStore, EntriesEvent } from '../history/history-store'
+import type { HistoryStore } from '../history/history-store'
 import type { FeedRecord } from '../history/history-index'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
@@ -127,7 +127,7 @@ export class SyncNode extends EventEmitter {
   /** when this node started: a device never heard from since then is down after the detection window */
   private startedAt = 0
   private readonly sessionHost: SessionHost
-  private readonly onEntries = (ev: EntriesEvent): void => { if (ev.joined.length + ev.waiting.length > 0) this.feedChanged(ev.feed) }
+  /** a feed was added, or this device can serve more of it: peers hear of it */
   private readonly onFeed = (rec: FeedRecord): void => { this.feedChanged(rec.key) }
 
   constructor (opts: SyncNodeOptions) {
@@ -150,8 +150,8 @@ export class SyncNode extends EventEmitter {
   private async open (): Promise<void> {
     this.startedAt = this.clock.now()
     await this.history.ready()
-    this.history.on('entries', this.onEntries)
     this.history.on('feed', this.onFeed)
+    this.history.setPeersLack((key, length) => this.peersLack(key, length))
     // Started offline, the swarm is made only when the network is turned on: a DHT node
     // contacts its bootstrap nodes as soon as it exists.
     if (this.online) this.makeSwarm()
@@ -175,8 +175,8 @@ export class SyncNode extends EventEmitter {
   }
 
   private async shut (): Promise<void> {
-    this.history.off('entries', this.onEntries)
     this.history.off('feed', this.onFeed)
+    this.history.setPeersLack(() => false)
     if (this.heartbeatTimer !== null) this.clock.clearTimeout(this.heartbeatTimer)
     if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
     if (this.announceTimer !== null) this.clock.clearTimeout(this.announceTimer)
@@ -378,6 +378,15 @@ export class SyncNode extends EventEmitter {
       for (const a of s.remoteAgents) if (a.conversation === conversation && a.device === s.remoteDevice) out.push(a)
     }
     return out
+  }
+
+  /** Whether a connected peer announced fewer than `length` blocks of a feed (it will ask this device for them). */
+  private peersLack (key: string, length: number): boolean {
+    for (const s of this.sessions) {
+      const f = s.opened ? s.remoteFeeds.get(key) : undefined
+      if (f !== undefined && f.length < length) return true
+    }
+    return false
   }
 
   private openSessions (): SyncSession[] {

@@ -172,8 +172,14 @@ export class SyncSession {
   private onDigest (m: FeedsDigest): void {
     const cached = this.host.feedCache.get(this.remoteDevice)
     if (cached !== undefined && cached.digest === m.digest) {
-      // Nothing changed since the list this device already processed.
-      for (const [key, f] of cached.feeds) this.remoteFeeds.set(key, f)
+      // Nothing changed since the list this device already processed; but where the two
+      // devices' lengths differ, one still needs blocks of the other (updateFeed follows,
+      // or keeps the feed open to serve them).
+      const history = this.host.history
+      for (const [key, f] of cached.feeds) {
+        this.remoteFeeds.set(key, f)
+        if (f.length !== history.availableLength(key)) this.follow(key, f)
+      }
       return
     }
     this.send(7, {})
@@ -183,11 +189,17 @@ export class SyncSession {
     if (m.full) this.remoteFeeds.clear()
     this.feedsChanged()
     for (const f of m.feeds) {
-      this.remoteFeeds.set(f.key, { conversation: f.conversation, length: f.length })
-      this.host.history.updateFeed(f.conversation, f.key, f.length).catch((err: Error) => {
-        this.host.log.warn(`could not follow feed ${f.key.slice(0, 12)} from ${this.remoteDevice.slice(0, 12)}: ${err.message}`)
-      })
+      const held = { conversation: f.conversation, length: f.length }
+      this.remoteFeeds.set(f.key, held)
+      this.follow(f.key, held)
     }
+  }
+
+  /** Tells the history what the peer holds of a feed (it follows the feed, or keeps it open for the peer). */
+  private follow (key: string, f: { conversation: string; length: number }): void {
+    this.host.history.updateFeed(f.conversation, key, f.length).catch((err: Error) => {
+      this.host.log.warn(`could not follow feed ${key.slice(0, 12)} from ${this.remoteDevice.slice(0, 12)}: ${err.message}`)
+    })
   }
 
   sendFeeds (feeds: FeedAnnouncement[]): void { if (feeds.length > 0) this.send(1, { full: false, feeds } satisfies FeedsMessage) }
