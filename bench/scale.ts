@@ -17,7 +17,7 @@ const SCALE: Scale = process.env.ARBOR_BENCH_SCALE === 'small' ? SMALL : FULL
 /** which parts run (default all): ls, ready, rss, reconnect, sync, append */
 const ONLY = process.env.ARBOR_BENCH_SCALE_ONLY?.split(',')
 const runs = (part: string): boolean => ONLY === undefined || ONLY.includes(part)
-/** the initial sync's source: `full` (a holder: the whole history) or the writer holding least (default above 100,000 entries) */
+/** the initial sync's source: `full` (a holder: the whole history) or the writer holding least (the default above 100,000 entries) */
 const SYNC_FULL = process.env.ARBOR_BENCH_SCALE_SYNC === 'full' || SCALE.entries <= 100_000
 const load = (): number[] => os.loadavg().map(x => round(x))
 
@@ -52,7 +52,7 @@ async function dataset (scale: Scale): Promise<{ dir: string; meta: DatasetMeta 
   }
   // A run that died with a store open leaves its index saying "not clean": `ls` would then
   // open the whole store. Opening and closing it once reconciles it.
-  for (const d of DEVICES.keys()) {
+  for (const d of [...HOLDERS, meta.syncSource]) {
     const file = indexFilePath(deviceDir(dir, d))
     const clean = (JSON.parse(await fs.readFile(file, 'utf8')) as { clean?: boolean }).clean === true
     if (clean) continue
@@ -260,16 +260,9 @@ async function reconnect (big: string, small: string, meta: DatasetMeta, base: D
 // ---------------------------------------------------------------- 5. initial sync of a new device
 
 async function initialSync (dir: string, meta: DatasetMeta): Promise<void> {
-  let source = holder(dir, 0)
-  if (!SYNC_FULL) {
-    // The whole history would take ~0.5 ms of CPU a block for raw replication alone (tens of
-    // minutes here): the new device syncs from the writer that holds least instead.
-    const held = await Promise.all(DEVICES.map(async (_, d) => {
-      const index = JSON.parse(await fs.readFile(indexFilePath(deviceDir(dir, d)), 'utf8')) as { conversations: Record<string, { size: number }> }
-      return { d, entries: Object.values(index.conversations).reduce((n, s) => n + s.size, 0) }
-    }))
-    source = deviceDir(dir, (held.filter(h => !(HOLDERS as readonly number[]).includes(h.d)).sort((a, b) => a.entries - b.entries)[0] as { d: number }).d)
-  }
+  // The whole history would take ~0.5 ms of CPU a block for raw replication alone (tens of
+  // minutes here): by default the new device syncs from the writer that holds least.
+  const source = SYNC_FULL ? holder(dir, 0) : deviceDir(dir, meta.syncSource)
   const { result: r } = await child<Record<string, unknown> & { value: number; ratio: number; entries: number; conversations: number }>('sync', [source, await workDir('sync'), '1'])
   emit({
     name: 'scale.sync.initial',

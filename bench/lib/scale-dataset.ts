@@ -1,18 +1,23 @@
-// The data set of bench/scale.ts: a heavy user's year on 5 devices of one cluster, written on
-// disk through each device's real HistoryStore; a device holding another's feed has a copy
-// with the same blocks and signatures (mirror). Cached (see datasetDir): later runs skip it.
+// The data set of bench/scale.ts: a heavy user's year on 5 devices of one cluster, its feeds
+// written with the real codec into each device's Corestore, the indexes of the devices the
+// bench opens rebuilt from them by their HistoryStore (see buildDataset). Cached (datasetDir):
+// later runs skip it.
 import { existsSync } from 'node:fs'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import Corestore from 'corestore'
 import type Hypercore from 'hypercore'
+import { makeEntry } from '../../src/main/history/entry-codec'
+import { makeFeedHeader } from '../../src/main/history/feed-header'
 import { HistoryStore } from '../../src/main/history/history-store'
-import type { EntryDraft } from '../../src/shared/entry'
-import { held, holdsAll } from './sync-devices'
+import type { ManifestRecord } from '../../src/main/history/manifest-record'
+import { encodeEntry, type EntryDraft } from '../../src/shared/entry'
+import { held } from './sync-devices'
 import { benchLog, random, round, textMaker } from './util'
 
 /** Bump whenever what is generated changes: the cache is keyed by it. */
-export const GENERATOR_VERSION = 1
+export const GENERATOR_VERSION = 2
 
 export interface Scale { conversations: number; entries: number }
 export const FULL: Scale = { conversations: 10_000, entries: 1_000_000 }
@@ -38,6 +43,10 @@ export interface DatasetMeta {
   feeds: number
   sizes: { median: number; p90: number; p99: number; max: number }
   continued: { twoDevices: number; threeSegments: number }
+  /** per device, the feeds it holds and their blocks (entries and a header each) */
+  held: Record<string, { blocks: number; feeds: number }>
+  /** the device a new device's capped initial sync is from (holds least, but not nothing) */
+  syncSource: number
   generationMs: number
   phasesMs: Record<string, number>
   /** the generating process's peak RSS */
@@ -129,128 +138,82 @@ interface Written {
   /** where the conversation is in its turn: user, assistant, tool call, intent, result */
   next: 'user' | 'assistant' | 'call' | 'intent' | 'result'
   calls: number
+  ts: number
 }
 
+type Texts = { user: () => string; assistant: () => string; output: () => string }
 const RECENT = 64
-/** entries per append call while generating (a real agent writes 1–2 a step; this is bulk) */
-const CALL = 250
 
-/** The drafts of one turn pattern: user, assistant (30 %: tool calls, each an intent and a result, then the answer); 3 % of user messages edit an earlier one (a branch). */
-function makeDrafts (w: Written, n: number, rnd: () => number, text: { user: () => string; assistant: () => string; output: () => string }): EntryDraft[] {
-  const drafts: EntryDraft[] = []
-  for (let i = 0; i < n; i++) {
-    let parent = i === 0 ? w.last : `$${i - 1}`
-    const callId = `call-${w.calls}`
-    switch (w.next) {
-      case 'user':
-        if (w.recent.length > 4 && rnd() < 0.03) parent = w.recent[Math.floor(rnd() * (w.recent.length - 2))] as string
-        drafts.push({ kind: 'user', body: { text: text.user() }, parents: [parent] })
-        w.next = rnd() < 0.3 ? 'call' : 'assistant'
-        break
-      case 'assistant':
-        drafts.push({ kind: 'assistant', body: { text: text.assistant(), model: 'bench-model', usage: { input: 1200, output: 300 } }, parents: [parent] })
-        w.next = 'user'
-        break
-      case 'call':
-        drafts.push({ kind: 'assistant', body: { text: '', toolCalls: [{ id: callId, name: 'bash', args: { command: `npm test -- ${w.calls}` } }] }, parents: [parent] })
-        w.next = 'intent'
-        break
-      case 'intent':
-        drafts.push({ kind: 'tool.intent', body: { callId, tool: 'bash', args: { command: `npm test -- ${w.calls}` }, effect: 'workspace', idemKey: `${w.id.slice(0, 16)}:${callId}` }, parents: [parent] })
-        w.next = 'result'
-        break
-      case 'result':
-        drafts.push({ kind: 'tool.result', body: { callId, status: 'ok', output: text.output() }, parents: [parent] })
-        w.calls++
-        w.next = rnd() < 0.3 ? 'call' : 'assistant'
-        break
-    }
+/** The next draft of the turn pattern: user, assistant (30 %: tool calls, each an intent and a result, then the answer); 3 % of user messages edit an earlier one (a branch). */
+function nextDraft (w: Written, rnd: () => number, text: Texts): EntryDraft {
+  let parent = w.last
+  const callId = `call-${w.calls}`
+  switch (w.next) {
+    case 'user':
+      if (w.recent.length > 4 && rnd() < 0.03) parent = w.recent[Math.floor(rnd() * (w.recent.length - 2))] as string
+      w.next = rnd() < 0.3 ? 'call' : 'assistant'
+      return { kind: 'user', body: { text: text.user() }, parents: [parent] }
+    case 'assistant':
+      w.next = 'user'
+      return { kind: 'assistant', body: { text: text.assistant(), model: 'bench-model', usage: { input: 1200, output: 300 } }, parents: [parent] }
+    case 'call':
+      w.next = 'intent'
+      return { kind: 'assistant', body: { text: '', toolCalls: [{ id: callId, name: 'bash', args: { command: `npm test -- ${w.calls}` } }] }, parents: [parent] }
+    case 'intent':
+      w.next = 'result'
+      return { kind: 'tool.intent', body: { callId, tool: 'bash', args: { command: `npm test -- ${w.calls}` }, effect: 'workspace', idemKey: `${w.id.slice(0, 16)}:${callId}` }, parents: [parent] }
+    case 'result':
+      w.calls++
+      w.next = rnd() < 0.3 ? 'call' : 'assistant'
+      return { kind: 'tool.result', body: { callId, status: 'ok', output: text.output() }, parents: [parent] }
   }
-  return drafts
 }
 
-async function writeEntries (store: HistoryStore, w: Written, n: number, rnd: () => number, text: Parameters<typeof makeDrafts>[3]): Promise<void> {
-  for (let left = n; left > 0; left -= CALL) {
-    const written = await store.append(w.id, makeDrafts(w, Math.min(CALL, left), rnd, text))
-    for (const e of written) w.recent.push(e.id)
-    if (w.recent.length > RECENT) w.recent.splice(0, w.recent.length - RECENT)
-    w.last = (written[written.length - 1] as { id: string }).id
+/** n entries of a device continuing a conversation, as the blocks of its feed (makeEntry: ids, checks, the stored encoding). */
+function entryBlocks (w: Written, n: number, device: string, rnd: () => number, text: Texts): Buffer[] {
+  const out: Buffer[] = []
+  for (let i = 0; i < n; i++) {
+    w.ts += 20_000 + Math.floor(rnd() * 60_000)
+    const e = makeEntry(nextDraft(w, rnd, text), { conversation: w.id, device, ts: w.ts })
+    out.push(Buffer.from(encodeEntry(e)))
+    w.last = e.id
+    w.recent.push(e.id)
+    if (w.recent.length > RECENT) w.recent.shift()
   }
+  return out
 }
 
 // ---------------------------------------------------------------- building
 
 /** Runs fn over items with n at a time. */
-async function pool<T> (items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+async function pool<T> (items: T[], n: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
   let next = 0
   await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) await fn(items[next++] as T)
+    while (next < items.length) { const i = next++; await fn(items[i] as T, i) }
   }))
 }
 
-/** Resolves once a store holds `want` entries of a conversation, none waiting; fails loudly on a stall. */
-function sizeWaiter (store: HistoryStore): (conversation: string, want: number) => Promise<void> {
-  const waits = new Map<string, Array<{ want: number; resolve: () => void }>>()
-  const done = (c: string): boolean => {
-    const s = store.summary(c)
-    return s !== undefined && s.waiting === 0
-  }
-  store.on('entries', ev => {
-    const list = waits.get(ev.conversation)
-    if (list === undefined || !done(ev.conversation)) return
-    const size = store.summary(ev.conversation)?.size ?? 0
-    const left = list.filter(w => { if (size >= w.want) { w.resolve(); return false } return true })
-    if (left.length === 0) waits.delete(ev.conversation)
-    else waits.set(ev.conversation, left)
-  })
-  return (conversation, want) => {
-    if (done(conversation) && (store.summary(conversation)?.size ?? 0) >= want) return Promise.resolve()
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`replication stalled: ${conversation.slice(0, 12)} has ${store.summary(conversation)?.size ?? 0} of ${want} entries after 120 s`)), 120_000)
-      const list = waits.get(conversation) ?? []
-      list.push({ want, resolve: () => { clearTimeout(timer); resolve() } })
-      waits.set(conversation, list)
-    })
-  }
-}
-
-/** HistoryStore's name for a device's feed of a conversation (the key check in mirror() catches a change). */
+/** HistoryStore's name for a device's feed of a conversation, in its Corestore. */
 const FEED_PREFIX = 'arbor/conversation/'
+/** feeds per manifest record, as HistoryStore writes a peer's list */
+const MANIFEST_RECORD_FEEDS = 256
+
+/** A feed being generated: its key, its writer and its signing key pair, its blocks so far. */
+interface Feed { key: string; conversation: string; device: number; keyPair: { publicKey: Buffer; secretKey: Buffer }; blocks: Buffer[] }
 
 /**
- * Gives `to` a copy of the feed `from` writes for a conversation, and has `to` index it as a
- * feed learned from a peer (addFeed): the copy is made by appending the same blocks under the
- * writer's key pair, so its blocks, tree and signature are those a replicated copy has (its
- * key is checked); its storage also holds that key pair. Replication costs ~0.5 ms of CPU a
- * block here: 1.4 million blocks for the two holders would make generation half an hour.
- */
-async function mirror (from: HistoryStore, to: HistoryStore, conversation: string, key: string): Promise<void> {
-  const src = from.corestore.get({ key: Buffer.from(key, 'hex') })
-  await src.ready()
-  const length = src.length
-  // (the repository's typing of Corestore.get leaves out keyPair)
-  const get = to.corestore.get.bind(to.corestore) as unknown as (o: { keyPair: { publicKey: Buffer; secretKey: Buffer } }) => Hypercore.Core
-  const dst = get({ keyPair: await from.corestore.createKeyPair(FEED_PREFIX + conversation) })
-  await dst.ready()
-  try {
-    if ((dst.key as Buffer).toString('hex') !== key) throw new Error(`feed ${key.slice(0, 12)} is not named ${FEED_PREFIX}<conversation> in its device's Corestore`)
-    for (let i = dst.length; i < length; i += 1000) {
-      const blocks = await Promise.all(Array.from({ length: Math.min(1000, length - i) }, (_, j) => src.get(i + j)))
-      await dst.append(blocks as Buffer[])
-    }
-  } finally {
-    await Promise.all([src.close(), dst.close()])
-  }
-  // A feed copied earlier (for a continuation) may have grown since: then it is read on.
-  if (to.feedRecord(key) === undefined) await to.addFeed(conversation, key)
-  else await to.updateFeed(conversation, key, length)
-}
-
-/**
- * Builds the data set in `dataset` (removing any incomplete one first): each device writes
- * its conversations' segments in turn through its HistoryStore; a device continuing a
- * conversation first learns the earlier devices' feeds (mirror); then the two holders learn
- * every feed. meta.json is written last: its presence says the set is complete.
+ * Builds the data set in `dataset` (removing any incomplete one first). Each device's
+ * directory is made by its HistoryStore (key pair, manifest); then, conversation by
+ * conversation, each segment's entries are made with the real codec (makeEntry, the signed
+ * feed header) and appended to the writing device's feed in its Corestore, and the same
+ * blocks, under the writer's key pair, to every device that holds the feed: a device that
+ * continues a conversation holds the earlier devices' feeds as they were then, the two
+ * holders every feed whole. Every copy has the blocks, tree and signature a replicated one
+ * has (its storage also holds the writer's key pair). Each device's manifest lists what it
+ * holds; then the holders' and the sync source's HistoryStore rebuild their index from the
+ * feeds, as a device that lost its index does: every entry read back, checked and indexed.
+ * Replication (~0.5 ms of CPU a block here) or HistoryStore.append (~0.3 ms an entry) would
+ * make it half an hour. meta.json is written last: its presence says the set is complete.
  */
 export async function buildDataset (dataset: string, scale: Scale): Promise<DatasetMeta> {
   await fs.rm(dataset, { recursive: true, force: true })
@@ -259,75 +222,113 @@ export async function buildDataset (dataset: string, scale: Scale): Promise<Data
   const phasesMs: Record<string, number> = {}
   const conversations = plan(scale)
   const rnd = random(99)
-  const text = { user: textMaker(1, 60, 400), assistant: textMaker(2, 150, 900), output: textMaker(3, 80, 1200) }
-  // Timestamps spread over a year, in the order conversations were started (display only).
+  const text: Texts = { user: textMaker(1, 60, 400), assistant: textMaker(2, 150, 900), output: textMaker(3, 80, 1200) }
+
+  // Each directory as its HistoryStore makes it (device key pair, manifest with its header), without an index.
+  for (const d of DEVICES.keys()) {
+    const s = new HistoryStore({ dir: deviceDir(dataset, d), watchPeers: false, log: benchLog })
+    await s.ready()
+    await s.close()
+    await fs.rm(path.join(deviceDir(dataset, d), 'index'), { recursive: true, force: true })
+  }
+  const stores = DEVICES.map((_, d) => new Corestore(path.join(deviceDir(dataset, d), 'corestore')))
+  await Promise.all(stores.map(s => s.ready()))
+  const keyPairs = await Promise.all(stores.map(s => s.createKeyPair('arbor/device')))
+  const devices = keyPairs.map(k => k.publicKey.toString('hex'))
+  /** per device, the feeds it holds and how many blocks of each */
+  const holds = DEVICES.map(() => new Map<string, { conversation: string; device: string; length: number }>())
+  // (the repository's typing of Corestore.get leaves out keyPair)
+  const byKeyPair = (cs: Corestore, keyPair: Feed['keyPair']): Hypercore.Core => (cs.get as unknown as (o: { keyPair: Feed['keyPair'] }) => Hypercore.Core).call(cs, { keyPair })
+
+  /** Appends the blocks of `f` that device d does not hold yet, to its own feed or its copy. */
+  const give = async (d: number, f: Feed): Promise<void> => {
+    const had = holds[d]?.get(f.key)?.length ?? 0
+    if (had >= f.blocks.length) return
+    const cs = stores[d] as Corestore
+    const core = d === f.device ? cs.get({ name: FEED_PREFIX + f.conversation }) : byKeyPair(cs, f.keyPair)
+    await core.ready()
+    try {
+      if ((core.key as Buffer).toString('hex') !== f.key) throw new Error(`feed ${f.key.slice(0, 12)}: its copy has another key`)
+      if (core.length !== had) throw new Error(`feed ${f.key.slice(0, 12)}: device ${d} has ${core.length} blocks, expected ${had}`)
+      for (let i = had; i < f.blocks.length; i += 1000) await core.append(f.blocks.slice(i, i + 1000))
+    } finally {
+      await core.close()
+    }
+    holds[d]?.set(f.key, { conversation: f.conversation, device: devices[f.device] as string, length: f.blocks.length })
+  }
+
   const YEAR = 365 * 24 * 3600 * 1000
   const start = Date.now() - YEAR
-  let clock = start
-  const open = async (i: number): Promise<HistoryStore> => {
-    const s = new HistoryStore({ dir: deviceDir(dataset, i), log: benchLog, now: () => clock })
-    await s.ready()
-    return s
-  }
-  let stores = await Promise.all(DEVICES.map((_, i) => open(i)))
-  const waiters = stores.map(sizeWaiter)
-  const written: Array<Written | null> = conversations.map(() => null)
-  /** feed key of each conversation per device that wrote a segment of it */
-  const feedOf: Array<Map<number, string>> = conversations.map(() => new Map())
-
-  const segments = Math.max(...conversations.map(c => c.segments.length))
-  for (let seg = 0; seg < segments; seg++) {
-    const t = performance.now()
-    const jobs = conversations.map((c, i) => ({ c, i })).filter(j => j.c.segments.length > seg)
-    await pool(jobs, 8, async ({ c, i }) => {
-      const s = c.segments[seg] as Segment
-      const store = stores[s.device] as HistoryStore
-      clock = start + Math.floor(YEAR * i / conversations.length) + seg * 3_600_000
-      let w = written[i] as Written | null
+  const tw = performance.now()
+  let done = 0
+  await pool(conversations, 8, async (c, i) => {
+    const feeds = new Map<number, Feed>()
+    let w: Written | null = null
+    for (const [p, seg] of c.segments.entries()) {
+      const d = seg.device
+      // Continued here: this device holds every earlier device's feed, as it was then.
+      if (p > 0) for (const f of feeds.values()) if (f.device !== d) await give(d, f)
+      let f = feeds.get(d)
+      let n = seg.entries
+      let root: Buffer | null = null
       if (w === null) {
-        const root = await store.createConversation({ title: text.user().slice(0, 60), ...(c.cwd ? { cwd: `/home/user/projects/p${i % 40}` } : {}) })
-        w = { id: root.id, last: root.id, recent: [root.id], next: 'user', calls: 0 }
-        written[i] = w
-        await writeEntries(store, w, s.entries - 1, rnd, text)
-      } else {
-        // Continued here: the earlier devices' feeds are learned first.
-        const before = c.segments.slice(0, seg)
-        for (const e of new Set(before.map(b => b.device))) {
-          if (e !== s.device) await mirror(stores[e] as HistoryStore, store, w.id, feedOf[i]?.get(e) as string)
-        }
-        await (waiters[s.device] as (c: string, n: number) => Promise<void>)(w.id, before.reduce((n, b) => n + b.entries, 0))
-        await writeEntries(store, w, s.entries, rnd, text)
+        w = { id: '', last: '', recent: [], next: 'user', calls: 0, ts: start + Math.floor(YEAR * i / conversations.length) }
+        const e = makeEntry({ kind: 'conversation', body: { title: text.user().slice(0, 60), nonce: `n${i}-${Math.floor(rnd() * 1e9)}`, ...(c.cwd ? { cwd: `/home/user/projects/p${i % 40}` } : {}) }, parents: [] }, { conversation: null, device: devices[d] as string, ts: w.ts })
+        Object.assign(w, { id: e.id, last: e.id, recent: [e.id] })
+        root = Buffer.from(encodeEntry(e))
+        n--
       }
-      const own = store.feeds(w.id).find(f => f.own)
-      if (own === undefined) throw new Error('a written conversation has no own feed')
-      feedOf[i]?.set(s.device, own.key)
-    })
-    phasesMs[`segment${seg}`] = Math.round(performance.now() - t)
-    note(`generation: segment ${seg} of ${jobs.length} conversations written in ${round((performance.now() - t) / 1000, 1)} s`)
-  }
+      if (f === undefined) {
+        // block 0: the header HistoryStore writes, signed by the device, naming the feed's key
+        const cs = stores[d] as Corestore
+        const core = cs.get({ name: FEED_PREFIX + w.id })
+        await core.ready()
+        const key = (core.key as Buffer).toString('hex')
+        await core.close()
+        const header = makeFeedHeader({ type: 'arbor/conversation', feed: key, conversation: w.id }, keyPairs[d] as Feed['keyPair'])
+        f = { key, conversation: w.id, device: d, keyPair: await cs.createKeyPair(FEED_PREFIX + w.id), blocks: [Buffer.from(JSON.stringify(header))] }
+        feeds.set(d, f)
+      }
+      if (root !== null) f.blocks.push(root)
+      f.blocks.push(...entryBlocks(w as Written, n, devices[d] as string, rnd, text))
+      await give(d, f)
+    }
+    for (const h of HOLDERS) for (const f of feeds.values()) await give(h, f)
+    if (++done % 1000 === 0) note(`generation: ${done} of ${conversations.length} conversations written`)
+  })
+  phasesMs.write = Math.round(performance.now() - tw)
+  note(`generation: ${conversations.length} conversations written in ${round(phasesMs.write / 1000, 1)} s`)
 
-  // Reopened, so no device holds every conversation in memory; then the holders learn every feed.
-  const reopen = async (): Promise<void> => {
-    await Promise.all(stores.map(s => s.close()))
-    stores = await Promise.all(DEVICES.map((_, i) => open(i)))
+  // Each manifest lists what its device holds (as HistoryStore records feeds learned from a peer).
+  for (const [d, held] of holds.entries()) {
+    const feeds = [...held].map(([key, h]) => ({ key, ...h }))
+    const blocks: Buffer[] = []
+    for (let i = 0; i < feeds.length; i += MANIFEST_RECORD_FEEDS) blocks.push(Buffer.from(JSON.stringify({ feeds: feeds.slice(i, i + MANIFEST_RECORD_FEEDS) } satisfies ManifestRecord)))
+    const manifest = (stores[d] as Corestore).get({ name: 'arbor/manifest' })
+    await manifest.ready()
+    if (manifest.length !== 1) throw new Error(`device ${d}'s manifest has ${manifest.length} blocks, expected its header alone`)
+    await manifest.append(blocks)
+    await manifest.close()
   }
-  await reopen()
-  for (const h of HOLDERS) {
-    const t = performance.now()
-    const holder = stores[h] as HistoryStore
-    const all = holdsAll(holder, scale.entries)
-    const feeds = stores.flatMap((s, d) => d === h ? [] : s.feeds().filter(f => f.own).map(f => ({ from: s, f })))
-    await pool(feeds, 8, ({ from, f }) => mirror(from, holder, f.conversation, f.key))
-    await all
-    phasesMs[`holder${h}`] = Math.round(performance.now() - t)
-    note(`generation: the ${DEVICES[h] as string} learned every feed in ${round((performance.now() - t) / 1000, 1)} s`)
-    await reopen()
-  }
-  const summary = HOLDERS.map(h => ({ ...held(stores[h] as HistoryStore), feeds: (stores[h] as HistoryStore).feeds().length }))
   await Promise.all(stores.map(s => s.close()))
-  for (const s of summary) {
-    if (s.conversations !== scale.conversations || s.entries !== scale.entries || s.waiting !== 0) {
-      throw new Error(`a holder has ${s.conversations} conversations, ${s.entries} entries (${s.waiting} waiting): expected ${scale.conversations} and ${scale.entries}`)
+
+  // The sync source: the device holding least of those that are not holders.
+  const entriesHeld = holds.map(h => [...h.values()].reduce((n, f) => n + f.length, 0))
+  const syncSource = [...DEVICES.keys()].filter(d => !(HOLDERS as readonly number[]).includes(d)).sort((a, b) => (entriesHeld[a] as number) - (entriesHeld[b] as number))[0] as number
+  const indexed = new Map<number, ReturnType<typeof held> & { feeds: number }>()
+  for (const d of [...HOLDERS, syncSource]) {
+    const t = performance.now()
+    const s = new HistoryStore({ dir: deviceDir(dataset, d), watchPeers: false, log: benchLog })
+    await s.ready() // no index: rebuilt from the manifest and every feed
+    indexed.set(d, { ...held(s), feeds: s.feeds().length })
+    await s.close()
+    phasesMs[`rebuild${d}`] = Math.round(performance.now() - t)
+    note(`generation: the ${DEVICES[d] as string}'s index rebuilt from its feeds in ${round((performance.now() - t) / 1000, 1)} s`)
+  }
+  for (const [d, h] of indexed) {
+    const whole = (HOLDERS as readonly number[]).includes(d)
+    if (h.waiting !== 0 || (whole && (h.conversations !== scale.conversations || h.entries !== scale.entries))) {
+      throw new Error(`the ${DEVICES[d] as string} has ${h.conversations} conversations, ${h.entries} entries (${h.waiting} waiting)${whole ? `: expected ${scale.conversations} and ${scale.entries}` : ''}`)
     }
   }
   const sizes = conversations.map(c => c.segments.reduce((n, s) => n + s.entries, 0)).sort((a, b) => a - b)
@@ -336,12 +337,14 @@ export async function buildDataset (dataset: string, scale: Scale): Promise<Data
     generator: GENERATOR_VERSION,
     conversations: scale.conversations,
     entries: scale.entries,
-    feeds: (summary[0] as { feeds: number }).feeds,
+    feeds: (indexed.get(HOLDERS[0]) as { feeds: number }).feeds,
     sizes: { median: at(0.5), p90: at(0.9), p99: at(0.99), max: sizes[sizes.length - 1] as number },
     continued: {
       twoDevices: conversations.filter(c => c.segments.length > 1).length,
       threeSegments: conversations.filter(c => c.segments.length > 2).length
     },
+    held: Object.fromEntries(DEVICES.map((name, d) => [name, { blocks: entriesHeld[d] as number, feeds: holds[d]?.size ?? 0 }])),
+    syncSource,
     generationMs: Math.round(performance.now() - t0),
     phasesMs,
     peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
