@@ -45,7 +45,7 @@ export interface DatasetMeta {
   continued: { twoDevices: number; threeSegments: number }
   /** per device, the feeds it holds and their blocks (entries and a header each) */
   held: Record<string, { blocks: number; feeds: number }>
-  /** the device a new device's capped initial sync is from (holds least, but not nothing) */
+  /** the device a new device's capped initial sync is from: of those not holders, the one holding least */
   syncSource: number
   generationMs: number
   phasesMs: Record<string, number>
