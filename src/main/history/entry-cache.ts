@@ -68,15 +68,22 @@ export class EntryCache {
     await Promise.all([...this.handles.keys()].map(c => this.closeHandle(c)))
   }
 
-  /** Every entry in the file; a line that does not parse (a torn write) is counted, not fatal. */
-  async read (conversation: string): Promise<{ entries: Entry[]; torn: number }> {
-    let text: string
+  /**
+   * Every entry in the file, after the appends queued before the call (a conversation read
+   * again after its DAG was evicted must see them); a line that does not parse (a torn
+   * write) is counted, not fatal. `bytes`: the file's size, for the DAG cache's estimate.
+   */
+  async read (conversation: string): Promise<{ entries: Entry[]; torn: number; bytes: number }> {
+    // a failed append is the store's to report; what it left out is found missing and re-read
+    await (this.queues.get(conversation) ?? Promise.resolve()).catch(() => undefined)
+    let buf: Buffer
     try {
-      text = await fs.readFile(this.file(conversation), 'utf8')
+      buf = await fs.readFile(this.file(conversation))
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0 }
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0, bytes: 0 }
       throw err
     }
+    const text = buf.toString('utf8')
     if (text.length > 0 && !text.endsWith('\n')) this.unterminated.add(conversation)
     const entries: Entry[] = []
     let torn = 0
@@ -93,7 +100,7 @@ export class EntryCache {
       }
       start = end + 1
     }
-    return { entries, torn }
+    return { entries, torn, bytes: buf.length }
   }
 
   /** Replaces a conversation's file with exactly these entries (written aside, then renamed). */
