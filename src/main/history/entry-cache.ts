@@ -83,17 +83,18 @@ export class EntryCache {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0, bytes: 0 }
       throw err
     }
-    const text = buf.toString('utf8')
-    if (text.length > 0 && !text.endsWith('\n')) this.unterminated.add(conversation)
+    if (buf.length > 0 && buf[buf.length - 1] !== 0x0a) this.unterminated.add(conversation)
+    // Line by line from the bytes: no string of the whole file, which would be old-generation
+    // garbage on every load (a conversation is read again each time the DAG cache evicted it).
     const entries: Entry[] = []
     let torn = 0
     let start = 0
-    while (start < text.length) {
-      let end = text.indexOf('\n', start)
-      if (end === -1) end = text.length
+    while (start < buf.length) {
+      let end = buf.indexOf(0x0a, start)
+      if (end === -1) end = buf.length
       if (end > start) {
         try {
-          entries.push(JSON.parse(text.slice(start, end)) as Entry)
+          entries.push(JSON.parse(buf.toString('utf8', start, end)) as Entry)
         } catch {
           torn++
         }
