@@ -68,32 +68,40 @@ export class EntryCache {
     await Promise.all([...this.handles.keys()].map(c => this.closeHandle(c)))
   }
 
-  /** Every entry in the file; a line that does not parse (a torn write) is counted, not fatal. */
-  async read (conversation: string): Promise<{ entries: Entry[]; torn: number }> {
-    let text: string
+  /**
+   * Every entry in the file, after the appends queued before the call (a conversation read
+   * again after its DAG was evicted must see them); a line that does not parse (a torn
+   * write) is counted, not fatal. `bytes`: the file's size, for the DAG cache's estimate.
+   */
+  async read (conversation: string): Promise<{ entries: Entry[]; torn: number; bytes: number }> {
+    // a failed append is the store's to report; what it left out is found missing and re-read
+    await (this.queues.get(conversation) ?? Promise.resolve()).catch(() => undefined)
+    let buf: Buffer
     try {
-      text = await fs.readFile(this.file(conversation), 'utf8')
+      buf = await fs.readFile(this.file(conversation))
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0 }
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0, bytes: 0 }
       throw err
     }
-    if (text.length > 0 && !text.endsWith('\n')) this.unterminated.add(conversation)
+    if (buf.length > 0 && buf[buf.length - 1] !== 0x0a) this.unterminated.add(conversation)
+    // Line by line from the bytes: no string of the whole file, which would be old-generation
+    // garbage on every load (a conversation is read again each time the DAG cache evicted it).
     const entries: Entry[] = []
     let torn = 0
     let start = 0
-    while (start < text.length) {
-      let end = text.indexOf('\n', start)
-      if (end === -1) end = text.length
+    while (start < buf.length) {
+      let end = buf.indexOf(0x0a, start)
+      if (end === -1) end = buf.length
       if (end > start) {
         try {
-          entries.push(JSON.parse(text.slice(start, end)) as Entry)
+          entries.push(JSON.parse(buf.toString('utf8', start, end)) as Entry)
         } catch {
           torn++
         }
       }
       start = end + 1
     }
-    return { entries, torn }
+    return { entries, torn, bytes: buf.length }
   }
 
   /** Replaces a conversation's file with exactly these entries (written aside, then renamed). */
