@@ -9,7 +9,7 @@ import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
 import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
-import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom } from './silent-connections'
+import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
@@ -132,6 +132,8 @@ export class SyncNode extends EventEmitter {
   private readonly sessionHost: SessionHost
   /** how long a new connection to each device may stay silent (silent-connections.ts) */
   private readonly silence: SilenceDeadlines
+  /** when each session's connection came (for how long its arbor channel took to open) */
+  private readonly attachedAt = new WeakMap<SyncSession, number>()
   private readonly onEntries = (ev: EntriesEvent): void => { if (ev.joined.length + ev.waiting.length > 0) this.feedChanged(ev.feed) }
   private readonly onFeed = (rec: FeedRecord): void => { this.feedChanged(rec.key) }
 
@@ -291,23 +293,43 @@ export class SyncNode extends EventEmitter {
    * never made (the client's LAN shortcut connects while the server's holepuncher aborts and
    * destroys its raw stream): all sent on it is lost, the peer's own dials are refused as
    * duplicates of it, and only the open timeout, then Hyperswarm's 1–5 s retry timer, ended
-   * it — 5–15 s without sync. A live peer's first bytes come within a round trip; the wait
-   * grows for a device each time it was not long enough (SilenceDeadlines), so a slow link
-   * is not dropped again and again while its first bytes are legitimately on their way.
+   * it — 5–15 s without sync. The wait (SilenceDeadlines) is short only where a ping of the
+   * peer's address shows the link is fast; a slow link is not dropped while its first bytes
+   * are legitimately on their way.
    */
   private watchSilence (stream: NoiseSecretStream, session: SyncSession): void {
     if (stream.destroyed) return
     const device = session.remoteDevice
-    const wait = this.silence.wait(device)
-    const timer = this.clock.setTimeout(() => {
-      if (stream.destroyed || this.life.closed || session.hello !== null) return
-      if (heardFrom(stream)) { this.silence.heard(device); return }
-      this.silence.dropped(device)
+    const started = this.clock.now()
+    this.attachedAt.set(session, started)
+    const timers: ClockTimer[] = []
+    let settled = false
+    const check = (waited: number, quick: boolean): void => {
+      if (settled || stream.destroyed || this.life.closed || session.hello !== null) return
+      if (heardFrom(stream)) { settled = true; return }
+      settled = true
+      this.silence.dropped(device, quick)
       // After Hyperswarm's own close handler (registered first), which frees the device for a new dial.
       stream.once('close', () => this.dialNow(device))
-      session.close(`nothing came from the peer within ${wait} ms: its end of the connection was never made`)
-    }, wait)
-    stream.once('close', () => this.clock.clearTimeout(timer))
+      session.close(`nothing came from the peer within ${waited} ms: its end of the connection was never made`)
+    }
+    // Checked after a turn of the event loop: what arrived while this process was busy is read
+    // in the poll phase, which runs after due timers and before setImmediate callbacks.
+    const checkAt = (ms: number, quick: boolean): void => {
+      timers.push(this.clock.setTimeout(() => setImmediate(() => check(ms, quick)), ms - (this.clock.now() - started)))
+    }
+    checkAt(this.silence.wait(device), false)
+    const to = peerAddress(stream)
+    const dht = this.swarm?.dht
+    if (to !== null && dht !== undefined) {
+      // One UDP round trip to the address the connection's packets go to: the peer's DHT node
+      // answers there on a LAN or loopback; behind a NAT it usually does not, and the ordinary wait stands.
+      dht.ping(to).then(() => {
+        const quick = this.silence.quickWait(device, this.clock.now() - started)
+        if (quick !== null && !settled) checkAt(quick, true)
+      }, () => undefined)
+    }
+    stream.once('close', () => { settled = true; for (const t of timers) this.clock.clearTimeout(t) })
   }
 
   /**
@@ -507,7 +529,8 @@ export class SyncNode extends EventEmitter {
         return this.digest
       },
       onOpen: s => {
-        this.silence.heard(s.remoteDevice)
+        const since = this.attachedAt.get(s)
+        if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)
         if (s.remoteVersions !== null) this.peerVersions.set(s.remoteDevice, s.remoteVersions)
         this.detector.heard(s.remoteDevice, this.clock.now())
         this.cluster.seen(s.remoteDevice, Date.now())
