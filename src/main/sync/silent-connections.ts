@@ -24,14 +24,16 @@ export const QUICK_DROPS_MAX = 5
  *   over and over while its first bytes are on their way.
  * - quick: when the peer's address answered a ping in `pingMs`, the link is shown to be that
  *   fast, and the peer's end, if it existed, would have answered as fast (same process,
- *   same path): QUICK_ROUND_TRIPS round trips, at least QUICK_MIN_MS. A quick drop does not
- *   lengthen the ordinary wait; after QUICK_DROPS_MAX of them in a row (a path that answers
- *   pings and loses the stream, or a relay between that answers for a slower peer) only the
- *   ordinary wait applies until the device is heard again.
+ *   same path): QUICK_ROUND_TRIPS round trips, at least QUICK_MIN_MS, and at least what the
+ *   device's last connection took to open (a ping that answers faster than the stream, e.g.
+ *   a relay's, costs drops once, not at every reconnect). A quick drop does not lengthen the
+ *   ordinary wait; after QUICK_DROPS_MAX of them in a row only the ordinary wait applies
+ *   until a connection to the device opens.
  */
 export class SilenceDeadlines {
   private readonly waits = new Map<string, number>()
   private readonly quickDrops = new Map<string, number>()
+  private readonly openedIn = new Map<string, number>()
 
   constructor (private readonly floorMs: number, private readonly capMs: number) {}
 
@@ -41,7 +43,7 @@ export class SilenceDeadlines {
   /** the quick wait for a connection whose peer answered a ping in pingMs, or null if none applies */
   quickWait (device: string, pingMs: number): number | null {
     if ((this.quickDrops.get(device) ?? 0) >= QUICK_DROPS_MAX) return null
-    const ms = Math.max(QUICK_MIN_MS, QUICK_ROUND_TRIPS * pingMs)
+    const ms = Math.max(QUICK_MIN_MS, QUICK_ROUND_TRIPS * pingMs, this.openedIn.get(device) ?? 0)
     return ms < this.wait(device) ? ms : null
   }
 
@@ -54,6 +56,7 @@ export class SilenceDeadlines {
   /** its arbor channel opened `openedMs` after the connection came: later connections wait twice that (at least the floor) */
   opened (device: string, openedMs: number): void {
     this.quickDrops.delete(device)
+    this.openedIn.set(device, openedMs)
     const ms = Math.min(this.capMs, Math.max(this.floorMs, 2 * openedMs))
     if (ms === this.floorMs) this.waits.delete(device)
     else this.waits.set(device, ms)
