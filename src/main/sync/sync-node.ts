@@ -291,7 +291,7 @@ export class SyncNode extends EventEmitter {
    * Drops a connection on which nothing at all came from the peer within its wait, and dials
    * the device again at once. HyperDHT can hand one side a connection whose other end was
    * never made (the client's LAN shortcut connects while the server's holepuncher aborts and
-   * destroys its raw stream): all sent on it is lost, the peer's own dials are refused as
+   * destroys its raw stream): all sent on it is lost, the peer's own dials may be refused as
    * duplicates of it, and only the open timeout, then Hyperswarm's 1–5 s retry timer, ended
    * it — 5–15 s without sync. The wait (SilenceDeadlines) is short only where a ping of the
    * peer's address shows the link is fast; a slow link is not dropped while its first bytes
