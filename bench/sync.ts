@@ -1,6 +1,8 @@
 // Benchmarks of sync (DESIGN.md, "Sync and trust"): two devices on an in-memory link with
 // a real Noise handshake, SyncNode without a swarm; each beside raw Corestore replication of
-// the same cores over the same kind of link. Prints one JSON line per measurement; see bench/README.md.
+// the same cores over the same kind of link. Then discovery: devices as processes with a real
+// Hyperswarm on a HyperDHT testnet, beside a bare Hyperswarm pair. Prints one JSON line per
+// measurement; see bench/README.md. ARBOR_BENCH_SYNC=discovery (or transfer) runs one part.
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -14,7 +16,8 @@ import type { EntryDraft } from '../src/shared/entry'
 import type { Logger } from '../src/shared/logger'
 import { MemoryLink } from '../test/helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../test/helpers/test-cluster'
-import { emit, median, round, textMaker } from './lib/util'
+import { DeviceProcesses, awayMs, netOnOnce, restartOnce as restartProcessOnce, type DeviceProcess } from '../test/helpers/sync-node-processes'
+import { emit, median, percentile, round, textMaker } from './lib/util'
 
 const PER_CONVERSATION = 20 // entries after each root
 const TARGET = 0.8
@@ -450,12 +453,79 @@ async function reconnect (big: Pair): Promise<void> {
   await closeDevice(small.a)
 }
 
+// ---------------------------------------------------------------- 4. discovery after net on and restarts
+
+const DISCOVERY_TARGET_MS = 2000
+
+/** A bare Hyperswarm on b starts again on the topic: ms until it has its connection to a, and whether a had one within 2 s more. */
+async function bareRestartOnce (a: DeviceProcess, b: DeviceProcess, away: number): Promise<{ ms: number; oneSided: boolean }> {
+  await b.close()
+  await sleep(away)
+  const t = await b.start([a.device])
+  const ms = (await b.connectedTo(a.device, t)).t - t
+  const oneSided = await a.connectedTo(b.device, t, ms + 2000).then(() => false, () => true)
+  return { ms, oneSided }
+}
+
+/** median, p90 and max of a list of ms, rounded, under a prefix (`p90`, or `bothP90`…). */
+function spread (ms: number[], prefix = ''): Record<string, number> {
+  const k = (s: string): string => prefix === '' ? s : `${prefix}${s[0]?.toUpperCase() ?? ''}${s.slice(1)}`
+  return { [k('median')]: round(median(ms)), [k('p90')]: round(percentile(ms, 90)), [k('max')]: round(Math.max(...ms)) }
+}
+
+async function discovery (): Promise<void> {
+  const RUNS = Number(process.env.ARBOR_BENCH_DISCOVERY_RUNS ?? 20)
+  const net = new DeviceProcesses()
+  try {
+    await net.ready()
+    const [a, b] = [await net.device('a'), await net.device('b')]
+    const [bareA, bareB] = [await net.device('bare-a', { bare: true }), await net.device('bare-b', { bare: true })]
+    await net.pair(a, b)
+    await bareA.start()
+    await bareB.start([bareA.device])
+    const netOn: number[] = []
+    const bothOn: number[] = []
+    const restart: number[] = []
+    const crash: number[] = []
+    const bare: number[] = []
+    let oneSided = 0
+    for (let i = 0; i < RUNS; i++) {
+      netOn.push(await netOnOnce(a, b, awayMs(i)))
+      bothOn.push(await netOnOnce(a, b, awayMs(i), true))
+      restart.push(await restartProcessOnce(a, b, awayMs(i)))
+      crash.push(await restartProcessOnce(a, b, awayMs(i), 'kill'))
+      const r = await bareRestartOnce(bareA, bareB, awayMs(i))
+      bare.push(r.ms)
+      if (r.oneSided) oneSided++
+      note(`discovery run ${i}: net on ${netOn[i]} ms, both ${bothOn[i]} ms, restart ${restart[i]} ms, after a kill ${crash[i]} ms; bare Hyperswarm ${r.ms} ms${r.oneSided ? ' (the other side had none 2 s later)' : ''}`)
+    }
+    const baseline = median(bare)
+    const common = {
+      unit: 'ms',
+      baseline: round(baseline),
+      baselineName: 'a bare Hyperswarm on the same kind of DHT restarted on the topic: until it has its connection (one side)',
+      ...spread(bare, 'baseline'),
+      baselineOneSided: oneSided,
+      runs: RUNS,
+      target: DISCOVERY_TARGET_MS
+    }
+    emit({ name: 'sync.discovery.net-on', value: round(median(netOn)), ratio: round(median(netOn) / baseline), ...spread(netOn), ...spread(bothOn, 'both'), ...common, ok: percentile(netOn, 90) <= DISCOVERY_TARGET_MS && percentile(bothOn, 90) <= DISCOVERY_TARGET_MS })
+    emit({ name: 'sync.discovery.restart', value: round(median(restart)), ratio: round(median(restart) / baseline), ...spread(restart), ...spread(crash, 'killed'), ...common, ok: percentile(restart, 90) <= DISCOVERY_TARGET_MS && percentile(crash, 90) <= DISCOVERY_TARGET_MS })
+  } finally {
+    await net.close()
+  }
+}
+
+const part = process.env.ARBOR_BENCH_SYNC
 try {
-  const { a, b, bLink } = await initialAndCatchup()
-  const big: Pair = { size: 1000, a, b, conn: bLink }
-  await reconnect(big)
-  await closeDevice(big.b)
-  await closeDevice(big.a)
+  if (part === undefined || part === 'transfer') {
+    const { a, b, bLink } = await initialAndCatchup()
+    const big: Pair = { size: 1000, a, b, conn: bLink }
+    await reconnect(big)
+    await closeDevice(big.b)
+    await closeDevice(big.a)
+  }
+  if (part === undefined || part === 'discovery') await discovery()
 } finally {
   await fs.rm(tmp, { recursive: true, force: true })
 }

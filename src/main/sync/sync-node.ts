@@ -9,6 +9,7 @@ import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
 import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
+import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
@@ -38,6 +39,8 @@ export const DEFAULT_SUSPECT_AFTER_MS = 4000
 
 /** The longest wait between lookups for paired devices that are not connected. */
 const LOOKUP_MAX_MS = 8000
+/** The first wait between lookups (then doubled up to LOOKUP_MAX_MS). */
+const LOOKUP_FIRST_MS = 1000
 
 export interface SyncNodeOptions {
   history: HistoryStore
@@ -115,7 +118,7 @@ export class SyncNode extends EventEmitter {
   private readonly feedCache = new Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>()
   private swarm: Hyperswarm | null = null
   private joinedTopic: Buffer | null = null
-  private discovery: { refresh (opts: { client: boolean; server: boolean }): Promise<void> } | null = null
+  private discovery: Hyperswarm.Discovery | null = null
   private lookupTimer: ClockTimer | null = null
   private online = true
   private heartbeatTimer: ClockTimer | null = null
@@ -127,6 +130,10 @@ export class SyncNode extends EventEmitter {
   /** when this node started: a device never heard from since then is down after the detection window */
   private startedAt = 0
   private readonly sessionHost: SessionHost
+  /** how long a new connection to each device may stay silent (silent-connections.ts) */
+  private readonly silence: SilenceDeadlines
+  /** when each session's connection came (for how long its arbor channel took to open) */
+  private readonly attachedAt = new WeakMap<SyncSession, number>()
   /** a feed was added, or this device can serve more of it: peers hear of it */
   private readonly onFeed = (rec: FeedRecord): void => { this.feedChanged(rec.key) }
 
@@ -142,6 +149,7 @@ export class SyncNode extends EventEmitter {
     this.versions = opts.versions ?? thisVersion()
     this.life = new Lifecycle(() => this.open(), () => this.shut())
     this.sessionHost = this.makeSessionHost()
+    this.silence = new SilenceDeadlines(SILENT_FLOOR_MS, this.sessionHost.openTimeoutMs)
   }
 
   ready (): Promise<void> { return this.life.ready() }
@@ -193,10 +201,15 @@ export class SyncNode extends EventEmitter {
     if (this.joinedTopic !== null && this.joinedTopic.equals(topic)) return
     if (this.joinedTopic !== null) await swarm.leave(this.joinedTopic)
     this.joinedTopic = topic
-    this.discovery = swarm.join(topic, { server: true, client: true })
+    const discovery = swarm.join(topic, { server: true, client: true })
+    this.discovery = discovery
     // Announcing finishes in the background; local work never waits for the network.
     swarm.flush().catch((err: Error) => this.log.warn(`could not announce on the network: ${err.message}`))
-    this.lookupSoon(1000)
+    // The join's own lookup ran beside the announce: a device that announced at the same
+    // moment (both turned the network on, or restarted together) is not in it. Once this
+    // announce is in, look again at once; whichever of two devices looks later finds the other.
+    discovery.flushed().then(() => { if (this.discovery === discovery) this.lookupSoon(0) }, () => undefined)
+    this.lookupSoon(LOOKUP_FIRST_MS)
   }
 
   /**
@@ -207,6 +220,7 @@ export class SyncNode extends EventEmitter {
    */
   private lookupSoon (delayMs: number): void {
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
+    const next = Math.min(LOOKUP_MAX_MS, Math.max(LOOKUP_FIRST_MS, delayMs * 2))
     this.lookupTimer = this.clock.setTimeout(() => {
       this.lookupTimer = null
       const d = this.discovery
@@ -215,7 +229,7 @@ export class SyncNode extends EventEmitter {
       const missing = this.cluster.devicesMessage().devices.some(dev => dev.key !== this.history.device && !connected.has(dev.key))
       if (!missing) return
       d.refresh({ client: true, server: true }).catch((err: Error) => this.log.info(`looking for paired devices failed: ${err.message}`))
-      this.lookupSoon(Math.min(LOOKUP_MAX_MS, delayMs * 2))
+      this.lookupSoon(next)
     }, delayMs)
   }
 
@@ -269,7 +283,67 @@ export class SyncNode extends EventEmitter {
     const session = new SyncSession(stream, this.sessionHost)
     this.sessions.add(session)
     session.start()
+    this.watchSilence(stream, session)
     return session
+  }
+
+  /**
+   * Drops a connection on which nothing at all came from the peer within its wait, and dials
+   * the device again at once. HyperDHT can hand one side a connection whose other end was
+   * never made (the client's LAN shortcut connects while the server's holepuncher aborts and
+   * destroys its raw stream): all sent on it is lost, the peer's own dials may be refused as
+   * duplicates of it, and only the open timeout, then Hyperswarm's 1–5 s retry timer, ended
+   * it — 5–15 s without sync. The wait (SilenceDeadlines) is short only where a ping of the
+   * peer's address shows the link is fast; a slow link is not dropped while its first bytes
+   * are legitimately on their way.
+   */
+  private watchSilence (stream: NoiseSecretStream, session: SyncSession): void {
+    if (stream.destroyed) return
+    const device = session.remoteDevice
+    const started = this.clock.now()
+    this.attachedAt.set(session, started)
+    const timers: ClockTimer[] = []
+    let settled = false
+    const check = (waited: number, quick: boolean): void => {
+      if (settled || stream.destroyed || this.life.closed || session.hello !== null) return
+      if (heardFrom(stream)) { settled = true; return }
+      settled = true
+      this.silence.dropped(device, quick)
+      // After Hyperswarm's own close handler (registered first), which frees the device for a new dial.
+      stream.once('close', () => this.dialNow(device))
+      session.close(`nothing came from the peer within ${waited} ms: its end of the connection was never made`)
+    }
+    // Checked after a turn of the event loop: what arrived while this process was busy is read
+    // in the poll phase, which runs after due timers and before setImmediate callbacks.
+    const checkAt = (ms: number, quick: boolean): void => {
+      timers.push(this.clock.setTimeout(() => setImmediate(() => check(ms, quick)), ms - (this.clock.now() - started)))
+    }
+    checkAt(this.silence.wait(device), false)
+    const to = peerAddress(stream)
+    const dht = this.swarm?.dht
+    if (to !== null && dht !== undefined) {
+      // One UDP round trip to the address the connection's packets go to: the peer's DHT node
+      // answers there on a LAN or loopback; behind a NAT it usually does not, and the ordinary wait stands.
+      dht.ping(to).then(() => {
+        const quick = this.silence.quickWait(device, this.clock.now() - started)
+        if (quick !== null && !settled) checkAt(quick, true)
+      }, () => undefined)
+    }
+    stream.once('close', () => { settled = true; for (const t of timers) this.clock.clearTimeout(t) })
+  }
+
+  /**
+   * Dials a paired device now, not when Hyperswarm's retry timer (1–5 s, more after a few
+   * attempts) comes round. joinPeer queues the dial; leavePeer at once, so the device stays
+   * a peer of the topic rather than one Hyperswarm keeps re-dialling on its own for ever.
+   */
+  private dialNow (device: string): void {
+    const swarm = this.swarm
+    if (swarm === null || !this.online || this.life.closed || !this.cluster.isTrusted(device)) return
+    if (this.openSessions().some(s => s.remoteDevice === device)) return
+    const key = Buffer.from(device, 'hex')
+    swarm.joinPeer(key)
+    swarm.leavePeer(key)
   }
 
   /** Agents running on this device, announced to peers (presence). */
@@ -464,6 +538,8 @@ export class SyncNode extends EventEmitter {
         return this.digest
       },
       onOpen: s => {
+        const since = this.attachedAt.get(s)
+        if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)
         if (s.remoteVersions !== null) this.peerVersions.set(s.remoteDevice, s.remoteVersions)
         this.detector.heard(s.remoteDevice, this.clock.now())
         this.cluster.seen(s.remoteDevice, Date.now())
@@ -488,7 +564,7 @@ export class SyncNode extends EventEmitter {
         const stillConnected = [...this.sessions].some(o => o.remoteDevice === s.remoteDevice && o.opened)
         if (stillConnected) return
         this.peerEvent({ device: s.remoteDevice, state: 'disconnected' })
-        this.lookupSoon(1000)
+        this.lookupSoon(LOOKUP_FIRST_MS)
         if (this.detector.lost(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })
       }
     }
