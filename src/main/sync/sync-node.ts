@@ -441,19 +441,7 @@ export class SyncNode extends EventEmitter {
    */
   holdsLease (): boolean {
     const alone = !this.online || !this.cluster.devicesMessage().devices.some(d => d.key !== this.history.device)
-    return this.lease.holds(this.mono(), alone, this.mayRevive())
-  }
-
-  /** Devices that could revive agents here: those this device hears, and those they hear. */
-  private mayRevive (): Set<string> {
-    const out = new Set<string>()
-    for (const s of this.openSessions()) {
-      if (this.detector.isSuspected(s.remoteDevice)) continue
-      out.add(s.remoteDevice)
-      for (const d of s.remoteHears) out.add(d)
-    }
-    out.delete(this.history.device)
-    return out
+    return this.lease.holds(this.mono(), alone)
   }
 
   /**
@@ -464,16 +452,31 @@ export class SyncNode extends EventEmitter {
   async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true): Promise<void> {
     if (this.holdsLease()) return
     const since = this.mono()
-    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(since - this.lease.expiresAt(this.mayRevive()))} ms ago): until a peer answers`)
+    const from = this.lease.expiresAt()
+    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(since - from)} ms ago): until the peers answer`)
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
-    // Bounded by the abort, the node closing and `needed` (auto-revival turned off); rechecked each second.
-    while (!this.holdsLease() && waiting()) await this.nextEvent(signal, 1000)
+    // Held again, and every peer connected (suspected or not: on waking all are) or heard by one
+    // that answered since. Bounded by the abort, the node closing and `needed` (auto-revival
+    // turned off); rechecked each second.
+    const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
+    while (!answered() && waiting()) await this.nextEvent(signal, 1000)
     // Entries replicate beside the arbor channel: the blocks of this conversation that peers
     // announced before their echo (a revival among them) are read before the agent acts. At
     // most two windows: a peer that never serves them must not stall the agent for ever.
     const deadline = this.mono() + 2 * this.detector.suspectAfterMs
     while (this.openSessions().some(s => s.behind(conversation) > 0) && waiting() && this.mono() < deadline) await this.nextEvent(signal, 50)
     this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
+  }
+
+  /** The devices a stalled device must hear from again: those connected, and those they hear. */
+  private peersToHear (): Set<string> {
+    const out = new Set<string>()
+    for (const s of this.openSessions()) {
+      out.add(s.remoteDevice)
+      if (!this.detector.isSuspected(s.remoteDevice)) for (const d of s.remoteHears) out.add(d)
+    }
+    out.delete(this.history.device)
+    return out
   }
 
   /** Resolves on a lease renewal, the network switched, the abort, or after `ms`. */

@@ -6,7 +6,7 @@ import type { Tool, ToolResult } from '../../tools/tool'
 import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
 import { idemKey, planNext, toIrMessages, type UnknownWhy } from './step-planner'
-import type { AgentRef } from '../placement/placement'
+import { compareRefs, ownerOf, type AgentRef } from '../placement/placement'
 
 /**
  * What an agent reports while it works, for the UI and the CLI. `run` names the agent's run
@@ -91,7 +91,11 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
   // lease waits for fresh word from peers, so a revival they announced is seen here first).
   const outranked = async (): Promise<AgentRef | null> => {
     await deps.lease?.(run, signal)
-    return deps.supersededBy?.(run) ?? null
+    const by = deps.supersededBy?.(run) ?? null
+    if (by !== null || deps.lease === undefined) return by
+    // The history as indexed now, not placement's view, which follows arriving entries a moment late.
+    const owner = ownerOf((await history.open(conversation)).entries())
+    return owner !== null && compareRefs(owner, { device: history.device, epoch: run.epoch }) > 0 ? owner : null
   }
   const giveWay = async (by: AgentRef): Promise<'superseded'> => {
     await stop('superseded', `the agent now runs with epoch ${by.epoch} on device ${by.device.slice(0, 12)}`, by)

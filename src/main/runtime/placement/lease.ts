@@ -48,29 +48,36 @@ export class Lease {
   }
 
   /**
-   * When the lease ends (monotonic). `peers`: the devices that could revive this one's agents
-   * (heard now, and those they hear). Every one of them that speaks leases must have heard this
-   * device lately, since any one may be the reviver: `durationMs` after the oldest of their
-   * renewals. After a stall each must answer a heartbeat sent since, so what the reviver sent
-   * before (presence, its revival) is read first. When none of them does (on waking, every peer
-   * is suspected; cut off, none is heard) the freshest renewal of any peer counts: a stale one
-   * holds nothing. +Infinity while no peer ever spoke leases (older versions): as before leases.
+   * When the lease ends (monotonic): `durationMs` after the freshest renewal. A device that
+   * could revive this one's agents does so only once no peer it hears still hears this one
+   * (SyncNode.isDown), so one peer that heard it lately holds every revival back.
+   * +Infinity while no peer ever spoke leases (older versions): the device acts as before leases.
    */
-  expiresAt (peers: Iterable<string>): number {
-    let oldest = Number.POSITIVE_INFINITY
+  expiresAt (): number {
+    if (this.renewedBy.size === 0) return Number.POSITIVE_INFINITY
+    return Math.max(...this.renewedBy.values()) + this.durationMs
+  }
+
+  /**
+   * After a stall (the lease ended at `from`): whether every one of `peers` (those heard now)
+   * that speaks leases has echoed a heartbeat sent since, so everything it sent before that
+   * echo — presence, feed announcements, word of a revival — has been read here.
+   */
+  answeredSince (from: number, peers: Iterable<string>): boolean {
+    let any = false
     for (const p of peers) {
+      any = true
       const at = this.renewedBy.get(p)
-      if (at !== undefined && at < oldest) oldest = at
+      if (at !== undefined && at < from) return false
     }
-    if (oldest === Number.POSITIVE_INFINITY && this.renewedBy.size > 0) oldest = Math.max(...this.renewedBy.values())
-    return oldest + this.durationMs
+    return any
   }
 
   /**
    * Whether an agent may act now. `alone`: nobody could revive its agents (the network is off
    * by choice, or there is no other device): it holds for ever.
    */
-  holds (now: number, alone: boolean, peers: Iterable<string>): boolean {
-    return alone || now < this.expiresAt(peers)
+  holds (now: number, alone: boolean): boolean {
+    return alone || now < this.expiresAt()
   }
 }
