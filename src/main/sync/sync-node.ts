@@ -455,9 +455,9 @@ export class SyncNode extends EventEmitter {
     const from = this.lease.expiresAt()
     this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(since - from)} ms ago): until the peers answer`)
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
-    // Held again, and every peer connected (suspected or not: on waking all are) or heard by one
-    // that answered since. Bounded by the abort, the node closing and `needed` (auto-revival
-    // turned off); rechecked each second.
+    // Held again, and every peer connected (suspected or not: on waking all are) answered since.
+    // Bounded by the abort, the node closing and `needed` (auto-revival turned off); rechecked
+    // each second.
     const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
     while (!answered() && waiting()) await this.nextEvent(signal, 1000)
     // Entries replicate beside the arbor channel: the blocks of this conversation that peers
@@ -468,13 +468,14 @@ export class SyncNode extends EventEmitter {
     this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
   }
 
-  /** The devices a stalled device must hear from again: those connected, and those they hear. */
+  /**
+   * The devices a stalled device must hear from again: those connected to it (suspected or not).
+   * Not the devices they hear: one cut off from this device can never answer here, and waiting
+   * for it would stop the agent for as long as the cut lasts.
+   */
   private peersToHear (): Set<string> {
     const out = new Set<string>()
-    for (const s of this.openSessions()) {
-      out.add(s.remoteDevice)
-      if (!this.detector.isSuspected(s.remoteDevice)) for (const d of s.remoteHears) out.add(d)
-    }
+    for (const s of this.openSessions()) out.add(s.remoteDevice)
     out.delete(this.history.device)
     return out
   }
