@@ -9,6 +9,7 @@ import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
 import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
+import { Lease } from '../runtime/placement/lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
@@ -109,6 +110,10 @@ export class SyncNode extends EventEmitter {
   private readonly clock: Clock
   private readonly life: Lifecycle
   private readonly detector: FailureDetector
+  /** what auto-revival agents here act under: renewed by peers echoing this device's heartbeats (lease.ts) */
+  private readonly lease: Lease
+  /** the lease's monotonic clock: the injected clock in tests, else performance.now (a wall-clock jump moves nothing) */
+  private readonly mono: () => number
   private readonly sessions = new Set<SyncSession>()
   private readonly versions: ProtocolVersions
   /** what each peer's last hello said of its versions */
@@ -145,6 +150,9 @@ export class SyncNode extends EventEmitter {
     this.log = opts.log ?? consoleLogger('sync')
     this.clock = opts.clock ?? systemClock
     this.detector = new FailureDetector(opts.suspectAfterMs ?? DEFAULT_SUSPECT_AFTER_MS)
+    this.lease = new Lease(this.detector.suspectAfterMs)
+    const clock = opts.clock
+    this.mono = clock !== undefined ? () => clock.now() : () => performance.now()
     this.online = opts.online ?? true
     this.versions = opts.versions ?? thisVersion()
     this.life = new Lifecycle(() => this.open(), () => this.shut())
@@ -427,10 +435,74 @@ export class SyncNode extends EventEmitter {
     return [...out]
   }
 
+  /**
+   * Whether auto-revival agents here may act now: they hold the lease, or nobody could revive
+   * them (the network is off by choice, or no other device is paired).
+   */
+  holdsLease (): boolean {
+    const alone = !this.online || !this.cluster.devicesMessage().devices.some(d => d.key !== this.history.device)
+    return this.lease.holds(this.mono(), alone)
+  }
+
+  /**
+   * Resolves once this device holds its lease (at once if it does), or when `signal` aborts.
+   * After a stall the lease has expired: it waits for a peer to echo a heartbeat sent after
+   * the wake, so what peers sent before that echo (presence, a revival) has been read.
+   */
+  async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true): Promise<void> {
+    if (this.holdsLease()) return
+    const since = this.mono()
+    const from = this.lease.expiresAt()
+    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(since - from)} ms ago): until the peers answer`)
+    const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
+    // Held again, and every peer connected (suspected or not: on waking all are) answered since.
+    // Bounded by the abort, the node closing and `needed` (auto-revival turned off); rechecked
+    // each second.
+    const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
+    while (!answered() && waiting()) await this.nextEvent(signal, 1000)
+    // Entries replicate beside the arbor channel: the blocks of this conversation that peers
+    // announced before their echo (a revival among them) are read before the agent acts. At
+    // most two windows: a peer that never serves them must not stall the agent for ever.
+    const deadline = this.mono() + 2 * this.detector.suspectAfterMs
+    while (this.openSessions().some(s => s.behind(conversation) > 0) && waiting() && this.mono() < deadline) await this.nextEvent(signal, 50)
+    this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
+  }
+
+  /**
+   * The devices a stalled device must hear from again: those connected to it (suspected or not).
+   * Not the devices they hear: one cut off from this device can never answer here, and waiting
+   * for it would stop the agent for as long as the cut lasts.
+   */
+  private peersToHear (): Set<string> {
+    const out = new Set<string>()
+    for (const s of this.openSessions()) out.add(s.remoteDevice)
+    out.delete(this.history.device)
+    return out
+  }
+
+  /** Resolves on a lease renewal, the network switched, the abort, or after `ms`. */
+  private async nextEvent (signal: AbortSignal, ms: number): Promise<void> {
+    await new Promise<void>(resolve => {
+      const done = (): void => {
+        this.off('lease', done)
+        this.off('online', done)
+        signal.removeEventListener('abort', done)
+        clearTimeout(timer)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.on('lease', done)
+      this.on('online', done)
+      signal.addEventListener('abort', done)
+    })
+  }
+
+
   /** Heartbeats to every peer now (on every tick, and at once when who this device hears changes). */
   private beat (): void {
     const now = this.clock.now()
     const hears = this.hearing()
+    this.lease.sentHeartbeat(now, this.mono())
     for (const s of this.sessions) if (s.opened) s.heartbeat(now, hears)
   }
 
@@ -556,6 +628,7 @@ export class SyncNode extends EventEmitter {
       },
       onPresence: (s, agents) => { this.emit('presence', { device: s.remoteDevice, agents }) },
       onHears: s => { this.emit('hears', { device: s.remoteDevice, hears: [...s.remoteHears] }) },
+      onEcho: (s, t, hearsMe) => { if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease') },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onClose: s => {
         this.sessions.delete(s)

@@ -26,6 +26,8 @@ export interface AgentHostOptions {
   fault?: AgentDeps['fault']
   /** the agent that outranks a running one (checked at its step boundaries; see placement) */
   supersededBy?: AgentDeps['supersededBy']
+  /** waits until a running agent may act (the lease of auto-revival agents; see agent-loop) */
+  lease?: AgentDeps['lease']
 }
 
 export interface StartOptions {
@@ -105,7 +107,8 @@ export class AgentHost {
       history,
       onEvent,
       ...(this.opts.fault !== undefined ? { fault: this.opts.fault } : {}),
-      ...(this.opts.supersededBy !== undefined ? { supersededBy: this.opts.supersededBy } : {})
+      ...(this.opts.supersededBy !== undefined ? { supersededBy: this.opts.supersededBy } : {}),
+      ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {})
     }
 
     let attempts = 0

@@ -6,7 +6,7 @@ import type { Tool, ToolResult } from '../../tools/tool'
 import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
 import { idemKey, planNext, toIrMessages, type UnknownWhy } from './step-planner'
-import type { AgentRef } from '../placement/placement'
+import { compareRefs, ownerOf, type AgentRef } from '../placement/placement'
 
 /**
  * What an agent reports while it works, for the UI and the CLI. `run` names the agent's run
@@ -39,6 +39,11 @@ export interface AgentDeps {
   fault?: (point: FaultPoint, detail: { tool?: string }) => void
   /** the agent that outranks this one, if any: checked at every step boundary (one agent per side) */
   supersededBy?: (run: AgentRun) => AgentRef | null
+  /**
+   * Resolves once this agent may act (its device holds the lease, placement/lease.ts; at once
+   * where no lease applies); awaited at every step boundary and before every tool call.
+   */
+  lease?: (run: AgentRun, signal: AbortSignal) => Promise<void>
 }
 
 export interface AgentRun {
@@ -82,16 +87,28 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
   const effectOf = (name: string): Tool['effect'] | undefined => deps.tools.get(name)?.effect
   const specs: IrToolSpec[] = [...deps.tools.values()].map(t => ({ name: t.name, description: t.description, parameters: t.parameters }))
 
+  // Whether it may take its next step: a lease held, nothing outranking it (after a stall the
+  // lease waits for fresh word from peers, so a revival they announced is seen here first).
+  const outranked = async (): Promise<AgentRef | null> => {
+    await deps.lease?.(run, signal)
+    const by = deps.supersededBy?.(run) ?? null
+    if (by !== null || deps.lease === undefined) return by
+    // The history as indexed now, not placement's view, which follows arriving entries a moment late.
+    const owner = ownerOf((await history.open(conversation)).entries())
+    return owner !== null && compareRefs(owner, { device: history.device, epoch: run.epoch }) > 0 ? owner : null
+  }
+  const giveWay = async (by: AgentRef): Promise<'superseded'> => {
+    await stop('superseded', `the agent now runs with epoch ${by.epoch} on device ${by.device.slice(0, 12)}`, by)
+    return 'superseded'
+  }
+
   // Outranked before it began (a higher agent arrived meanwhile): start nothing.
-  if (deps.supersededBy?.(run) != null) return 'superseded'
+  if (await outranked() != null) return 'superseded'
   await append({ kind: 'agent.started', body: run.previous === undefined ? { epoch: run.epoch, reason: run.reason } : { epoch: run.epoch, reason: run.reason, previous: run.previous }, parents: [] })
   for (;;) {
+    const by = await outranked()
     if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
-    const by = deps.supersededBy?.(run) ?? null
-    if (by !== null) {
-      await stop('superseded', `the agent now runs with epoch ${by.epoch} on device ${by.device.slice(0, 12)}`, by)
-      return 'superseded'
-    }
+    if (by !== null) return await giveWay(by)
     const dag = await history.open(conversation)
     const branch = dag.pathTo(run.cursor.tip)
     const step = planNext(branch, effectOf, { device: history.device, agent })
@@ -127,6 +144,9 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
           throw err
         }
         deps.fault?.('after-model', {})
+        // A reply that arrives after a stall is not written if another agent took over meanwhile.
+        const byNow = await outranked()
+        if (byNow !== null && !signal.aborted) return await giveWay(byNow)
         const body: EntryOf<'assistant'>['body'] = { text: result.text, model: result.model, finish: result.finish }
         if (result.toolCalls.length > 0) body.toolCalls = result.toolCalls.map(c => ({ id: c.id, name: c.name, args: c.args }))
         if (result.reasoning !== undefined) body.reasoning = result.reasoning
@@ -144,10 +164,17 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
           await append({ kind: 'tool.intent', body: { callId: step.call.id, tool: step.call.name, args: step.call.args ?? null, effect: step.effect, idemKey: key }, parents: [] })
         }
         deps.fault?.('after-intent', { tool: step.call.name })
+        // The start of a tool call: under the lease, and only if nobody took over.
+        const byAtStart = await outranked()
+        if (byAtStart !== null && !signal.aborted) return await giveWay(byAtStart)
         const res = tool === undefined
           ? { status: 'error' as const, output: `there is no tool named "${step.call.name}"; the tools are: ${[...deps.tools.keys()].join(', ')}` }
           : await runOne(deps, run, tool, step.call, key, signal)
         deps.fault?.('after-tool', { tool: step.call.name })
+        // A call that ended during a stall: its result is not written if the agent was revived meanwhile
+        // (the reviver recorded the outcome as unknown).
+        const byAfter = signal.aborted ? null : await outranked()
+        if (byAfter !== null && !signal.aborted) return await giveWay(byAfter)
         if (signal.aborted) {
           await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'cancelled', output: res.output }, parents: [] })
           await stop('cancelled')
