@@ -138,45 +138,48 @@ export const EnvelopeSchema = z.strictObject({
 
 /** The canonical bytes an id is the hash of: everything but the id (and a root's own id). Of an entry as written. */
 export function hashInput (e: Omit<WrittenEntry, 'id'> | WrittenEntry): string {
-  return inputOf(encodeFields(e))
+  if (e.author !== undefined) return inputOf(encodeFields(e))
+  // not an entry (every envelope has an author), but the hash input of anything is defined
+  return canonicalJson({ v: e.v, conversation: e.parents.length === 0 ? null : e.conversation, parents: e.parents, author: e.author, ts: e.ts, kind: e.kind, body: e.body })
 }
 
 /**
  * An entry's fields (as written, but the id) in canonical JSON, from which both its hash input
  * (inputOf) and its stored form (storedOf) are put together: writing an entry encodes its
  * body once, not twice. The bytes are those of canonicalJson on the two objects (keys in
- * code-unit order, undefined fields left out).
+ * code-unit order, undefined fields left out). Of an entry with an author, its first field.
  */
 export interface EncodedFields {
-  /** `"author":…,"body":…,` */
-  before: string
-  /** `"kind":…,"parents":…,"ts":…,"v":…,` */
-  after: string
-  /** `"conversation":…,` of a child; null for a root, whose conversation is its own id */
+  /** `{"author":…,"body":…` */
+  head: string
+  /** `,"conversation":…` of a child; null for a root, whose conversation is its own id */
   conversation: string | null
+  /** `,"kind":…,"parents":…,"ts":…,"v":…}` */
+  tail: string
 }
 
 export function encodeFields (e: Omit<WrittenEntry, 'id'> | WrittenEntry): EncodedFields {
+  if (e.author === undefined) throw new TypeError('an entry without an author has no stored form')
   // In key order, so a value that is not JSON is reported where canonicalJson would find it first.
-  const before = field('author', e.author) + field('body', e.body)
+  const head = '{"author":' + canonicalJson(e.author, '/author') + field('body', e.body)
   const conversation = e.parents.length === 0 ? null : field('conversation', e.conversation)
-  const after = field('kind', e.kind) + field('parents', e.parents) + field('ts', e.ts) + field('v', e.v)
-  return { before, after, conversation }
+  const tail = field('kind', e.kind) + field('parents', e.parents) + field('ts', e.ts) + field('v', e.v) + '}'
+  return { head, conversation, tail }
 }
 
 export function inputOf (f: EncodedFields): string {
   // A root's conversation is its own id, which cannot be part of its own hash.
-  return '{' + (f.before + (f.conversation ?? '"conversation":null,') + f.after).slice(0, -1) + '}'
+  return f.head + (f.conversation ?? ',"conversation":null') + f.tail
 }
 
 /** The stored form (encodeEntry's) of the entry with these fields and this id. */
 export function storedOf (f: EncodedFields, id: string): string {
-  return '{' + (f.before + (f.conversation ?? field('conversation', id)) + field('id', id) + f.after).slice(0, -1) + '}'
+  return f.head + (f.conversation ?? field('conversation', id)) + field('id', id) + f.tail
 }
 
-/** `"key":value,` in canonical JSON, or nothing for an undefined value (as canonicalJson drops it). */
+/** `,"key":value` in canonical JSON, or nothing for an undefined value (as canonicalJson drops it). */
 function field (key: string, value: unknown): string {
-  return value === undefined ? '' : '"' + key + '":' + canonicalJson(value, '/' + key) + ','
+  return value === undefined ? '' : ',"' + key + '":' + canonicalJson(value, '/' + key)
 }
 
 /**
@@ -247,7 +250,7 @@ export function checkEnvelope (raw: unknown, device?: string): EnvelopeCheck {
   if ((e.kind === 'conversation') !== (e.parents.length === 0)) {
     return { ok: false, error: `${hint}only a conversation root has no parents, and a root is a "conversation" entry` }
   }
-  if (new Set(e.parents).size !== e.parents.length) return { ok: false, error: `${hint}parents repeat` }
+  if (e.parents.length > 1 && new Set(e.parents).size !== e.parents.length) return { ok: false, error: `${hint}parents repeat` }
   if (e.parents.includes(e.id)) return { ok: false, error: `${hint}is its own parent` }
   if (e.parents.length === 0 && e.conversation !== e.id) return { ok: false, error: `${hint}a root's conversation must be its own id` }
   if (device !== undefined && e.author.device !== device) {
