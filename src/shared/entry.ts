@@ -198,6 +198,16 @@ export function encodeEntry (e: Entry): string {
 const encoded = new WeakMap<Entry, string>()
 
 /**
+ * Forgets an entry's remembered text once its last writer (the entry cache) has it: entries
+ * live as long as their conversation is open, and keeping each one's text beside it doubled
+ * what they hold (and a large WeakMap slows every young-generation GC). Asked for again, the
+ * encoding is computed again.
+ */
+export function releaseEncoding (e: Entry): void {
+  encoded.delete(e)
+}
+
+/**
  * Remembers the text an entry was read from, to be stored again as it is (the entry cache
  * needs one JSON line, not the canonical form). Text with a line break is not kept, nor the
  * text of an entry this version did not understand (its cache line is the in-memory form).

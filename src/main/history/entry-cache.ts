@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { encodeEntry, type Entry } from '../../shared/entry'
+import { encodeEntry, releaseEncoding, type Entry } from '../../shared/entry'
 
 /**
  * A per-conversation file of the entries already validated from its feeds, one JSON line
@@ -32,7 +32,10 @@ export class EntryCache {
   append (conversation: string, entries: Entry[]): Promise<void> {
     if (entries.length === 0) return this.queues.get(conversation) ?? Promise.resolve()
     let text = ''
-    for (const e of entries) text += encodeEntry(e) + '\n'
+    for (const e of entries) {
+      text += encodeEntry(e) + '\n'
+      releaseEncoding(e) // this line was the last use of the text written to the feed
+    }
     if (this.unterminated.delete(conversation)) text = '\n' + text
     // Appends made while a write is under way go out together in the next one: a write per
     // batch, not per call (an agent appends an entry or two at a time).
