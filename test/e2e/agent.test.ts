@@ -97,7 +97,7 @@ describe('the agent', () => {
 
   it('starts a step that may not run twice only once its intent, and the message that asked for it, are stored', async () => {
     // The journal is written behind the agent; what it waits for is visible in the store.
-    let history!: HistoryStore
+    const made: { history?: HistoryStore } = {} // the tools look into the store setup() makes
     const seen: Array<{ tool: string; stored: boolean }> = []
     const check = (name: string, effect: Tool['effect']): Tool => ({
       name,
@@ -106,6 +106,7 @@ describe('the agent', () => {
       effect,
       timeoutMs: 5000,
       run: async (_args, ctx) => {
+        const history = made.history as HistoryStore
         const [conversation] = history.list().map(c => c.id)
         const dag = await history.open(conversation as string)
         const intent = [...dag.entries()].find(e => e.kind === 'tool.intent' && e.body.idemKey === ctx.idemKey)
@@ -116,7 +117,7 @@ describe('the agent', () => {
     const tools = new Map([['write', check('write', 'workspace')], ['pay', check('pay', 'external')], ['look', check('look', 'read')]])
     const script: FakeScript = { rules: [{ match: 'go', reply: [{ toolCalls: [{ name: 'look' }, { name: 'write' }] }, { toolCalls: [{ name: 'pay' }] }, { text: 'all done' }] }] }
     const env = await setup(script, { tools })
-    history = env.history
+    const history = made.history = env.history
     const root = await history.createConversation({ title: 'journal first' })
     expect(await env.chat(root.id, 'go')).toBe('done')
     expect(seen.filter(s => s.tool !== 'look')).toEqual([{ tool: 'write', stored: true }, { tool: 'pay', stored: true }])
