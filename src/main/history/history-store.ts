@@ -147,6 +147,8 @@ export class HistoryStore extends EventEmitter {
   private readonly loading = new Map<string, Promise<ConversationDag>>()
   private readonly queues = new Map<string, Pending[]>()
   private readonly flushing = new Map<string, Promise<void>>()
+  /** per conversation, the calls whose write is under way: out of the queue, not yet in the DAG */
+  private readonly writing = new Map<string, Pending[]>()
   private readonly pumping = new Map<string, Promise<void>>()
   private readonly pumpAgain = new Set<string>()
   private readonly manifestDirty = new Set<string>()
@@ -326,38 +328,52 @@ export class HistoryStore extends EventEmitter {
    * one batch. Resolves, with the complete entries, once they are stored.
    */
   async append (conversation: string, drafts: EntryDraft[]): Promise<Entry[]> {
+    return await (await this.enqueue(conversation, drafts)).stored
+  }
+
+  /**
+   * What append does, resolving as soon as the entries are built and queued: `entries` are
+   * what will be stored (a later call may name them as parents), `stored` resolves with them
+   * once the feed has them, and is the acknowledgement. Calls for one conversation are
+   * stored in call order; if a write fails, entries queued on top of the lost ones fail too.
+   */
+  async enqueue (conversation: string, drafts: EntryDraft[]): Promise<{ entries: Entry[]; stored: Promise<Entry[]> }> {
     await this.ready()
     if (this.closing) throw new Error('the history store is closing')
     const dag = await this.load(conversation)
     if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
     const queue = this.queues.get(conversation) ?? []
-    const queued = new Set(queue.flatMap(p => p.entries.map(e => e.id)))
-    const known = (id: string): boolean => dag.isJoined(id) || queued.has(id)
     const ts = this.now()
     const entries: Entry[] = []
+    const ids = new Set<string>()
     for (const draft of drafts) {
       if (draft.kind === 'conversation') throw new InvalidEntryError('a conversation root is written by createConversation, not appended')
       // `$k` names the k-th draft of this call, whose id the caller cannot know beforehand.
       const parents = draft.parents.map(p => {
-        const ref = /^\$(\d+)$/.exec(p)
+        const ref = p.startsWith('$') ? /^\$(\d+)$/.exec(p) : null
         if (ref === null) return p
         const earlier = entries[Number(ref[1])]
         if (earlier === undefined) throw new InvalidEntryError(`parent ${p} does not name an earlier draft of this append`)
         return earlier.id
       })
       for (const p of parents) {
-        if (!known(p) && !entries.some(e => e.id === p)) { // entries: this call's, a handful
+        if (!dag.isJoined(p) && !ids.has(p) && !isQueued(queue, p) && !isQueued(this.writing.get(conversation) ?? [], p)) {
           throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${dag.has(p) ? ' yet (it waits for its own parent)' : ''}`)
         }
       }
-      entries.push(makeEntry({ ...draft, parents }, { conversation, device: this.device, ts }))
+      const entry = makeEntry({ ...draft, parents }, { conversation, device: this.device, ts })
+      entries.push(entry)
+      ids.add(entry.id)
     }
-    if (entries.length === 0) return []
-    return new Promise((resolve, reject) => {
+    if (entries.length === 0) return { entries, stored: Promise.resolve([]) }
+    const stored = new Promise<Entry[]>((resolve, reject) => {
       queue.push({ entries, resolve, reject })
       this.queues.set(conversation, queue)
       if (!this.flushing.has(conversation)) this.startFlush(conversation)
     })
+    // A caller that does not wait for it still hears of a failure: startFlush logs it.
+    stored.catch(() => undefined)
+    return { entries, stored }
   }
 
   private startFlush (conversation: string): void {
@@ -377,6 +393,7 @@ export class HistoryStore extends EventEmitter {
           count += p.entries.length
         }
         const entries = batch.flatMap(p => p.entries)
+        this.writing.set(conversation, batch)
         try {
           const core = await this.ownFeed(conversation)
           await this.writeBlocks(core, entries)
@@ -386,12 +403,33 @@ export class HistoryStore extends EventEmitter {
           const e = storageError(err, this.dir)
           this.log.error(`could not write ${entries.length} entries to conversation ${conversation.slice(0, 12)}: ${e.message}`)
           for (const p of batch) p.reject(e)
+          this.dropDependents(queue, entries, e)
+        } finally {
+          this.writing.delete(conversation)
         }
       }
       this.queues.delete(conversation)
     })()
     this.flushing.set(conversation, run)
     void run.finally(() => { this.flushing.delete(conversation); release() })
+  }
+
+  /**
+   * After `lost` failed to be written: rejects the queued calls that build on them (their
+   * entries would reach the feed with a parent it lacks), and those building on those.
+   */
+  private dropDependents (queue: Pending[], lost: Entry[], err: Error): void {
+    const gone = new Set(lost.map(e => e.id))
+    for (let i = 0; i < queue.length;) {
+      const p = queue[i] as Pending
+      if (p.entries.some(e => e.parents.some(id => gone.has(id)))) {
+        for (const e of p.entries) gone.add(e.id)
+        queue.splice(i, 1)
+        p.reject(err)
+      } else {
+        i++
+      }
+    }
   }
 
   private async writeBlocks (core: Hypercore.Core, entries: Entry[]): Promise<void> {
@@ -1000,6 +1038,15 @@ export class HistoryStore extends EventEmitter {
     if (dag !== undefined && !dag.isJoined(entry)) throw new Error(`entry ${entry.slice(0, 12)} is not in conversation ${conversation.slice(0, 12)}`)
     this.view.select(conversation, entry)
   }
+}
+
+/** Whether an entry is among these calls' (a write queue, or the batch being written); newest first, where a writer's parent usually is. */
+function isQueued (queue: Pending[], id: string): boolean {
+  for (let i = queue.length - 1; i >= 0; i--) {
+    const entries = (queue[i] as Pending).entries
+    for (let j = entries.length - 1; j >= 0; j--) if ((entries[j] as Entry).id === id) return true
+  }
+  return false
 }
 
 function hex (core: Hypercore.Core): string {

@@ -5,7 +5,7 @@ import { LlmError, type LlmProvider } from '../../llm/provider'
 import type { Tool, ToolResult } from '../../tools/tool'
 import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
-import { idemKey, planNext, toIrMessages, type UnknownWhy } from './step-planner'
+import { idemKey, planNext, rerunnable, toIrMessages, type UnknownWhy } from './step-planner'
 import { compareRefs, ownerOf, type AgentRef } from '../placement/placement'
 
 /**
@@ -69,15 +69,74 @@ export type AgentOutcome = 'done' | 'cancelled' | 'error' | 'idle' | 'superseded
  * agent.stopped entry that says what to do; anything else is thrown: a crash.
  */
 export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSignal): Promise<AgentOutcome> {
+  const journal = new Journal(deps, run)
+  try {
+    const outcome = await steps(deps, run, signal, journal)
+    await journal.stored()
+    return outcome
+  } catch (err) {
+    // A crash is recorded after what was journaled before it (the cursor must have reached it).
+    await journal.stored().catch(() => undefined)
+    throw err
+  }
+}
+
+/**
+ * What an agent writes, in order. An entry is built and queued at once and stored behind
+ * the agent's back; `stored()` waits for everything queued so far. The loop waits before
+ * what must follow the journal (a step that may not run twice, the end of the run); a
+ * model call or a read need not, so a step's entries are written while the next one runs.
+ * The cursor moves, and the 'entry' event goes out, only once an entry is stored.
+ */
+class Journal {
+  /** the path root → last entry written, kept here rather than re-read every step (its ancestors never change) */
+  branch: Entry[] = []
+  /** the entry the next one attaches to: the last one queued */
+  tip: string
+  private last: Promise<void> = Promise.resolve()
+  private readonly agent: string
+
+  constructor (private readonly deps: AgentDeps, private readonly run: AgentRun) {
+    this.tip = run.cursor.tip
+    this.agent = `agent#${run.epoch}`
+  }
+
+  async append (draft: EntryDraft): Promise<Entry> {
+    const { history, onEvent } = this.deps
+    const { conversation, cursor } = this.run
+    let queued
+    try {
+      queued = await history.enqueue(conversation, [{ ...draft, agent: this.agent, parents: [this.tip] } as EntryDraft])
+    } catch (err) {
+      await this.last // an earlier write that failed is the cause: report that one
+      throw err
+    }
+    const entry = queued.entries[0] as Entry
+    this.tip = entry.id
+    this.branch.push(entry)
+    // Stored in call order: each write waits for the one before, so `last` covers them all.
+    const prev = this.last
+    this.last = (async () => {
+      await prev
+      await queued.stored
+      cursor.tip = entry.id
+      onEvent({ type: 'entry', conversation, entry })
+    })()
+    this.last.catch(() => undefined) // surfaced by stored(), the next append or the end of the run
+    return entry
+  }
+
+  /** Resolves once every entry appended so far is stored; rejects if one could not be. */
+  stored (): Promise<void> {
+    return this.last
+  }
+}
+
+async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journal: Journal): Promise<AgentOutcome> {
   const { history } = deps
   const conversation = run.conversation
   const agent = `agent#${run.epoch}`
-  const append = async (draft: EntryDraft): Promise<Entry> => {
-    const [entry] = await history.append(conversation, [{ ...draft, agent, parents: [run.cursor.tip] } as EntryDraft])
-    run.cursor.tip = (entry as Entry).id
-    deps.onEvent({ type: 'entry', conversation, entry: entry as Entry })
-    return entry as Entry
-  }
+  const append = (draft: EntryDraft): Promise<Entry> => journal.append(draft)
   const stop = async (reason: EntryOf<'agent.stopped'>['body']['reason'], message?: string, by?: AgentRef): Promise<void> => {
     const body: EntryOf<'agent.stopped'>['body'] = { epoch: run.epoch, reason }
     if (message !== undefined) body.message = message
@@ -104,13 +163,14 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
 
   // Outranked before it began (a higher agent arrived meanwhile): start nothing.
   if (await outranked() != null) return 'superseded'
+  const dag = await history.open(conversation)
+  journal.branch = dag.pathTo(run.cursor.tip)
   await append({ kind: 'agent.started', body: run.previous === undefined ? { epoch: run.epoch, reason: run.reason } : { epoch: run.epoch, reason: run.reason, previous: run.previous }, parents: [] })
   for (;;) {
     const by = await outranked()
     if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
     if (by !== null) return await giveWay(by)
-    const dag = await history.open(conversation)
-    const branch = dag.pathTo(run.cursor.tip)
+    const branch = journal.branch
     const step = planNext(branch, effectOf, { device: history.device, agent })
     switch (step.kind) {
       case 'idle':
@@ -123,7 +183,7 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
         deps.fault?.('before-model', {})
         let result
         // The reply will be a child of the current tip: streamed text belongs to that branch.
-        const parent = run.cursor.tip
+        const parent = journal.tip
         try {
           result = await deps.provider.chat({
             model: deps.model,
@@ -163,6 +223,10 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
         if (step.intent === undefined) {
           await append({ kind: 'tool.intent', body: { callId: step.call.id, tool: step.call.name, args: step.call.args ?? null, effect: step.effect, idemKey: key }, parents: [] })
         }
+        // A step that must not run twice runs only once the journal says it will (the intent,
+        // and all before it, stored). A read or idempotent one is run again after a crash
+        // anyway (planNext), so it need not wait for the disk.
+        if (!rerunnable(step.effect)) await journal.stored()
         deps.fault?.('after-intent', { tool: step.call.name })
         // The start of a tool call: under the lease, and only if nobody took over.
         const byAtStart = await outranked()
