@@ -126,6 +126,15 @@ class Journal {
     return entry
   }
 
+  /**
+   * Sends an event once every entry queued before it is stored, so listeners see a call's
+   * intent before its tool-start even when the call did not wait for the disk.
+   */
+  emit (ev: AgentEvent): void {
+    this.last = this.last.then(() => { this.deps.onEvent(ev) })
+    this.last.catch(() => undefined) // surfaced by stored(), the next append or the end of the run
+  }
+
   /** Resolves once every entry appended so far is stored; rejects if one could not be. */
   stored (): Promise<void> {
     return this.last
@@ -233,7 +242,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
         if (byAtStart !== null && !signal.aborted) return await giveWay(byAtStart)
         const res = tool === undefined
           ? { status: 'error' as const, output: `there is no tool named "${step.call.name}"; the tools are: ${[...deps.tools.keys()].join(', ')}` }
-          : await runOne(deps, run, tool, step.call, key, signal)
+          : await runOne(deps, run, tool, step.call, key, signal, ev => { journal.emit(ev) })
         deps.fault?.('after-tool', { tool: step.call.name })
         // A call that ended during a stall: its result is not written if the agent was revived meanwhile
         // (the reviver recorded the outcome as unknown).
@@ -262,16 +271,16 @@ const NOT_RUN: Record<UnknownWhy, string> = {
 }
 
 /** Runs one tool call (arguments checked, time limit kept); a tool that throws crashes the agent. */
-async function runOne (deps: AgentDeps, run: AgentRun, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal): Promise<ToolResult> {
+async function runOne (deps: AgentDeps, run: AgentRun, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal, emit: (ev: AgentEvent) => void): Promise<ToolResult> {
   const { conversation, id } = run
-  deps.onEvent({ type: 'tool-start', conversation, run: id, callId: call.id, tool: tool.name, args: call.args })
+  emit({ type: 'tool-start', conversation, run: id, callId: call.id, tool: tool.name, args: call.args })
   const res = await runTool(tool, call.args, {
     cwd: deps.sandbox.cwd,
     signal,
     idemKey: key,
     sandbox: deps.sandbox,
-    onOutput: chunk => deps.onEvent({ type: 'tool-output', conversation, run: id, callId: call.id, chunk })
+    onOutput: chunk => { emit({ type: 'tool-output', conversation, run: id, callId: call.id, chunk }) }
   })
-  deps.onEvent({ type: 'tool-end', conversation, run: id, callId: call.id, status: res.status })
+  emit({ type: 'tool-end', conversation, run: id, callId: call.id, status: res.status })
   return res
 }
