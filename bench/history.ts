@@ -1,16 +1,13 @@
 // Benchmarks of the history store (DESIGN.md, "History"), each beside a baseline measured
 // in the same run. Prints one JSON line per measurement; see bench/README.md.
-import { spawn, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import Corestore from 'corestore'
 import { HistoryStore } from '../src/main/history/history-store'
 import { encodeEntry, type Entry } from '../src/shared/entry'
-import { benchLog, chain, emit, median, round, textMaker } from './lib/util'
+import { benchLog, chain, emit, ensureBuilt, interleave, median, round, runNode, textMaker } from './lib/util'
 
-const ROOT = path.resolve(import.meta.dirname, '..')
 const TS = 1_700_000_000_000 // fixed clock: entry ids can be computed ahead (see chain)
 const RUNS = 5
 const text = textMaker(42)
@@ -26,17 +23,6 @@ async function timed<T> (fn: () => Promise<T>): Promise<{ ms: number; cpuMs: num
   const value = await fn()
   const c = process.cpuUsage(c0)
   return { ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000, value }
-}
-
-/**
- * Runs each fn once to warm up, then `runs` rounds of every fn in turn, so a subject and
- * its baseline see the same background load; returns each fn's measured results.
- */
-async function interleave<T> (runs: number, fns: Array<() => Promise<T>>): Promise<T[][]> {
-  for (const fn of fns) await fn()
-  const out: T[][] = fns.map(() => [])
-  for (let i = 0; i < runs; i++) for (const [j, fn] of fns.entries()) (out[j] as T[]).push(await fn())
-  return out
 }
 
 // ---------------------------------------------------------------- a. append throughput
@@ -126,19 +112,6 @@ async function buildConversations (dir: string, conversations: number, perConver
   await store.close()
 }
 
-function runNode (args: string[]): Promise<{ ms: number; code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now()
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d })
-    child.on('error', reject)
-    child.on('close', code => resolve({ ms: performance.now() - t0, code, stdout, stderr }))
-  })
-}
-
 async function lsChild (dir: string): Promise<{ ms: number; count: number }> {
   const r = await runNode(['--import', 'tsx', path.join('bench', 'lib', 'ls-child.ts'), dir])
   if (r.code !== 0) throw new Error(`ls-child failed (${r.code}): ${r.stderr}`)
@@ -175,11 +148,7 @@ async function listColdStart (): Promise<void> {
     ok: inProcess < 200
   })
 
-  if (!existsSync(path.join(ROOT, 'out', 'main', 'cli.js'))) {
-    process.stderr.write('bench history: out/main/cli.js is missing; building\n')
-    const b = spawnSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], shell: process.platform === 'win32' })
-    if (b.status !== 0) throw new Error('the build failed')
-  }
+  ensureBuilt('bench history')
   const [cliBigRuns = [], cliSmallRuns = [], nodeRuns = []] = await interleave(RUNS, [
     () => lsCli(big, 1000),
     () => lsCli(small, 10),

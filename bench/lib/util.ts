@@ -1,4 +1,7 @@
 // Helpers shared by the benchmarks (bench/lib is not run as a benchmark itself).
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import path from 'node:path'
 import { type EntryDraft } from '../../src/shared/entry'
 import { makeEntry } from '../../src/main/history/entry-codec'
 import type { Logger } from '../../src/shared/logger'
@@ -43,18 +46,23 @@ const WORDS = ('the a of to and in that is for it with as on be this by file fun
   'value should could would change update build run type import export module config path line output ' +
   'install package version missing expected actual because then when which after before check fix').split(' ')
 
-/** Deterministic pseudo-random text of 200–500 bytes, like a chat message. */
-export function textMaker (seed = 1): () => string {
+/** A deterministic pseudo-random number generator (mulberry32): uniform in [0, 1). */
+export function random (seed = 1): () => number {
   let s = seed >>> 0
-  const rnd = (): number => {
+  return () => {
     s = (s + 0x6d2b79f5) >>> 0
     let t = s
     t = Math.imul(t ^ (t >>> 15), t | 1)
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
+}
+
+/** Deterministic pseudo-random text of min–max bytes (default 200–500, like a chat message). */
+export function textMaker (seed = 1, min = 200, max = 500): () => string {
+  const rnd = random(seed)
   return () => {
-    const target = 200 + Math.floor(rnd() * 300)
+    const target = min + Math.floor(rnd() * (max - min))
     let out = ''
     while (out.length < target) out += (out === '' ? '' : ' ') + WORDS[Math.floor(rnd() * WORDS.length)]
     return out.slice(0, target)
@@ -77,4 +85,40 @@ export function chain (ctx: { conversation: string; device: string; ts: number }
     last = makeEntry(draft, ctx).id
   }
   return { drafts, last }
+}
+
+/** The repository's root (benchmarks run their children from it). */
+export const ROOT = path.resolve(import.meta.dirname, '..', '..')
+
+/**
+ * Runs each fn once to warm up, then `runs` rounds of every fn in turn, so a subject and
+ * its baseline see the same background load; returns each fn's measured results.
+ */
+export async function interleave<T> (runs: number, fns: Array<() => Promise<T>>): Promise<T[][]> {
+  for (const fn of fns) await fn()
+  const out: T[][] = fns.map(() => [])
+  for (let i = 0; i < runs; i++) for (const [j, fn] of fns.entries()) (out[j] as T[]).push(await fn())
+  return out
+}
+
+/** Runs `node ARGS` from the repository's root: wall ms until it exits, exit code and output (`stderr: 'inherit'` passes it through). */
+export function runNode (args: string[], opts: { stderr?: 'pipe' | 'inherit' } = {}): Promise<{ ms: number; code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', opts.stderr ?? 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => { stdout += d })
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => { stderr += d })
+    child.on('error', reject)
+    child.on('close', code => resolve({ ms: performance.now() - t0, code, stdout, stderr }))
+  })
+}
+
+/** Builds out/ (the CLI the process benchmarks run) if out/main/cli.js is missing. */
+export function ensureBuilt (what: string): void {
+  if (existsSync(path.join(ROOT, 'out', 'main', 'cli.js'))) return
+  process.stderr.write(`${what}: out/main/cli.js is missing; building\n`)
+  const b = spawnSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], shell: process.platform === 'win32' })
+  if (b.status !== 0) throw new Error('the build failed')
 }
