@@ -11,13 +11,13 @@ import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { HistoryStore, type EntriesEvent } from '../src/main/history/history-store'
 import { SyncNode } from '../src/main/sync/sync-node'
-import type { SyncSession } from '../src/main/sync/sync-session'
 import type { EntryDraft } from '../src/shared/entry'
 import type { Logger } from '../src/shared/logger'
-import { MemoryLink } from '../test/helpers/in-process-network'
+import type { MemoryLink } from '../test/helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../test/helpers/test-cluster'
 import { DeviceProcesses, awayMs, netOnOnce, restartOnce as restartProcessOnce, type DeviceProcess } from '../test/helpers/sync-node-processes'
 import { emit, median, percentile, round, textMaker } from './lib/util'
+import { closeDevice, connect, connectRaw, contiguous, openCounter, until, type Connection, type Device } from './lib/sync-devices'
 
 const PER_CONVERSATION = 20 // entries after each root
 const TARGET = 0.8
@@ -77,18 +77,9 @@ function versus (n: number, subject: Took[], base: Took[]): Record<string, numbe
   }
 }
 
-/** Resolves when check() holds, checking on every turn of the event loop (no timer granularity). */
-async function until (check: () => boolean, what: string, ms = 120_000): Promise<void> {
-  const deadline = performance.now() + ms
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setImmediate(resolve))
-  }
-}
 
 // ---------------------------------------------------------------- devices
 
-interface Device { history: HistoryStore; node: SyncNode }
 
 async function device (dir = freshDir('device')): Promise<Device> {
   const history = new HistoryStore({ dir, log, idleCloseMs: 500 })
@@ -100,10 +91,6 @@ async function device (dir = freshDir('device')): Promise<Device> {
   return { history, node }
 }
 
-async function closeDevice (d: Device): Promise<void> {
-  await d.node.close()
-  await d.history.close()
-}
 
 /** n drafts chained after `parent` (`$k` names the k-th draft of the same call). */
 function drafts (parent: string, n: number): EntryDraft[] {
@@ -166,62 +153,10 @@ function entryCounter (h: HistoryStore): { reach: (n: number) => Promise<void>; 
   }
 }
 
-interface Connection { link: MemoryLink; a: SyncSession; b: SyncSession }
 
-/** Links two nodes as Hyperswarm would: attach() once the Noise handshake is done (a initiates). */
-async function connect (a: Device, b: Device): Promise<Connection> {
-  const link = new MemoryLink(a.history.keyPair, b.history.keyPair)
-  if (!await link.opened()) throw new Error('the Noise handshake failed')
-  const sa = a.node.attach(link.a)
-  const sb = b.node.attach(link.b)
-  if (sa === null || sb === null) throw new Error('a node refused the connection')
-  return { link, a: sa, b: sb }
-}
 
-/** Raw Corestore replication of two stores over the same kind of link. */
-async function connectRaw (a: Corestore, b: Corestore): Promise<MemoryLink> {
-  const link = new MemoryLink(crypto.keyPair(), crypto.keyPair())
-  if (!await link.opened()) throw new Error('the Noise handshake failed')
-  a.replicate(link.a)
-  b.replicate(link.b)
-  return link
-}
 
-/** Resolves once every core has `contiguousLength` ≥ its target. */
-function contiguous (cores: Array<{ core: Hypercore.Core; length: number }>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let left = 0
-    let progress = 0
-    let seen = 0
-    const watchdog = setInterval(() => {
-      if (progress !== seen) { seen = progress; return }
-      clearInterval(watchdog)
-      reject(new Error(`raw replication stalled: ${left} cores incomplete after ${STALL_MS / 1000} s without progress`))
-    }, STALL_MS)
-    const finish = (): void => { clearInterval(watchdog); resolve() }
-    for (const { core, length } of cores) {
-      if (core.contiguousLength >= length) continue
-      left++
-      const check = (): void => {
-        progress++
-        if (core.contiguousLength < length) return
-        core.off('download', check)
-        if (--left === 0) finish()
-      }
-      core.on('download', check)
-    }
-    if (left === 0) finish()
-  })
-}
 
-/** Counts cores a Corestore creates (opens) from now on, through its core tracker. */
-function openCounter (store: Corestore): { count: () => number; stop: () => void } {
-  const tracker = (store as unknown as { cores: { set: (id: string, core: unknown) => void } }).cores
-  const original = tracker.set
-  let n = 0
-  tracker.set = function (this: unknown, id: string, core: unknown) { n++; original.call(this, id, core) }
-  return { count: () => n, stop: () => { tracker.set = original } }
-}
 
 /** Resolves when the link has carried nothing for quietMs; returns when it last carried anything. */
 async function quiet (link: MemoryLink, quietMs = 100): Promise<number> {
