@@ -1,6 +1,8 @@
 // Benchmarks of sync (DESIGN.md, "Sync and trust"): two devices on an in-memory link with
 // a real Noise handshake, SyncNode without a swarm; each beside raw Corestore replication of
-// the same cores over the same kind of link. Prints one JSON line per measurement; see bench/README.md.
+// the same cores over the same kind of link. Then discovery: devices as processes with a real
+// Hyperswarm on a HyperDHT testnet, beside a bare Hyperswarm pair. Prints one JSON line per
+// measurement; see bench/README.md. ARBOR_BENCH_SYNC=discovery (or transfer) runs one part.
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -9,12 +11,13 @@ import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { HistoryStore, type EntriesEvent } from '../src/main/history/history-store'
 import { SyncNode } from '../src/main/sync/sync-node'
-import type { SyncSession } from '../src/main/sync/sync-session'
 import type { EntryDraft } from '../src/shared/entry'
 import type { Logger } from '../src/shared/logger'
-import { MemoryLink } from '../test/helpers/in-process-network'
+import type { MemoryLink } from '../test/helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../test/helpers/test-cluster'
-import { emit, median, round, textMaker } from './lib/util'
+import { DeviceProcesses, awayMs, netOnOnce, restartOnce as restartProcessOnce, type DeviceProcess } from '../test/helpers/sync-node-processes'
+import { emit, median, percentile, round, textMaker } from './lib/util'
+import { closeDevice, connect, connectRaw, contiguous, openCounter, until, type Connection, type Device } from './lib/sync-devices'
 
 const PER_CONVERSATION = 20 // entries after each root
 const TARGET = 0.8
@@ -74,18 +77,9 @@ function versus (n: number, subject: Took[], base: Took[]): Record<string, numbe
   }
 }
 
-/** Resolves when check() holds, checking on every turn of the event loop (no timer granularity). */
-async function until (check: () => boolean, what: string, ms = 120_000): Promise<void> {
-  const deadline = performance.now() + ms
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setImmediate(resolve))
-  }
-}
 
 // ---------------------------------------------------------------- devices
 
-interface Device { history: HistoryStore; node: SyncNode }
 
 async function device (dir = freshDir('device')): Promise<Device> {
   const history = new HistoryStore({ dir, log, idleCloseMs: 500 })
@@ -97,10 +91,6 @@ async function device (dir = freshDir('device')): Promise<Device> {
   return { history, node }
 }
 
-async function closeDevice (d: Device): Promise<void> {
-  await d.node.close()
-  await d.history.close()
-}
 
 /** n drafts chained after `parent` (`$k` names the k-th draft of the same call). */
 function drafts (parent: string, n: number): EntryDraft[] {
@@ -163,62 +153,10 @@ function entryCounter (h: HistoryStore): { reach: (n: number) => Promise<void>; 
   }
 }
 
-interface Connection { link: MemoryLink; a: SyncSession; b: SyncSession }
 
-/** Links two nodes as Hyperswarm would: attach() once the Noise handshake is done (a initiates). */
-async function connect (a: Device, b: Device): Promise<Connection> {
-  const link = new MemoryLink(a.history.keyPair, b.history.keyPair)
-  if (!await link.opened()) throw new Error('the Noise handshake failed')
-  const sa = a.node.attach(link.a)
-  const sb = b.node.attach(link.b)
-  if (sa === null || sb === null) throw new Error('a node refused the connection')
-  return { link, a: sa, b: sb }
-}
 
-/** Raw Corestore replication of two stores over the same kind of link. */
-async function connectRaw (a: Corestore, b: Corestore): Promise<MemoryLink> {
-  const link = new MemoryLink(crypto.keyPair(), crypto.keyPair())
-  if (!await link.opened()) throw new Error('the Noise handshake failed')
-  a.replicate(link.a)
-  b.replicate(link.b)
-  return link
-}
 
-/** Resolves once every core has `contiguousLength` ≥ its target. */
-function contiguous (cores: Array<{ core: Hypercore.Core; length: number }>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let left = 0
-    let progress = 0
-    let seen = 0
-    const watchdog = setInterval(() => {
-      if (progress !== seen) { seen = progress; return }
-      clearInterval(watchdog)
-      reject(new Error(`raw replication stalled: ${left} cores incomplete after ${STALL_MS / 1000} s without progress`))
-    }, STALL_MS)
-    const finish = (): void => { clearInterval(watchdog); resolve() }
-    for (const { core, length } of cores) {
-      if (core.contiguousLength >= length) continue
-      left++
-      const check = (): void => {
-        progress++
-        if (core.contiguousLength < length) return
-        core.off('download', check)
-        if (--left === 0) finish()
-      }
-      core.on('download', check)
-    }
-    if (left === 0) finish()
-  })
-}
 
-/** Counts cores a Corestore creates (opens) from now on, through its core tracker. */
-function openCounter (store: Corestore): { count: () => number; stop: () => void } {
-  const tracker = (store as unknown as { cores: { set: (id: string, core: unknown) => void } }).cores
-  const original = tracker.set
-  let n = 0
-  tracker.set = function (this: unknown, id: string, core: unknown) { n++; original.call(this, id, core) }
-  return { count: () => n, stop: () => { tracker.set = original } }
-}
 
 /** Resolves when the link has carried nothing for quietMs; returns when it last carried anything. */
 async function quiet (link: MemoryLink, quietMs = 100): Promise<number> {
@@ -450,12 +388,79 @@ async function reconnect (big: Pair): Promise<void> {
   await closeDevice(small.a)
 }
 
+// ---------------------------------------------------------------- 4. discovery after net on and restarts
+
+const DISCOVERY_TARGET_MS = 2000
+
+/** A bare Hyperswarm on b starts again on the topic: ms until it has its connection to a, and whether a had one within 2 s more. */
+async function bareRestartOnce (a: DeviceProcess, b: DeviceProcess, away: number): Promise<{ ms: number; oneSided: boolean }> {
+  await b.close()
+  await sleep(away)
+  const t = await b.start([a.device])
+  const ms = (await b.connectedTo(a.device, t)).t - t
+  const oneSided = await a.connectedTo(b.device, t, ms + 2000).then(() => false, () => true)
+  return { ms, oneSided }
+}
+
+/** median, p90 and max of a list of ms, rounded, under a prefix (`p90`, or `bothP90`…). */
+function spread (ms: number[], prefix = ''): Record<string, number> {
+  const k = (s: string): string => prefix === '' ? s : `${prefix}${s[0]?.toUpperCase() ?? ''}${s.slice(1)}`
+  return { [k('median')]: round(median(ms)), [k('p90')]: round(percentile(ms, 90)), [k('max')]: round(Math.max(...ms)) }
+}
+
+async function discovery (): Promise<void> {
+  const RUNS = Number(process.env.ARBOR_BENCH_DISCOVERY_RUNS ?? 20)
+  const net = new DeviceProcesses()
+  try {
+    await net.ready()
+    const [a, b] = [await net.device('a'), await net.device('b')]
+    const [bareA, bareB] = [await net.device('bare-a', { bare: true }), await net.device('bare-b', { bare: true })]
+    await net.pair(a, b)
+    await bareA.start()
+    await bareB.start([bareA.device])
+    const netOn: number[] = []
+    const bothOn: number[] = []
+    const restart: number[] = []
+    const crash: number[] = []
+    const bare: number[] = []
+    let oneSided = 0
+    for (let i = 0; i < RUNS; i++) {
+      netOn.push(await netOnOnce(a, b, awayMs(i)))
+      bothOn.push(await netOnOnce(a, b, awayMs(i), true))
+      restart.push(await restartProcessOnce(a, b, awayMs(i)))
+      crash.push(await restartProcessOnce(a, b, awayMs(i), 'kill'))
+      const r = await bareRestartOnce(bareA, bareB, awayMs(i))
+      bare.push(r.ms)
+      if (r.oneSided) oneSided++
+      note(`discovery run ${i}: net on ${netOn[i]} ms, both ${bothOn[i]} ms, restart ${restart[i]} ms, after a kill ${crash[i]} ms; bare Hyperswarm ${r.ms} ms${r.oneSided ? ' (the other side had none 2 s later)' : ''}`)
+    }
+    const baseline = median(bare)
+    const common = {
+      unit: 'ms',
+      baseline: round(baseline),
+      baselineName: 'a bare Hyperswarm on the same kind of DHT restarted on the topic: until it has its connection (one side)',
+      ...spread(bare, 'baseline'),
+      baselineOneSided: oneSided,
+      runs: RUNS,
+      target: DISCOVERY_TARGET_MS
+    }
+    emit({ name: 'sync.discovery.net-on', value: round(median(netOn)), ratio: round(median(netOn) / baseline), ...spread(netOn), ...spread(bothOn, 'both'), ...common, ok: percentile(netOn, 90) <= DISCOVERY_TARGET_MS && percentile(bothOn, 90) <= DISCOVERY_TARGET_MS })
+    emit({ name: 'sync.discovery.restart', value: round(median(restart)), ratio: round(median(restart) / baseline), ...spread(restart), ...spread(crash, 'killed'), ...common, ok: percentile(restart, 90) <= DISCOVERY_TARGET_MS && percentile(crash, 90) <= DISCOVERY_TARGET_MS })
+  } finally {
+    await net.close()
+  }
+}
+
+const part = process.env.ARBOR_BENCH_SYNC
 try {
-  const { a, b, bLink } = await initialAndCatchup()
-  const big: Pair = { size: 1000, a, b, conn: bLink }
-  await reconnect(big)
-  await closeDevice(big.b)
-  await closeDevice(big.a)
+  if (part === undefined || part === 'transfer') {
+    const { a, b, bLink } = await initialAndCatchup()
+    const big: Pair = { size: 1000, a, b, conn: bLink }
+    await reconnect(big)
+    await closeDevice(big.b)
+    await closeDevice(big.a)
+  }
+  if (part === undefined || part === 'discovery') await discovery()
 } finally {
   await fs.rm(tmp, { recursive: true, force: true })
 }

@@ -113,7 +113,12 @@ export class ArborNode implements NodeCommands {
           this.sync.broadcastLive({ conversation, event })
         }
       },
-      supersededBy: run => this.placement.supersededBy(run)
+      supersededBy: run => this.placement.supersededBy(run),
+      // Only an agent a peer may revive acts under a lease; others are never slowed.
+      lease: async (run, signal) => {
+        const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
+        if (revivable()) await this.sync.waitForLease(signal, run.conversation, revivable)
+      }
     })
     this.placement = new AgentPlacement({
       history: this.history,

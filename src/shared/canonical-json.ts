@@ -6,30 +6,76 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
  * undefined dropped. Two equal values always encode to the same string, so the
  * encoding can be hashed into an id.
  */
-export function canonicalJson (value: unknown): string {
-  return encode(value, '')
+export function canonicalJson (value: unknown, at = ''): string {
+  try {
+    return encode(value)
+  } catch (err) {
+    // The fast encoder keeps no path; encoding again with one throws the same error, located
+    // (`at`: where the value sits in what is being encoded, for the message).
+    if (err instanceof TypeError && err.message === NOT_JSON) encodeAt(value, at)
+    throw err
+  }
 }
 
-function encode (value: unknown, path: string): string {
+const NOT_JSON = 'not JSON'
+
+// Every entry is encoded at least once on the way to its feed: plain concatenation, no
+// intermediate arrays, and no path strings (encodeAt builds those once something failed).
+function encode (value: unknown): string {
   if (value === null) return 'null'
   switch (typeof value) {
     case 'boolean': return value ? 'true' : 'false'
     case 'string': return JSON.stringify(value)
     case 'number':
-      if (!Number.isFinite(value)) throw new TypeError(`cannot encode ${value} at ${path || '/'}: numbers must be finite`)
+      if (!Number.isFinite(value)) throw new TypeError(NOT_JSON)
       return JSON.stringify(value)
     case 'object': {
       if (Array.isArray(value)) {
-        const parts: string[] = []
+        let out = '['
         // An indexed loop, so holes encode as null as JSON.stringify does.
-        for (let i = 0; i < value.length; i++) parts.push(encode(value[i] === undefined ? null : value[i], `${path}/${i}`))
-        return '[' + parts.join(',') + ']'
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i]
+          out += (i === 0 ? '' : ',') + (item === undefined ? 'null' : encode(item))
+        }
+        return out + ']'
+      }
+      const proto = Object.getPrototypeOf(value) as unknown
+      if (proto !== Object.prototype && proto !== null) throw new TypeError(NOT_JSON)
+      const obj = value as Record<string, unknown>
+      const keys = Object.keys(obj).sort()
+      let out = '{'
+      for (const k of keys) {
+        const v = obj[k]
+        if (v === undefined) continue
+        out += (out.length === 1 ? '' : ',') + JSON.stringify(k) + ':' + encode(v)
+      }
+      return out + '}'
+    }
+    default:
+      throw new TypeError(NOT_JSON)
+  }
+}
+
+/** The same walk as encode, keeping the path, to say where a value is not JSON (throws there). */
+function encodeAt (value: unknown, path: string): void {
+  if (value === null) return
+  switch (typeof value) {
+    case 'boolean':
+    case 'string':
+      return
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`cannot encode ${value} at ${path || '/'}: numbers must be finite`)
+      return
+    case 'object': {
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (value[i] !== undefined) encodeAt(value[i], `${path}/${i}`)
+        return
       }
       const proto = Object.getPrototypeOf(value) as unknown
       if (proto !== Object.prototype && proto !== null) throw new TypeError(`cannot encode a ${(value as object).constructor?.name ?? 'non-plain object'} at ${path || '/'}: only plain objects and arrays`)
       const obj = value as Record<string, unknown>
-      const keys = Object.keys(obj).filter(k => obj[k] !== undefined).sort()
-      return '{' + keys.map(k => JSON.stringify(k) + ':' + encode(obj[k], `${path}/${k}`)).join(',') + '}'
+      for (const k of Object.keys(obj).sort()) if (obj[k] !== undefined) encodeAt(obj[k], `${path}/${k}`)
+      return
     }
     default:
       throw new TypeError(`cannot encode a ${typeof value} at ${path || '/'}`)

@@ -80,6 +80,8 @@ declare module 'hyperdht' {
     constructor (opts?: DHT.Options)
     static keyPair (seed?: Buffer): DHT.KeyPair
     ready (): Promise<void>
+    /** one PING to a DHT node's address; rejects when it does not answer */
+    ping (to: DHT.Node): Promise<unknown>
     destroy (opts?: { force?: boolean }): Promise<void>
   }
   export = DHT

@@ -95,6 +95,38 @@ describe('the agent', () => {
     expect(events.some(e => e.type === 'tool-start')).toBe(true)
   })
 
+  it('starts a step that may not run twice only once its intent, and the message that asked for it, are stored', async () => {
+    // The journal is written behind the agent; what it waits for is visible in the store.
+    const made: { history?: HistoryStore } = {} // the tools look into the store setup() makes
+    const seen: Array<{ tool: string; stored: boolean }> = []
+    const check = (name: string, effect: Tool['effect']): Tool => ({
+      name,
+      description: name,
+      parameters: { type: 'object', properties: {} },
+      effect,
+      timeoutMs: 5000,
+      run: async (_args, ctx) => {
+        const history = made.history as HistoryStore
+        const [conversation] = history.list().map(c => c.id)
+        const dag = await history.open(conversation as string)
+        const intent = [...dag.entries()].find(e => e.kind === 'tool.intent' && e.body.idemKey === ctx.idemKey)
+        seen.push({ tool: name, stored: intent !== undefined && dag.isJoined(intent.id) && dag.isJoined(intent.parents[0] as string) })
+        return { status: 'ok', output: 'done' }
+      }
+    })
+    const tools = new Map([['write', check('write', 'workspace')], ['pay', check('pay', 'external')], ['look', check('look', 'read')]])
+    const script: FakeScript = { rules: [{ match: 'go', reply: [{ toolCalls: [{ name: 'look' }, { name: 'write' }] }, { toolCalls: [{ name: 'pay' }] }, { text: 'all done' }] }] }
+    const env = await setup(script, { tools })
+    const history = made.history = env.history
+    const root = await history.createConversation({ title: 'journal first' })
+    expect(await env.chat(root.id, 'go')).toBe('done')
+    expect(seen.filter(s => s.tool !== 'look')).toEqual([{ tool: 'write', stored: true }, { tool: 'pay', stored: true }])
+    expect(kinds((await history.open(root.id)).branch())).toEqual([
+      'conversation', 'user', 'agent.started', 'assistant', 'tool.intent', 'result:ok', 'tool.intent', 'result:ok',
+      'assistant', 'tool.intent', 'result:ok', 'assistant', 'stopped:done'
+    ])
+  })
+
   it('stops a crash-looping agent with a clear entry while another conversation keeps running', async () => {
     const script: FakeScript = { rules: [{ match: 'boom', reply: { fail: { message: 'the model service fell over' } } }, { match: 'slow', reply: { text: 'slowly but surely', delayMsPerChunk: 20, chunkSize: 2 } }] }
     const { history, host, chat } = await setup(script, { intensity: 2 })

@@ -102,4 +102,33 @@ describe('sync with aggressive idle closing', () => {
     expect(net.isConnected('a', 'c')).toBe(false)
     expect(held(c.history)).toBe(CONVERSATIONS * (ROUNDS + 1))
   }, 120_000)
+
+  it('a feed that arrives from two peers at once keeps arriving from either when one link is cut', async () => {
+    // c receives a's feeds from a and from b at the same time; then the a–c link is cut in
+    // the middle of a's growth and c must keep up through b. Found by the placement test: one
+    // of c's two replication channels could be left believing c was behind where it was, and
+    // neither side ever asked the other for the rest (hypercore's sync after an upgrade).
+    const CONVERSATIONS = 4
+    const CYCLES = 12
+    const { net, d: [a, , c] } = await devices(['a', 'b', 'c']) as { net: InProcessNetwork; d: [Device, Device, Device] }
+    await net.healAll()
+    const heads = new Map<string, string>()
+    for (let i = 0; i < CONVERSATIONS; i++) heads.set((await a.history.createConversation({ title: `two ways ${i}` })).id, '')
+    for (const conv of heads.keys()) heads.set(conv, conv)
+    const grow = async (what: string): Promise<void> => {
+      for (const [conv, head] of heads) {
+        const [e] = await a.history.append(conv, chain(head, 1, what))
+        heads.set(conv, (e as Entry).id)
+      }
+    }
+    for (let cycle = 0; cycle < CYCLES; cycle++) {
+      // linked three ways: a's growth reaches c from a and b at once
+      for (let round = 0; round < 3; round++) await grow(`cycle ${cycle} both ${round}`)
+      net.cut('a', 'c')
+      for (let round = 0; round < 3; round++) await grow(`cycle ${cycle} via b ${round}`)
+      await holdsAll(c.history, a.history, `c to receive cycle ${cycle} through b`, 10_000)
+      await net.heal('a', 'c')
+    }
+    expect(held(c.history)).toBe(CONVERSATIONS * (1 + CYCLES * 6))
+  }, 180_000)
 })

@@ -1,9 +1,13 @@
-// Properties of entries: any valid entry survives storage, and any single change to one is caught.
+// Properties of entries: any valid entry survives storage, any single change to one is caught,
+// and the fast paths (canonical encoding, the envelope check, makeEntry) give what the full ones do.
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { canonicalJson } from '../../src/shared/canonical-json'
-import { EFFECT_CLASSES, ENTRY_KINDS, asWritten, encodeEntry, hashInput, reunderstand, type Entry, type EntryDraft, type EntryKind, type WrittenEntry } from '../../src/shared/entry'
+import {
+  BODY_SCHEMAS, EFFECT_CLASSES, ENTRY_KINDS, EnvelopeSchema, InvalidEntryError, asWritten, encodeEntry, encodeFields, fitsEnvelope, hashInput, inputOf, reunderstand, storedOf,
+  type Entry, type EntryDraft, type EntryKind, type WrittenEntry
+} from '../../src/shared/entry'
 import { entryId, makeEntry, validateEntry } from '../../src/main/history/entry-codec'
 
 const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const
@@ -219,7 +223,8 @@ describe('entries from a newer version', () => {
       if (made.parents.length === 0) return // a root's kind is fixed by the envelope
       // the same envelope, another kind and (or) body, its id made right, as a newer writer would
       const e = { v: 1 as const, conversation: made.conversation, parents: made.parents, author: made.author, ts: made.ts, kind, body: sameBody ? made.body : body }
-      const raw: WrittenEntry = { ...e, id: entryId(e) }
+      // as its JSON text says (a -0 in the generated body is 0 once written, and so in the id)
+      const raw = JSON.parse(JSON.stringify({ ...e, id: entryId(e) })) as WrittenEntry
       const v = validateEntry(JSON.parse(JSON.stringify(raw)), ctx.device)
       if (!v.ok) throw new Error(v.error)
       expect(asWritten(v.entry)).toEqual(raw)
@@ -233,3 +238,150 @@ describe('entries from a newer version', () => {
     expect([...seen].sort()).toEqual(['known', 'unknown'])
   })
 })
+
+// ------------------------------------------------------------------ the fast paths
+
+/** canonicalJson as it was written first (a path string per value): the reference the fast encoder must match. */
+function referenceCanonical (value: unknown, path = ''): string {
+  if (value === null) return 'null'
+  switch (typeof value) {
+    case 'boolean': return value ? 'true' : 'false'
+    case 'string': return JSON.stringify(value)
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`cannot encode ${value} at ${path || '/'}: numbers must be finite`)
+      return JSON.stringify(value)
+    case 'object': {
+      if (Array.isArray(value)) {
+        const parts: string[] = []
+        for (let i = 0; i < value.length; i++) parts.push(referenceCanonical(value[i] === undefined ? null : value[i], `${path}/${i}`))
+        return '[' + parts.join(',') + ']'
+      }
+      const proto = Object.getPrototypeOf(value) as unknown
+      if (proto !== Object.prototype && proto !== null) throw new TypeError(`cannot encode a ${(value as object).constructor?.name ?? 'non-plain object'} at ${path || '/'}: only plain objects and arrays`)
+      const obj = value as Record<string, unknown>
+      const keys = Object.keys(obj).filter(k => obj[k] !== undefined).sort()
+      return '{' + keys.map(k => JSON.stringify(k) + ':' + referenceCanonical(obj[k], `${path}/${k}`)).join(',') + '}'
+    }
+    default:
+      throw new TypeError(`cannot encode a ${typeof value} at ${path || '/'}`)
+  }
+}
+
+const outcome = (fn: () => string): string => { try { return 'ok ' + fn() } catch (err) { return `${(err as Error).name}: ${(err as Error).message}` } }
+
+/** Values as writers hand them over: JSON, with what canonical JSON drops, turns into null, or refuses. */
+const looseArb: fc.Arbitrary<unknown> = fc.letrec<{ v: unknown }>(tie => ({
+  v: fc.oneof(
+    { depthSize: 'small' },
+    json,
+    fc.constantFrom(undefined, -0, NaN, Infinity, 1e21, 5e-324, new Date(0), () => 1, 10n, Object.create(null) as unknown),
+    fc.array(tie('v'), { maxLength: 4 }),
+    fc.array(tie('v'), { maxLength: 3 }).map(a => { const holey = [...a]; holey.length += 2; return holey }), // holes
+    fc.dictionary(fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('10', '9', '__proto__x', 'é', '\u{1f600}')), tie('v'), { maxKeys: 4 })
+  )
+})).v
+
+describe('the fast paths give exactly what the full ones do', () => {
+  it('canonicalJson: the same text, or the same error naming the same place, for any value', () => {
+    fc.assert(fc.property(looseArb, v => {
+      expect(outcome(() => canonicalJson(v))).toBe(outcome(() => referenceCanonical(v)))
+    }), { numRuns: 2000 })
+  })
+
+  it('encodeFields: the hash input and the stored form are canonicalJson of the two objects', () => {
+    const envelopeArb = fc.record({
+      v: fc.oneof(fc.constant(1), looseArb),
+      conversation: fc.oneof(hexArb, looseArb),
+      parents: fc.oneof(fc.array(hexArb, { maxLength: 3 }), fc.constant([] as string[])),
+      author: fc.oneof(fc.record({ device: deviceArb, agent: opt(fc.string({ maxLength: 5 })) }), looseArb),
+      ts: fc.oneof(nat, looseArb),
+      kind: fc.oneof(fc.constantFrom(...ENTRY_KINDS), looseArb),
+      body: looseArb
+    }, { requiredKeys: ['parents'] })
+    fc.assert(fc.property(envelopeArb, hexArb, (raw, id) => {
+      const e = raw as unknown as Omit<WrittenEntry, 'id'>
+      const root = e.parents.length === 0
+      const hashed = { v: e.v, conversation: root ? null : e.conversation, parents: e.parents, author: e.author, ts: e.ts, kind: e.kind, body: e.body }
+      const stored = { ...e, id, conversation: root ? id : e.conversation }
+      expect(outcome(() => hashInput(e))).toBe(outcome(() => referenceCanonical(hashed)))
+      if (e.author === undefined) { expect(() => encodeFields(e)).toThrow(TypeError); return } // no entry lacks one
+      expect(outcome(() => inputOf(encodeFields(e)))).toBe(outcome(() => referenceCanonical(hashed)))
+      expect(outcome(() => storedOf(encodeFields(e), id))).toBe(outcome(() => referenceCanonical(stored)))
+    }), { numRuns: 1000 })
+  })
+
+  it('fitsEnvelope never accepts what EnvelopeSchema refuses, and accepts every valid entry', () => {
+    let fitted = 0
+    fc.assert(fc.property(madeArb, mutationArb, fc.nat(3), looseArb, ({ draft, ctx }, m, how, junk) => {
+      const e = makeEntry(draft, ctx)
+      const raw = JSON.parse(encodeEntry(e)) as Raw
+      expect(fitsEnvelope(raw)).toBe(true)
+      // a changed field, a field given any value, a field missing or added, or no entry at all
+      const key = FIELDS[m.pick % FIELDS.length] as Field
+      const top = key.split('.')[0] as string
+      const candidate: unknown = how === 0
+        ? mutate(raw, m)
+        : how === 1 ? { ...raw, [top]: junk } : how === 2 ? (m.op === 0 ? { ...raw, extra: junk } : Object.fromEntries(Object.entries(raw).filter(([k]) => k !== top))) : junk
+      if (fitsEnvelope(candidate)) {
+        fitted++
+        expect(EnvelopeSchema.safeParse(candidate).success, fc.stringify(candidate)).toBe(true)
+      }
+    }), { numRuns: 2000 })
+    expect(fitted).toBeGreaterThan(0)
+  })
+
+  it('makeEntry: the same entry, stored bytes and refusals as building, re-parsing and checking with zod alone', () => {
+    // Drafts as a caller may get them wrong: any field of a valid one replaced by something else.
+    const badArb = fc.tuple(madeArb, fc.nat(6), looseArb, fc.oneof(fc.constantFrom('', 'x'.repeat(201), 'Bad', 'constructor', 'f'.repeat(64)), looseArb)).map(([{ draft, ctx }, which, junk, str]): Made => {
+      const d = { ...draft } as Record<string, unknown>
+      const c = { ...ctx } as Record<string, unknown>
+      if (which === 0) d.agent = str
+      else if (which === 1) c.ts = junk
+      else if (which === 2) d.parents = [...draft.parents, str]
+      else if (which === 3) c.device = str
+      else if (which === 4) c.conversation = str
+      else if (which === 5) d.kind = str
+      else d.body = { ...(draft.body as object), ['x' + fc.stringify(str).slice(0, 3)]: junk, text: junk }
+      return { draft: d as unknown as EntryDraft, ctx: c as unknown as Made['ctx'] }
+    })
+    const seen = new Set<string>()
+    fc.assert(fc.property(fc.oneof(madeArb, badArb), ({ draft, ctx }) => {
+      const expected = referenceMakeEntry(draft, ctx)
+      let made: Entry | undefined
+      let refused: unknown
+      try { made = makeEntry(draft, ctx) } catch (err) { refused = err }
+      if (!expected.ok) {
+        seen.add('refused')
+        expect(refused, 'makeEntry accepted what the full path refuses').toBeInstanceOf(InvalidEntryError)
+        return
+      }
+      seen.add('made')
+      if (refused !== undefined) throw refused
+      expect(made).toEqual(expected.entry)
+      expect(encodeEntry(made as Entry)).toBe(referenceCanonical(expected.entry))
+    }), { numRuns: 2000 })
+    expect([...seen].sort()).toEqual(['made', 'refused'])
+  })
+})
+
+/** makeEntry as it was first written: hash the canonical hash input, parse back the canonical entry, check with zod alone. */
+function referenceMakeEntry (draft: EntryDraft, ctx: Made['ctx']): { ok: true; entry: Entry } | { ok: false } {
+  const author = draft.agent === undefined ? { device: ctx.device } : { device: ctx.device, agent: draft.agent }
+  const partial = { v: 1 as const, conversation: ctx.conversation ?? '', parents: draft.parents, author, ts: ctx.ts, kind: draft.kind, body: draft.body }
+  let input: string
+  try {
+    input = referenceCanonical({ ...partial, conversation: draft.parents.length === 0 ? null : partial.conversation })
+  } catch {
+    return { ok: false }
+  }
+  if (input.length > 1024 * 1024) return { ok: false }
+  const id = createHash('sha256').update(input, 'utf8').digest('hex')
+  const entry = JSON.parse(referenceCanonical({ ...partial, id, conversation: draft.parents.length === 0 ? id : partial.conversation })) as WrittenEntry
+  if (!EnvelopeSchema.safeParse(entry).success) return { ok: false }
+  const root = entry.parents.length === 0
+  if ((entry.kind === 'conversation') !== root || new Set(entry.parents).size !== entry.parents.length || entry.parents.includes(entry.id)) return { ok: false }
+  if (root && entry.conversation !== entry.id) return { ok: false }
+  if (entry.author.device !== ctx.device) return { ok: false }
+  if (!Object.hasOwn(BODY_SCHEMAS, entry.kind) || !(BODY_SCHEMAS as Record<string, { safeParse: (b: unknown) => { success: boolean } }>)[entry.kind]?.safeParse(entry.body).success) return { ok: false }
+  return { ok: true, entry: entry as Entry }
+}

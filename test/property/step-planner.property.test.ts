@@ -116,3 +116,49 @@ describe('planNext over branches with entries from other devices', () => {
     for (const [k, n] of Object.entries(seen)) expect(n, k).toBeGreaterThan(0)
   })
 })
+
+/** planNext as first written (a forward walk over the whole turn): the reference for the one that reads back from the end. */
+function referencePlanNext (branch: readonly Entry[], self: Planner): ReturnType<typeof planNext> {
+  let lastUser = -1
+  for (let i = branch.length - 1; i >= 0; i--) if (branch[i]?.kind === 'user') { lastUser = i; break }
+  if (lastUser === -1) return { kind: 'idle' }
+  let assistant: EntryOf<'assistant'> | undefined
+  const intents = new Map<string, EntryOf<'tool.intent'>>()
+  const results = new Set<string>()
+  for (let i = lastUser + 1; i < branch.length; i++) {
+    const e = branch[i] as Entry
+    if (e.kind === 'assistant') { assistant = e; intents.clear(); results.clear() } else if (e.kind === 'tool.intent') intents.set(e.body.callId, e)
+    else if (e.kind === 'tool.result') results.add(e.body.callId)
+  }
+  if (assistant === undefined) return { kind: 'model' }
+  const calls = assistant.body.toolCalls ?? []
+  if (calls.length === 0) return { kind: 'done' }
+  const fromHere = assistant.author.device === self.device
+  const mine = fromHere && assistant.author.agent === self.agent
+  for (const call of calls) {
+    if (results.has(call.id)) continue
+    const intent = intents.get(call.id)
+    const withIntent = intent === undefined ? {} : { intent }
+    if (!fromHere) return { kind: 'unknown-outcome', assistant, call, why: 'other-device', ...withIntent }
+    const effect = effectOf(call.name) ?? 'external'
+    if (!rerunnable(effect)) {
+      if (intent !== undefined) return { kind: 'unknown-outcome', assistant, call, why: 'interrupted', intent }
+      if (!mine) return { kind: 'unknown-outcome', assistant, call, why: 'other-agent' }
+    }
+    return { kind: 'tool', assistant, call, effect, ...withIntent }
+  }
+  return { kind: 'model' }
+}
+
+describe('planNext reads back from the end of the branch', () => {
+  it('plans exactly what a walk over the whole turn plans', () => {
+    const kinds = new Set<string>()
+    fc.assert(fc.property(fc.array(stepArb, { maxLength: 24 }), plannerArb, (steps, self) => {
+      const branch = branchOf(steps)
+      const step = planNext(branch, effectOf, self)
+      kinds.add(step.kind)
+      expect(step).toEqual(referencePlanNext(branch, self))
+    }), { numRuns: 2000 })
+    expect([...kinds].sort()).toEqual(['done', 'idle', 'model', 'tool', 'unknown-outcome'])
+  })
+})

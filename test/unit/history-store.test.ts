@@ -92,6 +92,40 @@ describe('HistoryStore', () => {
     await expect(s.append(root.id, [user('x', '$0')])).rejects.toThrow(/does not name an earlier draft/)
   })
 
+  it('takes as a parent an entry whose write is under way; when a write fails, what was queued on top of it fails with it', async () => {
+    const s = await store()
+    const root = await s.createConversation({ title: 'pipelined' })
+    const key = s.feeds(root.id)[0]?.key as string
+    // The one fault injected: this feed's next Hypercore append waits for a gate, then fails.
+    const core = (s as unknown as { cores: Map<string, { append: (blocks: Buffer[]) => Promise<unknown> }> }).cores.get(key)
+    if (core === undefined) throw new Error('the feed is not open')
+    const real = core.append.bind(core)
+    let fail!: () => void
+    const gate = new Promise<void>(resolve => { fail = resolve })
+    core.append = async () => { core.append = real; await gate; throw new Error('injected write failure') }
+
+    const a = await s.enqueue(root.id, [user('a', root.id)])
+    await new Promise(resolve => setImmediate(resolve)) // a's batch has left the queue: its write is under way
+    const aId = (a.entries[0] as Entry).id
+    const b = await s.enqueue(root.id, [user('b, on a', aId)])
+    const bc = await s.enqueue(root.id, [user('on b', (b.entries[0] as Entry).id)])
+    const c = await s.enqueue(root.id, [user('c, on the root', root.id)])
+    fail()
+    await expect(a.stored).rejects.toThrow('injected write failure')
+    await expect(b.stored).rejects.toThrow('injected write failure')
+    await expect(bc.stored).rejects.toThrow('injected write failure')
+    expect(await c.stored).toEqual(c.entries)
+
+    // nothing reached the feed with a parent it lacks
+    const dag = await s.open(root.id)
+    expect(dag.waiting()).toEqual([])
+    expect([...dag.entries()].map(e => e.id).sort()).toEqual([root.id, (c.entries[0] as Entry).id].sort())
+    const feed = s.corestore.get({ key: Buffer.from(key, 'hex') })
+    await feed.ready()
+    expect(feed.length).toBe(3) // header, root, c
+    await feed.close()
+  })
+
   it('names conversations by unique prefix and says when a prefix is ambiguous or unknown', async () => {
     const s = await store()
     const ids: string[] = []

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { encodeEntry, type Entry } from '../../shared/entry'
+import { encodeEntry, releaseEncoding, type Entry } from '../../shared/entry'
 
 /**
  * A per-conversation file of the entries already validated from its feeds, one JSON line
@@ -10,6 +10,8 @@ import { encodeEntry, type Entry } from '../../shared/entry'
  */
 export class EntryCache {
   private readonly queues = new Map<string, Promise<void>>()
+  /** per conversation, the text of appends waiting for the write under way to finish */
+  private readonly waiting = new Map<string, { text: string; written: Promise<void> }>()
   /** Files whose last line has no newline (a torn write): the next append starts a new line. */
   private readonly unterminated = new Set<string>()
   /** Open append handles, most recently used last (an open/close per append costs more than the write). */
@@ -29,13 +31,33 @@ export class EntryCache {
   /** Appends in call order per conversation; resolves when written. */
   append (conversation: string, entries: Entry[]): Promise<void> {
     if (entries.length === 0) return this.queues.get(conversation) ?? Promise.resolve()
-    let text = entries.map(e => encodeEntry(e) + '\n').join('')
+    let text = ''
+    for (const e of entries) {
+      text += encodeEntry(e) + '\n'
+      releaseEncoding(e) // this line was the last use of the text written to the feed
+    }
     if (this.unterminated.delete(conversation)) text = '\n' + text
+    // Appends made while a write is under way go out together in the next one: a write per
+    // batch, not per call (an agent appends an entry or two at a time).
+    const waiting = this.waiting.get(conversation)
+    if (waiting !== undefined) {
+      waiting.text += text
+      return waiting.written
+    }
     const prev = this.queues.get(conversation) ?? Promise.resolve()
-    const next = prev.then(async () => { await (await this.handle(conversation)).write(text) })
-    this.queues.set(conversation, next)
-    void next.finally(() => { if (this.queues.get(conversation) === next) this.queues.delete(conversation) }).catch(() => undefined)
-    return next
+    const next: { text: string; written: Promise<void> } = { text, written: Promise.resolve() }
+    next.written = prev.then(async () => {
+      this.waiting.delete(conversation)
+      await (await this.handle(conversation)).write(next.text)
+    })
+    this.waiting.set(conversation, next)
+    this.queues.set(conversation, next.written)
+    // A failed write rejects what waited for it; this chain's own end only tidies up.
+    void next.written.finally(() => {
+      if (this.waiting.get(conversation) === next) this.waiting.delete(conversation)
+      if (this.queues.get(conversation) === next.written) this.queues.delete(conversation)
+    }).catch(() => undefined)
+    return next.written
   }
 
   private handle (conversation: string): Promise<fs.FileHandle> {
@@ -68,32 +90,40 @@ export class EntryCache {
     await Promise.all([...this.handles.keys()].map(c => this.closeHandle(c)))
   }
 
-  /** Every entry in the file; a line that does not parse (a torn write) is counted, not fatal. */
-  async read (conversation: string): Promise<{ entries: Entry[]; torn: number }> {
-    let text: string
+  /**
+   * Every entry in the file, after the appends queued before the call (a conversation read
+   * again after its DAG was evicted must see them); a line that does not parse (a torn
+   * write) is counted, not fatal. `bytes`: the file's size, for the DAG cache's estimate.
+   */
+  async read (conversation: string): Promise<{ entries: Entry[]; torn: number; bytes: number }> {
+    // a failed append is the store's to report; what it left out is found missing and re-read
+    await (this.queues.get(conversation) ?? Promise.resolve()).catch(() => undefined)
+    let buf: Buffer
     try {
-      text = await fs.readFile(this.file(conversation), 'utf8')
+      buf = await fs.readFile(this.file(conversation))
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0 }
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0, bytes: 0 }
       throw err
     }
-    if (text.length > 0 && !text.endsWith('\n')) this.unterminated.add(conversation)
+    if (buf.length > 0 && buf[buf.length - 1] !== 0x0a) this.unterminated.add(conversation)
+    // Line by line from the bytes: no string of the whole file, which would be old-generation
+    // garbage on every load (a conversation is read again each time the DAG cache evicted it).
     const entries: Entry[] = []
     let torn = 0
     let start = 0
-    while (start < text.length) {
-      let end = text.indexOf('\n', start)
-      if (end === -1) end = text.length
+    while (start < buf.length) {
+      let end = buf.indexOf(0x0a, start)
+      if (end === -1) end = buf.length
       if (end > start) {
         try {
-          entries.push(JSON.parse(text.slice(start, end)) as Entry)
+          entries.push(JSON.parse(buf.toString('utf8', start, end)) as Entry)
         } catch {
           torn++
         }
       }
       start = end + 1
     }
-    return { entries, torn }
+    return { entries, torn, bytes: buf.length }
   }
 
   /** Replaces a conversation's file with exactly these entries (written aside, then renamed). */

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto'
+import crypto from 'node:crypto'
 import {
-  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeEntry, hashInput, understand,
-  type Author, type KnownEntry, type EntryDraft, type Validation, type WrittenEntry
+  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeFields, hashInput, inputOf, rememberEncoding, storedOf, understand,
+  type Author, type EncodedFields, type KnownEntry, type EntryDraft, type Validation, type WrittenEntry
 } from '../../shared/entry'
 
 /** An entry's id: the SHA-256 (hex) of its canonical encoding (as written) without the id. */
@@ -10,7 +10,7 @@ export function entryId (e: Omit<WrittenEntry, 'id'> | WrittenEntry): string {
 }
 
 function sha256Hex (input: string): string {
-  return createHash('sha256').update(input, 'utf8').digest('hex')
+  return crypto.hash('sha256', input, 'hex')
 }
 
 /**
@@ -32,23 +32,30 @@ export function validateEntry (raw: unknown, device?: string): Validation {
 
 /**
  * Builds a complete entry from a draft; throws InvalidEntryError if the result is invalid.
- * Hashes once: the id is computed here, so it is not checked again.
+ * Encodes and hashes once: the id is computed here, so it is not checked again, and the
+ * stored encoding is kept for the feed and the cache.
  */
 export function makeEntry (draft: EntryDraft, ctx: { conversation: string | null; device: string; ts: number }): KnownEntry {
   const author: Author = draft.agent === undefined ? { device: ctx.device } : { device: ctx.device, agent: draft.agent }
   const partial = { v: 1 as const, conversation: ctx.conversation ?? '', parents: draft.parents, author, ts: ctx.ts, kind: draft.kind, body: draft.body }
+  // a draft's kind is named in its errors; one that is not even a string cannot be
+  const what = typeof draft.kind === 'string' ? draft.kind : 'an'
+  let fields: EncodedFields
   let input: string
   try {
-    input = hashInput(partial)
+    fields = encodeFields(partial)
+    input = inputOf(fields)
   } catch (err) {
-    throw new InvalidEntryError(`${draft.kind} entry: ${(err as Error).message}`)
+    throw new InvalidEntryError(`${what} entry: ${(err as Error).message}`)
   }
-  if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${draft.kind} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
+  if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${what} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
   const id = sha256Hex(input)
-  const built = { ...partial, id, conversation: draft.parents.length === 0 ? id : partial.conversation } as KnownEntry
-  // What is returned is what is stored: parsed back from the stored encoding (-0, holes, undefined).
-  const entry = JSON.parse(encodeEntry(built)) as KnownEntry
+  const stored = storedOf(fields, id)
+  // What is returned is what is stored: parsed back from the stored encoding (-0, holes,
+  // undefined), a copy the caller's draft cannot change afterwards.
+  const entry = JSON.parse(stored) as KnownEntry
   const v = checkEntryShape(entry, ctx.device)
   if (!v.ok) throw new InvalidEntryError(v.error)
+  rememberEncoding(entry, stored)
   return entry
 }

@@ -12,6 +12,7 @@ import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { makeFeedHeader, verifyFeedHeader, type DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
+import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
 import { HistoryIndexFile, emptyIndex, indexFilePath, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { parseManifestRecord, type ManifestRecord } from './manifest-record'
 import { ViewState } from './view-state'
@@ -36,7 +37,19 @@ export interface HistoryStoreOptions {
    * connection, so idle ones would make a reconnect cost grow with the whole history.
    */
   idleCloseMs?: number
+  /**
+   * The estimated bytes of conversation DAGs kept in memory (dag-cache.ts); the least
+   * recently used are dropped beyond it and read again from the entry cache when needed.
+   */
+  dagCacheBytes?: number
 }
+
+/**
+ * 64 MiB: the few conversations a person and their agents work in stay in memory (a
+ * 10,000-entry one is ~17 MiB by the estimate), while a node that has opened every one of
+ * 10,000 conversations (sync and placement open them) stays within a stated size.
+ */
+export const DEFAULT_DAG_CACHE_BYTES = 64 * 1024 * 1024
 
 /** Emitted as 'entries' whenever entries enter a conversation, from this device or a peer. */
 export interface EntriesEvent {
@@ -121,10 +134,21 @@ export class HistoryStore extends EventEmitter {
   private peersLack: (key: string, length: number) => boolean = () => false
   private readonly idleCloseMs: number
   private sweepTimer: NodeJS.Timeout | null = null
-  private readonly dags = new Map<string, ConversationDag>()
+  private readonly dags: DagCache<ConversationDag>
+  /**
+   * DAGs evicted while a caller may still hold one (open() hands out live DAGs): each is
+   * kept up to date and taken back on its next use until it is collected, so a holder never
+   * reads a stale DAG and the cache never holds two of one conversation.
+   */
+  private readonly evicted = new Map<string, { ref: WeakRef<ConversationDag>; bytes: number }>()
+  private readonly collected = new FinalizationRegistry<string>(conversation => {
+    if (this.evicted.get(conversation)?.ref.deref() === undefined) this.evicted.delete(conversation)
+  })
   private readonly loading = new Map<string, Promise<ConversationDag>>()
   private readonly queues = new Map<string, Pending[]>()
   private readonly flushing = new Map<string, Promise<void>>()
+  /** per conversation, the calls whose write is under way: out of the queue, not yet in the DAG */
+  private readonly writing = new Map<string, Pending[]>()
   private readonly pumping = new Map<string, Promise<void>>()
   private readonly pumpAgain = new Set<string>()
   private readonly manifestDirty = new Set<string>()
@@ -150,6 +174,10 @@ export class HistoryStore extends EventEmitter {
     this.indexDelayMs = opts.indexDelayMs ?? 1000
     this.watchPeers = opts.watchPeers ?? true
     this.idleCloseMs = opts.idleCloseMs ?? 10_000
+    this.dags = new DagCache<ConversationDag>(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, (conversation, dag, bytes) => {
+      this.evicted.set(conversation, { ref: new WeakRef(dag), bytes })
+      this.collected.register(dag, conversation)
+    })
     this.corestore = new Corestore(path.join(this.dir, 'corestore'))
     this.indexFile = new HistoryIndexFile(indexFilePath(this.dir))
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
@@ -281,13 +309,13 @@ export class HistoryStore extends EventEmitter {
     }
     const root = makeEntry({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
     const dag = new ConversationDag(root.id, [], { now: this.now })
-    this.dags.set(root.id, dag)
+    this.dags.set(root.id, dag, DAG_BYTES)
     try {
       const core = await this.ownFeed(root.id)
       await this.writeBlocks(core, [root])
       await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, [root], core.length, true)
     } catch (err) {
-      if (this.dags.get(root.id)?.size === 0) this.dags.delete(root.id)
+      if (this.peekDag(root.id)?.size === 0) this.forgetDag(root.id)
       throw storageError(err, this.dir)
     }
     return root
@@ -300,41 +328,58 @@ export class HistoryStore extends EventEmitter {
    * one batch. Resolves, with the complete entries, once they are stored.
    */
   async append (conversation: string, drafts: EntryDraft[]): Promise<Entry[]> {
+    return await (await this.enqueue(conversation, drafts)).stored
+  }
+
+  /**
+   * What append does, resolving as soon as the entries are built and queued: `entries` are
+   * what will be stored (a later call may name them as parents), `stored` resolves with them
+   * once the feed has them, and is the acknowledgement. Calls for one conversation are
+   * stored in call order; if a write fails, entries queued on top of the lost ones fail too.
+   */
+  async enqueue (conversation: string, drafts: EntryDraft[]): Promise<{ entries: Entry[]; stored: Promise<Entry[]> }> {
     await this.ready()
     if (this.closing) throw new Error('the history store is closing')
     const dag = await this.load(conversation)
     if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
     const queue = this.queues.get(conversation) ?? []
-    const queued = new Set(queue.flatMap(p => p.entries.map(e => e.id)))
-    const known = (id: string): boolean => dag.isJoined(id) || queued.has(id)
     const ts = this.now()
     const entries: Entry[] = []
+    const ids = new Set<string>()
     for (const draft of drafts) {
       if (draft.kind === 'conversation') throw new InvalidEntryError('a conversation root is written by createConversation, not appended')
       // `$k` names the k-th draft of this call, whose id the caller cannot know beforehand.
       const parents = draft.parents.map(p => {
-        const ref = /^\$(\d+)$/.exec(p)
+        const ref = p.startsWith('$') ? /^\$(\d+)$/.exec(p) : null
         if (ref === null) return p
         const earlier = entries[Number(ref[1])]
         if (earlier === undefined) throw new InvalidEntryError(`parent ${p} does not name an earlier draft of this append`)
         return earlier.id
       })
       for (const p of parents) {
-        if (!known(p) && !entries.some(e => e.id === p)) { // entries: this call's, a handful
+        if (!dag.isJoined(p) && !ids.has(p) && !isQueued(queue, p) && !isQueued(this.writing.get(conversation) ?? [], p)) {
           throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${dag.has(p) ? ' yet (it waits for its own parent)' : ''}`)
         }
       }
-      entries.push(makeEntry({ ...draft, parents }, { conversation, device: this.device, ts }))
+      const entry = makeEntry({ ...draft, parents }, { conversation, device: this.device, ts })
+      entries.push(entry)
+      ids.add(entry.id)
     }
-    if (entries.length === 0) return []
-    return new Promise((resolve, reject) => {
+    if (entries.length === 0) return { entries, stored: Promise.resolve([]) }
+    const stored = new Promise<Entry[]>((resolve, reject) => {
       queue.push({ entries, resolve, reject })
       this.queues.set(conversation, queue)
       if (!this.flushing.has(conversation)) this.startFlush(conversation)
     })
+    // A caller that does not wait for it still hears of a failure: startFlush logs it.
+    stored.catch(() => undefined)
+    return { entries, stored }
   }
 
   private startFlush (conversation: string): void {
+    // Not evicted while entries written to its feed wait to join it: a reload that re-read
+    // the feed (refill) would take them in first, and their 'entries' event would be lost.
+    const release = this.dags.pin(conversation)
     const run = (async () => {
       // Let appends made in the same tick join this batch.
       await new Promise<void>(resolve => setImmediate(resolve))
@@ -348,6 +393,7 @@ export class HistoryStore extends EventEmitter {
           count += p.entries.length
         }
         const entries = batch.flatMap(p => p.entries)
+        this.writing.set(conversation, batch)
         try {
           const core = await this.ownFeed(conversation)
           await this.writeBlocks(core, entries)
@@ -357,12 +403,33 @@ export class HistoryStore extends EventEmitter {
           const e = storageError(err, this.dir)
           this.log.error(`could not write ${entries.length} entries to conversation ${conversation.slice(0, 12)}: ${e.message}`)
           for (const p of batch) p.reject(e)
+          this.dropDependents(queue, entries, e)
+        } finally {
+          this.writing.delete(conversation)
         }
       }
       this.queues.delete(conversation)
     })()
     this.flushing.set(conversation, run)
-    void run.finally(() => this.flushing.delete(conversation))
+    void run.finally(() => { this.flushing.delete(conversation); release() })
+  }
+
+  /**
+   * After `lost` failed to be written: rejects the queued calls that build on them (their
+   * entries would reach the feed with a parent it lacks), and those building on those.
+   */
+  private dropDependents (queue: Pending[], lost: Entry[], err: Error): void {
+    const gone = new Set(lost.map(e => e.id))
+    for (let i = 0; i < queue.length;) {
+      const p = queue[i] as Pending
+      if (p.entries.some(e => e.parents.some(id => gone.has(id)))) {
+        for (const e of p.entries) gone.add(e.id)
+        queue.splice(i, 1)
+        p.reject(err)
+      } else {
+        i++
+      }
+    }
   }
 
   private async writeBlocks (core: Hypercore.Core, entries: Entry[]): Promise<void> {
@@ -600,16 +667,23 @@ export class HistoryStore extends EventEmitter {
 
   // ---------------------------------------------------------------- indexing
 
-  /** Adds entries read from (or written to) a feed up to `upTo` into the DAG, cache and summary. */
+  /**
+   * Adds entries read from (or written to) a feed up to `upTo` into the DAG, cache and summary.
+   * A conversation not in memory is read in first: which entries join and which wait, and the
+   * summary's heads, title and waiting count, depend on the whole DAG.
+   */
   private async indexEntries (rec: FeedRecord, entries: Entry[], upTo: number, local: boolean): Promise<void> {
-    const dag = this.dags.get(rec.conversation) ?? await this.load(rec.conversation)
+    const dag = this.resident(rec.conversation) ?? await this.load(rec.conversation)
     const joined: Entry[] = []
     const fresh: Entry[] = []
+    let bytes = 0
     for (const e of entries) {
       if (dag.has(e.id)) continue
       fresh.push(e)
       joined.push(...dag.add(e))
+      bytes += entryBytes(Buffer.byteLength(encodeEntry(e))) // the encoding is remembered: the feed or the cache has it
     }
+    this.grew(dag, bytes)
     // The summary and listeners see the DAG as soon as it changes; the watermark moves
     // only once the cache holds the entries below it.
     this.summarise(dag)
@@ -663,42 +737,86 @@ export class HistoryStore extends EventEmitter {
     this.scheduleIndexSave()
   }
 
-  /** Loads a conversation's DAG from its entry cache (once; later calls share it). */
+  /**
+   * A conversation's DAG: the one in memory, else read from its entry cache (concurrent
+   * calls share one read). Kept in the size-budgeted cache, least recently used dropped first.
+   */
   private load (conversation: string): Promise<ConversationDag> {
-    const dag = this.dags.get(conversation)
+    const dag = this.resident(conversation)
     if (dag !== undefined) return Promise.resolve(dag)
     let p = this.loading.get(conversation)
     if (p === undefined) {
       p = (async () => {
-        const { entries, torn } = await this.cache.read(conversation)
+        const { entries, torn, bytes } = await this.cache.read(conversation)
         const d = new ConversationDag(conversation, [], { now: this.now })
         for (const e of entries) if (e.conversation === conversation) d.add(reunderstand(e))
+        let size = dagBytes(entries.length, bytes)
         const expected = this.state.conversations[conversation]?.size ?? 0
         if (torn > 0 || d.size < expected) {
           // Derived state went missing or bad: read the conversation again from its feeds.
           // A torn last line with nothing missing is what a kill mid-write leaves: expected, not a warning.
           const say = d.size >= expected ? this.log.info : this.log.warn
           say.call(this.log, `entry cache of ${conversation.slice(0, 12)} ${d.size < expected ? `is missing entries (${d.size} of ${expected})` : 'ends in a torn line'} (${torn} torn line(s)); re-reading its feeds`)
-          await this.refill(d)
+          size = await this.refill(d)
         }
-        this.dags.set(conversation, d)
-        this.loading.delete(conversation)
+        this.dags.set(conversation, d, size)
         return d
       })()
+      const loading = p
+      void loading.finally(() => { if (this.loading.get(conversation) === loading) this.loading.delete(conversation) }).catch(() => undefined)
       this.loading.set(conversation, p)
     }
     return p
   }
 
-  /** Re-reads every indexed block of a conversation's feeds into `dag` and rewrites its cache. */
-  private async refill (dag: ConversationDag): Promise<void> {
+  /** The DAG in memory, if any: one evicted but still held somewhere is taken back into the cache. */
+  private resident (conversation: string): ConversationDag | undefined {
+    const dag = this.dags.get(conversation)
+    if (dag !== undefined) return dag
+    const kept = this.evicted.get(conversation)
+    if (kept === undefined) return undefined
+    this.evicted.delete(conversation)
+    const alive = kept.ref.deref()
+    if (alive !== undefined) this.dags.set(conversation, alive, kept.bytes)
+    return alive
+  }
+
+  /** The DAG in memory, if any, without using it (no reload, no change of recency). */
+  private peekDag (conversation: string): ConversationDag | undefined {
+    return this.dags.peek(conversation) ?? this.evicted.get(conversation)?.ref.deref()
+  }
+
+  private forgetDag (conversation: string): void {
+    this.dags.delete(conversation)
+    this.evicted.delete(conversation)
+  }
+
+  /** `dag` grew by an estimated `bytes`: counted against the budget (which may evict others). */
+  private grew (dag: ConversationDag, bytes: number): void {
+    if (bytes === 0) return
+    const c = dag.conversation
+    if (this.dags.peek(c) === dag) {
+      this.dags.resize(c, (this.dags.sizeOf(c) ?? 0) + bytes)
+      return
+    }
+    const kept = this.evicted.get(c)
+    if (kept !== undefined && kept.ref.deref() === dag) kept.bytes += bytes
+  }
+
+  /**
+   * Re-reads every indexed block of a conversation's feeds into `dag` and rewrites its cache;
+   * returns the DAG's estimated size. This device's own feeds are read whole: an entry the
+   * feed acknowledged whose cache line failed (a full disk) is not behind the watermark yet.
+   */
+  private async refill (dag: ConversationDag): Promise<number> {
     for (const rec of Object.values(this.state.feeds)) {
-      if (rec.conversation !== dag.conversation || rec.indexed <= 1) continue
+      if (rec.conversation !== dag.conversation || (!rec.own && rec.indexed <= 1)) continue
       const from = { ...rec, device: rec.own ? this.device : rec.device }
       await this.pinWhile(rec.key, async () => {
         const core = await this.core(rec.key)
-        for (let start = 1; start < rec.indexed; start += READ_CHUNK) {
-          const blocks = await Promise.all(range(start, Math.min(rec.indexed, start + READ_CHUNK)).map(i => core.get(i)))
+        const end = rec.own ? core.length : rec.indexed
+        for (let start = 1; start < end; start += READ_CHUNK) {
+          const blocks = await Promise.all(range(start, Math.min(end, start + READ_CHUNK)).map(i => core.get(i)))
           for (const block of blocks) {
             // Invalid blocks were reported when the feed was first read: skipped quietly here.
             const d = block === null ? null : decodeBlock(block, from)
@@ -708,7 +826,9 @@ export class HistoryStore extends EventEmitter {
       })
     }
     await this.markDirty()
-    await this.cache.rewrite(dag.conversation, [...dag.entries()])
+    const entries = [...dag.entries()]
+    await this.cache.rewrite(dag.conversation, entries)
+    return dagBytes(entries.length, entries.reduce((n, e) => n + Buffer.byteLength(encodeEntry(e)), 0))
   }
 
   /** Before the first write of a session, the index on disk must say it may be stale. */
@@ -880,11 +1000,24 @@ export class HistoryStore extends EventEmitter {
     const r = ref.toLowerCase()
     if (!/^[0-9a-f]+$/.test(r)) throw new ConversationNotFoundError(ref, 'no conversation (ids are hex)')
     // A full id also names a conversation whose root has not arrived yet (only its feeds).
-    if (this.state.conversations[r] !== undefined || this.dags.has(r) || Object.values(this.state.feeds).some(f => f.conversation === r)) return r
+    if (this.state.conversations[r] !== undefined || this.peekDag(r) !== undefined || Object.values(this.state.feeds).some(f => f.conversation === r)) return r
     const matches = Object.keys(this.state.conversations).filter(id => id.startsWith(r))
     if (matches.length === 1) return matches[0] as string
     if (matches.length === 0) throw new ConversationNotFoundError(ref)
     throw new ConversationNotFoundError(ref, `${matches.length} conversations (${matches.slice(0, 3).map(m => m.slice(0, r.length + 4)).join(', ')}…)`)
+  }
+
+  /**
+   * Keeps a conversation's DAG in memory while held (an agent at work in it): never evicted
+   * once loaded, whatever else is opened. Returns the release.
+   */
+  hold (conversation: string): () => void {
+    return this.dags.pin(conversation)
+  }
+
+  /** The DAG cache against its budget (estimated bytes), for benchmarks and tests. */
+  dagCacheStats (): DagCacheStats {
+    return this.dags.stats
   }
 
   /** Calls back on every 'entries' event; returns the unsubscribe function. */
@@ -901,10 +1034,19 @@ export class HistoryStore extends EventEmitter {
   }
 
   select (conversation: string, entry: string): void {
-    const dag = this.dags.get(conversation)
+    const dag = this.peekDag(conversation)
     if (dag !== undefined && !dag.isJoined(entry)) throw new Error(`entry ${entry.slice(0, 12)} is not in conversation ${conversation.slice(0, 12)}`)
     this.view.select(conversation, entry)
   }
+}
+
+/** Whether an entry is among these calls' (a write queue, or the batch being written); newest first, where a writer's parent usually is. */
+function isQueued (queue: Pending[], id: string): boolean {
+  for (let i = queue.length - 1; i >= 0; i--) {
+    const entries = (queue[i] as Pending).entries
+    for (let j = entries.length - 1; j >= 0; j--) if ((entries[j] as Entry).id === id) return true
+  }
+  return false
 }
 
 function hex (core: Hypercore.Core): string {

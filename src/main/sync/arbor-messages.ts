@@ -62,7 +62,8 @@ export const DevicesMessage = z.object({
 export const RunningAgent = z.object({ conversation: Hex32, epoch: z.number().int().nonnegative(), device: Hex32 })
 export const PresenceMessage = z.object({ agents: z.array(RunningAgent).max(10_000) })
 /** `hears`: the devices the sender hears right now, so a device cut off from one of them alone does not take it for dead. */
-export const HeartbeatMessage = z.object({ t: z.number(), hears: z.array(Hex32).max(1000).optional() })
+/** `echo`: the last `t` this device received from the peer it sends to (renews that peer's lease; older versions send none and ignore it) */
+export const HeartbeatMessage = z.object({ t: z.number(), hears: z.array(Hex32).max(1000).optional(), echo: z.number().optional() })
 /** Live events for other devices' UIs (streamed tokens, tool output): never history. */
 export const LiveMessage = z.object({ conversation: Hex32, event: z.record(z.string(), z.unknown()) })
 

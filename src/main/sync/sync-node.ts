@@ -9,6 +9,8 @@ import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
 import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
+import { Lease } from '../runtime/placement/lease'
+import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
@@ -38,6 +40,8 @@ export const DEFAULT_SUSPECT_AFTER_MS = 4000
 
 /** The longest wait between lookups for paired devices that are not connected. */
 const LOOKUP_MAX_MS = 8000
+/** The first wait between lookups (then doubled up to LOOKUP_MAX_MS). */
+const LOOKUP_FIRST_MS = 1000
 
 export interface SyncNodeOptions {
   history: HistoryStore
@@ -106,6 +110,10 @@ export class SyncNode extends EventEmitter {
   private readonly clock: Clock
   private readonly life: Lifecycle
   private readonly detector: FailureDetector
+  /** what auto-revival agents here act under: renewed by peers echoing this device's heartbeats (lease.ts) */
+  private readonly lease: Lease
+  /** the lease's monotonic clock: the injected clock in tests, else performance.now (a wall-clock jump moves nothing) */
+  private readonly mono: () => number
   private readonly sessions = new Set<SyncSession>()
   private readonly versions: ProtocolVersions
   /** what each peer's last hello said of its versions */
@@ -115,7 +123,7 @@ export class SyncNode extends EventEmitter {
   private readonly feedCache = new Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>()
   private swarm: Hyperswarm | null = null
   private joinedTopic: Buffer | null = null
-  private discovery: { refresh (opts: { client: boolean; server: boolean }): Promise<void> } | null = null
+  private discovery: Hyperswarm.Discovery | null = null
   private lookupTimer: ClockTimer | null = null
   private online = true
   private heartbeatTimer: ClockTimer | null = null
@@ -127,6 +135,10 @@ export class SyncNode extends EventEmitter {
   /** when this node started: a device never heard from since then is down after the detection window */
   private startedAt = 0
   private readonly sessionHost: SessionHost
+  /** how long a new connection to each device may stay silent (silent-connections.ts) */
+  private readonly silence: SilenceDeadlines
+  /** when each session's connection came (for how long its arbor channel took to open) */
+  private readonly attachedAt = new WeakMap<SyncSession, number>()
   /** a feed was added, or this device can serve more of it: peers hear of it */
   private readonly onFeed = (rec: FeedRecord): void => { this.feedChanged(rec.key) }
 
@@ -138,10 +150,14 @@ export class SyncNode extends EventEmitter {
     this.log = opts.log ?? consoleLogger('sync')
     this.clock = opts.clock ?? systemClock
     this.detector = new FailureDetector(opts.suspectAfterMs ?? DEFAULT_SUSPECT_AFTER_MS)
+    this.lease = new Lease(this.detector.suspectAfterMs)
+    const clock = opts.clock
+    this.mono = clock !== undefined ? () => clock.now() : () => performance.now()
     this.online = opts.online ?? true
     this.versions = opts.versions ?? thisVersion()
     this.life = new Lifecycle(() => this.open(), () => this.shut())
     this.sessionHost = this.makeSessionHost()
+    this.silence = new SilenceDeadlines(SILENT_FLOOR_MS, this.sessionHost.openTimeoutMs)
   }
 
   ready (): Promise<void> { return this.life.ready() }
@@ -193,10 +209,15 @@ export class SyncNode extends EventEmitter {
     if (this.joinedTopic !== null && this.joinedTopic.equals(topic)) return
     if (this.joinedTopic !== null) await swarm.leave(this.joinedTopic)
     this.joinedTopic = topic
-    this.discovery = swarm.join(topic, { server: true, client: true })
+    const discovery = swarm.join(topic, { server: true, client: true })
+    this.discovery = discovery
     // Announcing finishes in the background; local work never waits for the network.
     swarm.flush().catch((err: Error) => this.log.warn(`could not announce on the network: ${err.message}`))
-    this.lookupSoon(1000)
+    // The join's own lookup ran beside the announce: a device that announced at the same
+    // moment (both turned the network on, or restarted together) is not in it. Once this
+    // announce is in, look again at once; whichever of two devices looks later finds the other.
+    discovery.flushed().then(() => { if (this.discovery === discovery) this.lookupSoon(0) }, () => undefined)
+    this.lookupSoon(LOOKUP_FIRST_MS)
   }
 
   /**
@@ -207,6 +228,7 @@ export class SyncNode extends EventEmitter {
    */
   private lookupSoon (delayMs: number): void {
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
+    const next = Math.min(LOOKUP_MAX_MS, Math.max(LOOKUP_FIRST_MS, delayMs * 2))
     this.lookupTimer = this.clock.setTimeout(() => {
       this.lookupTimer = null
       const d = this.discovery
@@ -215,7 +237,7 @@ export class SyncNode extends EventEmitter {
       const missing = this.cluster.devicesMessage().devices.some(dev => dev.key !== this.history.device && !connected.has(dev.key))
       if (!missing) return
       d.refresh({ client: true, server: true }).catch((err: Error) => this.log.info(`looking for paired devices failed: ${err.message}`))
-      this.lookupSoon(Math.min(LOOKUP_MAX_MS, delayMs * 2))
+      this.lookupSoon(next)
     }, delayMs)
   }
 
@@ -269,7 +291,67 @@ export class SyncNode extends EventEmitter {
     const session = new SyncSession(stream, this.sessionHost)
     this.sessions.add(session)
     session.start()
+    this.watchSilence(stream, session)
     return session
+  }
+
+  /**
+   * Drops a connection on which nothing at all came from the peer within its wait, and dials
+   * the device again at once. HyperDHT can hand one side a connection whose other end was
+   * never made (the client's LAN shortcut connects while the server's holepuncher aborts and
+   * destroys its raw stream): all sent on it is lost, the peer's own dials may be refused as
+   * duplicates of it, and only the open timeout, then Hyperswarm's 1–5 s retry timer, ended
+   * it — 5–15 s without sync. The wait (SilenceDeadlines) is short only where a ping of the
+   * peer's address shows the link is fast; a slow link is not dropped while its first bytes
+   * are legitimately on their way.
+   */
+  private watchSilence (stream: NoiseSecretStream, session: SyncSession): void {
+    if (stream.destroyed) return
+    const device = session.remoteDevice
+    const started = this.clock.now()
+    this.attachedAt.set(session, started)
+    const timers: ClockTimer[] = []
+    let settled = false
+    const check = (waited: number, quick: boolean): void => {
+      if (settled || stream.destroyed || this.life.closed || session.hello !== null) return
+      if (heardFrom(stream)) { settled = true; return }
+      settled = true
+      this.silence.dropped(device, quick)
+      // After Hyperswarm's own close handler (registered first), which frees the device for a new dial.
+      stream.once('close', () => this.dialNow(device))
+      session.close(`nothing came from the peer within ${waited} ms: its end of the connection was never made`)
+    }
+    // Checked after a turn of the event loop: what arrived while this process was busy is read
+    // in the poll phase, which runs after due timers and before setImmediate callbacks.
+    const checkAt = (ms: number, quick: boolean): void => {
+      timers.push(this.clock.setTimeout(() => setImmediate(() => check(ms, quick)), ms - (this.clock.now() - started)))
+    }
+    checkAt(this.silence.wait(device), false)
+    const to = peerAddress(stream)
+    const dht = this.swarm?.dht
+    if (to !== null && dht !== undefined) {
+      // One UDP round trip to the address the connection's packets go to: the peer's DHT node
+      // answers there on a LAN or loopback; behind a NAT it usually does not, and the ordinary wait stands.
+      dht.ping(to).then(() => {
+        const quick = this.silence.quickWait(device, this.clock.now() - started)
+        if (quick !== null && !settled) checkAt(quick, true)
+      }, () => undefined)
+    }
+    stream.once('close', () => { settled = true; for (const t of timers) this.clock.clearTimeout(t) })
+  }
+
+  /**
+   * Dials a paired device now, not when Hyperswarm's retry timer (1–5 s, more after a few
+   * attempts) comes round. joinPeer queues the dial; leavePeer at once, so the device stays
+   * a peer of the topic rather than one Hyperswarm keeps re-dialling on its own for ever.
+   */
+  private dialNow (device: string): void {
+    const swarm = this.swarm
+    if (swarm === null || !this.online || this.life.closed || !this.cluster.isTrusted(device)) return
+    if (this.openSessions().some(s => s.remoteDevice === device)) return
+    const key = Buffer.from(device, 'hex')
+    swarm.joinPeer(key)
+    swarm.leavePeer(key)
   }
 
   /** Agents running on this device, announced to peers (presence). */
@@ -353,10 +435,74 @@ export class SyncNode extends EventEmitter {
     return [...out]
   }
 
+  /**
+   * Whether auto-revival agents here may act now: they hold the lease, or nobody could revive
+   * them (the network is off by choice, or no other device is paired).
+   */
+  holdsLease (): boolean {
+    const alone = !this.online || !this.cluster.devicesMessage().devices.some(d => d.key !== this.history.device)
+    return this.lease.holds(this.mono(), alone)
+  }
+
+  /**
+   * Resolves once this device holds its lease (at once if it does), or when `signal` aborts.
+   * After a stall the lease has expired: it waits for a peer to echo a heartbeat sent after
+   * the wake, so what peers sent before that echo (presence, a revival) has been read.
+   */
+  async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true): Promise<void> {
+    if (this.holdsLease()) return
+    const since = this.mono()
+    const from = this.lease.expiresAt()
+    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(since - from)} ms ago): until the peers answer`)
+    const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
+    // Held again, and every peer connected (suspected or not: on waking all are) answered since.
+    // Bounded by the abort, the node closing and `needed` (auto-revival turned off); rechecked
+    // each second.
+    const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
+    while (!answered() && waiting()) await this.nextEvent(signal, 1000)
+    // Entries replicate beside the arbor channel: the blocks of this conversation that peers
+    // announced before their echo (a revival among them) are read before the agent acts. At
+    // most two windows: a peer that never serves them must not stall the agent for ever.
+    const deadline = this.mono() + 2 * this.detector.suspectAfterMs
+    while (this.openSessions().some(s => s.behind(conversation) > 0) && waiting() && this.mono() < deadline) await this.nextEvent(signal, 50)
+    this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
+  }
+
+  /**
+   * The devices a stalled device must hear from again: those connected to it (suspected or not).
+   * Not the devices they hear: one cut off from this device can never answer here, and waiting
+   * for it would stop the agent for as long as the cut lasts.
+   */
+  private peersToHear (): Set<string> {
+    const out = new Set<string>()
+    for (const s of this.openSessions()) out.add(s.remoteDevice)
+    out.delete(this.history.device)
+    return out
+  }
+
+  /** Resolves on a lease renewal, the network switched, the abort, or after `ms`. */
+  private async nextEvent (signal: AbortSignal, ms: number): Promise<void> {
+    await new Promise<void>(resolve => {
+      const done = (): void => {
+        this.off('lease', done)
+        this.off('online', done)
+        signal.removeEventListener('abort', done)
+        clearTimeout(timer)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.on('lease', done)
+      this.on('online', done)
+      signal.addEventListener('abort', done)
+    })
+  }
+
+
   /** Heartbeats to every peer now (on every tick, and at once when who this device hears changes). */
   private beat (): void {
     const now = this.clock.now()
     const hears = this.hearing()
+    this.lease.sentHeartbeat(now, this.mono())
     for (const s of this.sessions) if (s.opened) s.heartbeat(now, hears)
   }
 
@@ -464,6 +610,8 @@ export class SyncNode extends EventEmitter {
         return this.digest
       },
       onOpen: s => {
+        const since = this.attachedAt.get(s)
+        if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)
         if (s.remoteVersions !== null) this.peerVersions.set(s.remoteDevice, s.remoteVersions)
         this.detector.heard(s.remoteDevice, this.clock.now())
         this.cluster.seen(s.remoteDevice, Date.now())
@@ -480,6 +628,7 @@ export class SyncNode extends EventEmitter {
       },
       onPresence: (s, agents) => { this.emit('presence', { device: s.remoteDevice, agents }) },
       onHears: s => { this.emit('hears', { device: s.remoteDevice, hears: [...s.remoteHears] }) },
+      onEcho: (s, t, hearsMe) => { if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease') },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onClose: s => {
         this.sessions.delete(s)
@@ -488,7 +637,7 @@ export class SyncNode extends EventEmitter {
         const stillConnected = [...this.sessions].some(o => o.remoteDevice === s.remoteDevice && o.opened)
         if (stillConnected) return
         this.peerEvent({ device: s.remoteDevice, state: 'disconnected' })
-        this.lookupSoon(1000)
+        this.lookupSoon(LOOKUP_FIRST_MS)
         if (this.detector.lost(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })
       }
     }

@@ -32,6 +32,8 @@ export interface SessionHost {
   onPresence (s: SyncSession, agents: RunningAgent[]): void
   /** the devices the peer hears changed (remoteHears) */
   onHears (s: SyncSession): void
+  /** the peer's heartbeat echoed `t`, a heartbeat time this device sent it; `hearsMe`: it says it hears this device */
+  onEcho (s: SyncSession, t: number, hearsMe: boolean): void
   onLive (s: SyncSession, msg: LiveMessage): void
   onClose (s: SyncSession): void
   /** this device's feeds list digest (cached until a feed changes) */
@@ -68,6 +70,8 @@ export class SyncSession {
   remoteAgents: RunningAgent[] = []
   /** the devices the peer said it hears, in its latest heartbeat */
   remoteHears: ReadonlySet<string> = new Set()
+  /** the `t` of the peer's latest heartbeat, echoed in ours */
+  private remoteT: number | undefined
   private channel: Protomux.Channel | null = null
   private msgs: Protomux.Message[] = []
   private closed = false
@@ -166,7 +170,9 @@ export class SyncSession {
     const hears = new Set(m.hears ?? [])
     const changed = hears.size !== this.remoteHears.size || [...hears].some(d => !this.remoteHears.has(d))
     this.remoteHears = hears
+    this.remoteT = m.t
     if (changed) this.host.onHears(this)
+    if (m.echo !== undefined) this.host.onEcho(this, m.echo, hears.has(this.host.history.device))
   }
 
   private onDigest (m: FeedsDigest): void {
@@ -213,14 +219,16 @@ export class SyncSession {
   }
   sendDevices (): void { this.send(2, this.host.devices()) }
   sendPresence (agents: RunningAgent[]): void { this.send(3, { agents }) }
-  heartbeat (t: number, hears: string[]): void { this.send(4, { t, hears } satisfies HeartbeatMessage) }
+  heartbeat (t: number, hears: string[]): void {
+    this.send(4, (this.remoteT !== undefined ? { t, hears, echo: this.remoteT } : { t, hears }) satisfies HeartbeatMessage)
+  }
   sendLive (msg: LiveMessage): void { this.send(5, msg) }
 
   /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
-  behind (): number {
+  behind (conversation?: string): number {
     let n = 0
     const mine = new Map(this.host.history.feeds().map(f => [f.key, f.indexed]))
-    for (const [key, f] of this.remoteFeeds) n += Math.max(0, f.length - (mine.get(key) ?? 0))
+    for (const [key, f] of this.remoteFeeds) if (conversation === undefined || f.conversation === conversation) n += Math.max(0, f.length - (mine.get(key) ?? 0))
     return n
   }
 

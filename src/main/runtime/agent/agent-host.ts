@@ -26,6 +26,8 @@ export interface AgentHostOptions {
   fault?: AgentDeps['fault']
   /** the agent that outranks a running one (checked at its step boundaries; see placement) */
   supersededBy?: AgentDeps['supersededBy']
+  /** waits until a running agent may act (the lease of auto-revival agents; see agent-loop) */
+  lease?: AgentDeps['lease']
 }
 
 export interface StartOptions {
@@ -45,6 +47,8 @@ interface Running {
   outcome: AgentOutcome | null
   lastError: unknown
   ended: Promise<AgentEnd>
+  /** lets the history evict the conversation's DAG again (held while the agent runs: it reads it every step) */
+  release: () => void
 }
 
 /**
@@ -103,12 +107,13 @@ export class AgentHost {
       history,
       onEvent,
       ...(this.opts.fault !== undefined ? { fault: this.opts.fault } : {}),
-      ...(this.opts.supersededBy !== undefined ? { supersededBy: this.opts.supersededBy } : {})
+      ...(this.opts.supersededBy !== undefined ? { supersededBy: this.opts.supersededBy } : {}),
+      ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {})
     }
 
     let attempts = 0
     let settle!: (end: AgentEnd) => void
-    const r: Running = { run, outcome: null, lastError: undefined, ended: new Promise(resolve => { settle = resolve }) }
+    const r: Running = { run, outcome: null, lastError: undefined, ended: new Promise(resolve => { settle = resolve }), release: () => {} }
     const loop = {
       id: 'loop',
       restart: 'transient' as const,
@@ -137,11 +142,13 @@ export class AgentHost {
     }
     if (this.running.has(conversation)) throw new Error(`an agent already runs for conversation ${conversation.slice(0, 12)} on this device`)
     this.running.set(conversation, r)
+    r.release = history.hold(conversation)
     void sup.exit.then(reason => this.onAgentExit(r, reason, settle))
     try {
       await this.agents.startChild(conversation, sup)
     } catch (err) {
       this.running.delete(conversation)
+      r.release()
       throw err
     }
   }
@@ -175,6 +182,7 @@ export class AgentHost {
       console.error(`arbor agents: the supervisor of ${conversation.slice(0, 12)} ended: ${describeExit(reason)}`)
     }
     this.running.delete(conversation)
+    r.release()
     settle(end)
   }
 }

@@ -5,8 +5,8 @@ import { LlmError, type LlmProvider } from '../../llm/provider'
 import type { Tool, ToolResult } from '../../tools/tool'
 import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
-import { idemKey, planNext, toIrMessages, type UnknownWhy } from './step-planner'
-import type { AgentRef } from '../placement/placement'
+import { idemKey, planNext, rerunnable, toIrMessages, type UnknownWhy } from './step-planner'
+import { compareRefs, ownerOf, type AgentRef } from '../placement/placement'
 
 /**
  * What an agent reports while it works, for the UI and the CLI. `run` names the agent's run
@@ -39,6 +39,11 @@ export interface AgentDeps {
   fault?: (point: FaultPoint, detail: { tool?: string }) => void
   /** the agent that outranks this one, if any: checked at every step boundary (one agent per side) */
   supersededBy?: (run: AgentRun) => AgentRef | null
+  /**
+   * Resolves once this agent may act (its device holds the lease, placement/lease.ts; at once
+   * where no lease applies); awaited at every step boundary and before every tool call.
+   */
+  lease?: (run: AgentRun, signal: AbortSignal) => Promise<void>
 }
 
 export interface AgentRun {
@@ -64,15 +69,83 @@ export type AgentOutcome = 'done' | 'cancelled' | 'error' | 'idle' | 'superseded
  * agent.stopped entry that says what to do; anything else is thrown: a crash.
  */
 export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSignal): Promise<AgentOutcome> {
+  const journal = new Journal(deps, run)
+  try {
+    const outcome = await steps(deps, run, signal, journal)
+    await journal.stored()
+    return outcome
+  } catch (err) {
+    // A crash is recorded after what was journaled before it (the cursor must have reached it).
+    await journal.stored().catch(() => undefined)
+    throw err
+  }
+}
+
+/**
+ * What an agent writes, in order. An entry is built and queued at once and stored behind
+ * the agent's back; `stored()` waits for everything queued so far. The loop waits before
+ * what must follow the journal (a step that may not run twice, the end of the run); a
+ * model call or a read need not, so a step's entries are written while the next one runs.
+ * The cursor moves, and the 'entry' event goes out, only once an entry is stored.
+ */
+class Journal {
+  /** the path root → last entry written, kept here rather than re-read every step (its ancestors never change) */
+  branch: Entry[] = []
+  /** the entry the next one attaches to: the last one queued */
+  tip: string
+  private last: Promise<void> = Promise.resolve()
+  private readonly agent: string
+
+  constructor (private readonly deps: AgentDeps, private readonly run: AgentRun) {
+    this.tip = run.cursor.tip
+    this.agent = `agent#${run.epoch}`
+  }
+
+  async append (draft: EntryDraft): Promise<Entry> {
+    const { history, onEvent } = this.deps
+    const { conversation, cursor } = this.run
+    let queued
+    try {
+      queued = await history.enqueue(conversation, [{ ...draft, agent: this.agent, parents: [this.tip] } as EntryDraft])
+    } catch (err) {
+      await this.last // an earlier write that failed is the cause: report that one
+      throw err
+    }
+    const entry = queued.entries[0] as Entry
+    this.tip = entry.id
+    this.branch.push(entry)
+    // Stored in call order: each write waits for the one before, so `last` covers them all.
+    const prev = this.last
+    this.last = (async () => {
+      await prev
+      await queued.stored
+      cursor.tip = entry.id
+      onEvent({ type: 'entry', conversation, entry })
+    })()
+    this.last.catch(() => undefined) // surfaced by stored(), the next append or the end of the run
+    return entry
+  }
+
+  /**
+   * Sends an event once every entry queued before it is stored, so listeners see a call's
+   * intent before its tool-start even when the call did not wait for the disk.
+   */
+  emit (ev: AgentEvent): void {
+    this.last = this.last.then(() => { this.deps.onEvent(ev) })
+    this.last.catch(() => undefined) // surfaced by stored(), the next append or the end of the run
+  }
+
+  /** Resolves once every entry appended so far is stored; rejects if one could not be. */
+  stored (): Promise<void> {
+    return this.last
+  }
+}
+
+async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journal: Journal): Promise<AgentOutcome> {
   const { history } = deps
   const conversation = run.conversation
   const agent = `agent#${run.epoch}`
-  const append = async (draft: EntryDraft): Promise<Entry> => {
-    const [entry] = await history.append(conversation, [{ ...draft, agent, parents: [run.cursor.tip] } as EntryDraft])
-    run.cursor.tip = (entry as Entry).id
-    deps.onEvent({ type: 'entry', conversation, entry: entry as Entry })
-    return entry as Entry
-  }
+  const append = (draft: EntryDraft): Promise<Entry> => journal.append(draft)
   const stop = async (reason: EntryOf<'agent.stopped'>['body']['reason'], message?: string, by?: AgentRef): Promise<void> => {
     const body: EntryOf<'agent.stopped'>['body'] = { epoch: run.epoch, reason }
     if (message !== undefined) body.message = message
@@ -82,18 +155,31 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
   const effectOf = (name: string): Tool['effect'] | undefined => deps.tools.get(name)?.effect
   const specs: IrToolSpec[] = [...deps.tools.values()].map(t => ({ name: t.name, description: t.description, parameters: t.parameters }))
 
+  // Whether it may take its next step: a lease held, nothing outranking it (after a stall the
+  // lease waits for fresh word from peers, so a revival they announced is seen here first).
+  const outranked = async (): Promise<AgentRef | null> => {
+    await deps.lease?.(run, signal)
+    const by = deps.supersededBy?.(run) ?? null
+    if (by !== null || deps.lease === undefined) return by
+    // The history as indexed now, not placement's view, which follows arriving entries a moment late.
+    const owner = ownerOf((await history.open(conversation)).entries())
+    return owner !== null && compareRefs(owner, { device: history.device, epoch: run.epoch }) > 0 ? owner : null
+  }
+  const giveWay = async (by: AgentRef): Promise<'superseded'> => {
+    await stop('superseded', `the agent now runs with epoch ${by.epoch} on device ${by.device.slice(0, 12)}`, by)
+    return 'superseded'
+  }
+
   // Outranked before it began (a higher agent arrived meanwhile): start nothing.
-  if (deps.supersededBy?.(run) != null) return 'superseded'
+  if (await outranked() != null) return 'superseded'
+  const dag = await history.open(conversation)
+  journal.branch = dag.pathTo(run.cursor.tip)
   await append({ kind: 'agent.started', body: run.previous === undefined ? { epoch: run.epoch, reason: run.reason } : { epoch: run.epoch, reason: run.reason, previous: run.previous }, parents: [] })
   for (;;) {
+    const by = await outranked()
     if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
-    const by = deps.supersededBy?.(run) ?? null
-    if (by !== null) {
-      await stop('superseded', `the agent now runs with epoch ${by.epoch} on device ${by.device.slice(0, 12)}`, by)
-      return 'superseded'
-    }
-    const dag = await history.open(conversation)
-    const branch = dag.pathTo(run.cursor.tip)
+    if (by !== null) return await giveWay(by)
+    const branch = journal.branch
     const step = planNext(branch, effectOf, { device: history.device, agent })
     switch (step.kind) {
       case 'idle':
@@ -106,7 +192,7 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
         deps.fault?.('before-model', {})
         let result
         // The reply will be a child of the current tip: streamed text belongs to that branch.
-        const parent = run.cursor.tip
+        const parent = journal.tip
         try {
           result = await deps.provider.chat({
             model: deps.model,
@@ -127,6 +213,9 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
           throw err
         }
         deps.fault?.('after-model', {})
+        // A reply that arrives after a stall is not written if another agent took over meanwhile.
+        const byNow = await outranked()
+        if (byNow !== null && !signal.aborted) return await giveWay(byNow)
         const body: EntryOf<'assistant'>['body'] = { text: result.text, model: result.model, finish: result.finish }
         if (result.toolCalls.length > 0) body.toolCalls = result.toolCalls.map(c => ({ id: c.id, name: c.name, args: c.args }))
         if (result.reasoning !== undefined) body.reasoning = result.reasoning
@@ -143,11 +232,22 @@ export async function runAgent (deps: AgentDeps, run: AgentRun, signal: AbortSig
         if (step.intent === undefined) {
           await append({ kind: 'tool.intent', body: { callId: step.call.id, tool: step.call.name, args: step.call.args ?? null, effect: step.effect, idemKey: key }, parents: [] })
         }
+        // A step that must not run twice runs only once the journal says it will (the intent,
+        // and all before it, stored). A read or idempotent one is run again after a crash
+        // anyway (planNext), so it need not wait for the disk.
+        if (!rerunnable(step.effect)) await journal.stored()
         deps.fault?.('after-intent', { tool: step.call.name })
+        // The start of a tool call: under the lease, and only if nobody took over.
+        const byAtStart = await outranked()
+        if (byAtStart !== null && !signal.aborted) return await giveWay(byAtStart)
         const res = tool === undefined
           ? { status: 'error' as const, output: `there is no tool named "${step.call.name}"; the tools are: ${[...deps.tools.keys()].join(', ')}` }
-          : await runOne(deps, run, tool, step.call, key, signal)
+          : await runOne(deps, run, tool, step.call, key, signal, ev => { journal.emit(ev) })
         deps.fault?.('after-tool', { tool: step.call.name })
+        // A call that ended during a stall: its result is not written if the agent was revived meanwhile
+        // (the reviver recorded the outcome as unknown).
+        const byAfter = signal.aborted ? null : await outranked()
+        if (byAfter !== null && !signal.aborted) return await giveWay(byAfter)
         if (signal.aborted) {
           await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'cancelled', output: res.output }, parents: [] })
           await stop('cancelled')
@@ -171,16 +271,16 @@ const NOT_RUN: Record<UnknownWhy, string> = {
 }
 
 /** Runs one tool call (arguments checked, time limit kept); a tool that throws crashes the agent. */
-async function runOne (deps: AgentDeps, run: AgentRun, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal): Promise<ToolResult> {
+async function runOne (deps: AgentDeps, run: AgentRun, tool: Tool, call: IrToolCall, key: string, signal: AbortSignal, emit: (ev: AgentEvent) => void): Promise<ToolResult> {
   const { conversation, id } = run
-  deps.onEvent({ type: 'tool-start', conversation, run: id, callId: call.id, tool: tool.name, args: call.args })
+  emit({ type: 'tool-start', conversation, run: id, callId: call.id, tool: tool.name, args: call.args })
   const res = await runTool(tool, call.args, {
     cwd: deps.sandbox.cwd,
     signal,
     idemKey: key,
     sandbox: deps.sandbox,
-    onOutput: chunk => deps.onEvent({ type: 'tool-output', conversation, run: id, callId: call.id, chunk })
+    onOutput: chunk => { emit({ type: 'tool-output', conversation, run: id, callId: call.id, chunk }) }
   })
-  deps.onEvent({ type: 'tool-end', conversation, run: id, callId: call.id, status: res.status })
+  emit({ type: 'tool-end', conversation, run: id, callId: call.id, status: res.status })
   return res
 }

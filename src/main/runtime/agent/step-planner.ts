@@ -50,18 +50,23 @@ export function rerunnable (effect: EffectClass): boolean {
  *   run again (with their idemKey), and so are this agent's own interrupted ones.
  */
 export function planNext (branch: readonly Entry[], effectOf: (tool: string) => EffectClass | undefined, self: Planner): NextStep {
-  let lastUser = -1
-  for (let i = branch.length - 1; i >= 0; i--) if (branch[i]?.kind === 'user') { lastUser = i; break }
-  if (lastUser === -1) return { kind: 'idle' }
+  // Only what follows the turn's last assistant message counts: read back to it, not the
+  // whole turn (an agent plans every step of a turn of hundreds of entries).
   let assistant: EntryOf<'assistant'> | undefined
   const intents = new Map<string, EntryOf<'tool.intent'>>()
   const results = new Set<string>()
-  for (let i = lastUser + 1; i < branch.length; i++) {
+  let i = branch.length - 1
+  for (; i >= 0; i--) {
     const e = branch[i] as Entry
-    if (e.kind === 'assistant') { assistant = e; intents.clear(); results.clear() }
-    else if (e.kind === 'tool.intent') intents.set(e.body.callId, e)
+    if (e.kind === 'user') break
+    if (e.kind === 'assistant') { assistant = e; break }
+    // the latest intent for a call is the one that counts
+    if (e.kind === 'tool.intent') { if (!intents.has(e.body.callId)) intents.set(e.body.callId, e) }
     else if (e.kind === 'tool.result') results.add(e.body.callId)
   }
+  // No user message in the branch at all: nothing to answer.
+  while (i >= 0 && branch[i]?.kind !== 'user') i--
+  if (i < 0) return { kind: 'idle' }
   if (assistant === undefined) return { kind: 'model' }
   const calls = assistant.body.toolCalls ?? []
   if (calls.length === 0) return { kind: 'done' }

@@ -1,0 +1,144 @@
+// A slow device is not a dead one (issue 13; DESIGN.md "Placement", guarantees 4 and 5):
+// three `arbor serve` nodes on a HyperDHT testnet on loopback. The node running an
+// auto-revival agent is frozen with SIGSTOP in the middle of a bash call and woken with
+// SIGCONT: (b) for less than the detection window, nothing happens and the turn ends there;
+// (a) for longer, a peer revives the agent, and the woken node gives way before it takes
+// another step (its result is not written, the next step is not run twice).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import type { Entry, EntryOf } from '../../src/shared/entry'
+import { ProcessCluster } from '../helpers/arbor-processes'
+import { until } from '../helpers/temp-dir'
+
+const haveBwrap = spawnSync('bwrap', ['--version']).status === 0
+if (!haveBwrap && process.env.CI !== undefined) throw new Error('bwrap is missing on CI: install bubblewrap')
+
+const NAMES = ['laptop', 'server', 'cloud'] as const
+const cluster = new ProcessCluster()
+const device = new Map<string, string>()
+let work = ''
+let script = ''
+
+const started = (es: Entry[]): Array<EntryOf<'agent.started'>> => es.filter((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started')
+const stopped = (es: Entry[]): Array<EntryOf<'agent.stopped'>> => es.filter((e): e is EntryOf<'agent.stopped'> => e.kind === 'agent.stopped')
+const sleep = async (ms: number): Promise<void> => { await new Promise(resolve => setTimeout(resolve, ms)) }
+const lines = async (file: string): Promise<number> => (await fs.readFile(path.join(work, file), 'utf8').catch(() => '')).split('\n').filter(Boolean).length
+/** A revived agent works in its own device's workspace (the laptop's directory is not there): runs counted everywhere. */
+const runsEverywhere = async (file: string): Promise<number> => {
+  let n = await lines(file)
+  for (const dev of cluster.devices.values()) {
+    for (const f of await fs.readdir(dev.workspaces, { recursive: true })) {
+      if (path.basename(f) === file) n += (await fs.readFile(path.join(dev.workspaces, f), 'utf8')).split('\n').filter(Boolean).length
+    }
+  }
+  return n
+}
+const entries = async (n: string, conv: string): Promise<Entry[]> => {
+  const r = await cluster.arbor(n, 'export', conv, '--format', 'json')
+  return r.code === 0 ? (JSON.parse(r.out) as { entries: Entry[] }).entries : []
+}
+const nameOf = (key: string): string => [...device].find(([, k]) => k === key)?.[0] ?? key
+const laptopProc = (): NonNullable<ReturnType<typeof cluster.devices.get>>['proc'] => cluster.devices.get('laptop')?.proc ?? null
+
+beforeAll(async () => {
+  await cluster.ready()
+  await Promise.all(NAMES.map(n => cluster.serve(n)))
+  await cluster.pair('laptop', 'server', 'cloud')
+  for (const n of NAMES) device.set(n, (JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ device: string; self: boolean }> }).devices.find(d => d.self)?.device ?? '')
+  await until(async () => {
+    for (const n of NAMES) {
+      const { devices } = JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ self: boolean; connected: boolean; suspected: boolean }> }
+      if (devices.some(d => !d.self && (!d.connected || d.suspected))) return false
+    }
+    return true
+  }, 'every pair of devices to connect', 30_000, 250)
+  const shared = await cluster.tempDir('arbor-pause-')
+  work = path.join(shared, 'work')
+  await fs.mkdir(work)
+  script = path.join(shared, 'model.json')
+  // Each call appends to a marker file: its line count is how often the step ran.
+  await fs.writeFile(script, JSON.stringify({
+    rules: [
+      { match: '^short', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> short.txt; sleep 2' } }] }, { text: 'short done' }] },
+      { match: '^long', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> long.txt; sleep 2' } }] }, { toolCalls: [{ name: 'bash', args: { command: 'echo ran >> next.txt' } }] }, { text: 'long done' }] }
+    ],
+    default: { text: 'You said: {{lastUser}}' }
+  }))
+  for (const n of NAMES) await fs.writeFile(path.join(cluster.devices.get(n)?.dir as string, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
+}, 60_000)
+afterAll(async () => {
+  laptopProc()?.kill('SIGCONT')
+  for (const [name, dev] of cluster.devices) console.log(`--- ${name}\n${dev.log.slice(-3000)}`)
+  await cluster.close()
+}, 30_000)
+
+/** Posts on the laptop and waits until server and cloud hold the bash call's intent (and it runs). */
+async function startOnLaptop (title: string, message: string, marker: string): Promise<{ conv: string, intent: EntryOf<'tool.intent'> }> {
+  const conv = (await cluster.ok('laptop', 'new', '--title', title, '--auto-revival', '--cwd', work)).trim()
+  cluster.spawnArbor('laptop', 'chat', conv, message)
+  const intentOn = async (n: string): Promise<EntryOf<'tool.intent'> | undefined> => (await entries(n, conv)).find((e): e is EntryOf<'tool.intent'> => e.kind === 'tool.intent')
+  await until(async () => (await intentOn('server')) !== undefined && (await intentOn('cloud')) !== undefined && (await lines(marker)) === 1, 'server and cloud to hold the intent, the call to run', 30_000, 100)
+  const intent = await intentOn('server') as EntryOf<'tool.intent'>
+  expect(intent.author.device).toBe(device.get('laptop'))
+  return { conv, intent }
+}
+
+describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival agent', () => {
+  it('(b) paused for less than the window: no revival, the turn ends normally on the laptop', async () => {
+    const { conv } = await startOnLaptop('short pause', 'short pause', 'short.txt')
+    laptopProc()?.kill('SIGSTOP')
+    await sleep(1500)
+    laptopProc()?.kill('SIGCONT')
+    const done = async (n: string): Promise<boolean> => stopped(await entries(n, conv)).some(e => e.body.reason === 'done')
+    await until(async () => (await done('laptop')) && (await done('server')) && (await done('cloud')), 'the turn to end, known everywhere', 20_000, 200)
+    const history = await entries('server', conv)
+    expect(started(history).map(e => [nameOf(e.author.device), e.body.reason])).toEqual([['laptop', 'user']])
+    expect(stopped(history).map(e => [nameOf(e.author.device), e.body.reason])).toEqual([['laptop', 'done']])
+    expect(history.filter(e => e.kind === 'tool.result').map(e => (e as EntryOf<'tool.result'>).body.status)).toEqual(['ok'])
+    expect(history.some(e => e.kind === 'assistant' && e.body.text === 'short done')).toBe(true)
+    expect(await lines('short.txt')).toBe(1)
+  }, 40_000)
+
+  it('(a) paused past the window while its call finishes: revived once elsewhere; on SIGCONT the laptop gives way before any further step', async () => {
+    const { conv, intent } = await startOnLaptop('long pause', 'long pause', 'long.txt')
+    const pausedAt = Date.now()
+    laptopProc()?.kill('SIGSTOP')
+    const revivals = async (): Promise<Array<EntryOf<'agent.started'>>> => [...(await entries('server', conv)), ...(await entries('cloud', conv))].filter((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started' && e.body.reason === 'revival')
+    await until(async () => (await revivals()).length > 0, 'server or cloud to revive the agent', 20_000, 200)
+    const revival = (await revivals())[0] as EntryOf<'agent.started'>
+    const reviver = nameOf(revival.author.device)
+    console.log(`revived on ${reviver} ${revival.ts - pausedAt} ms after the SIGSTOP`)
+    await sleep(500) // the call (2 s) has long finished; the revived agent is at work
+    laptopProc()?.kill('SIGCONT')
+
+    // the laptop's agent ended, however (today it may end its turn as done instead of giving way)
+    const gaveWay = async (n: string): Promise<boolean> => stopped(await entries(n, conv)).some(e => e.author.device === device.get('laptop'))
+    const turnOver = async (n: string): Promise<boolean> => stopped(await entries(n, conv)).some(e => e.author.device === revival.author.device && e.body.reason === 'done')
+    let all: Entry[][] = []
+    await until(async () => {
+      if (!(await gaveWay('laptop')) || !(await turnOver('laptop'))) return false
+      all = await Promise.all(NAMES.map(n => entries(n, conv)))
+      const ids = all.map(es => es.map(e => e.id).sort().join())
+      return ids.every(x => x === ids[0])
+    }, 'the laptop\'s agent to end, the revived turn to end, the same history on all three', 30_000, 250)
+    const history = all[0] as Entry[]
+    // The laptop wrote nothing after its intent but its giving way: no result, no model call, no next step.
+    const laptops = history.filter(e => e.author.device === device.get('laptop'))
+    const afterIntent = laptops.slice(laptops.findIndex(e => e.id === intent.id) + 1)
+    expect(afterIntent.map(e => e.kind === 'agent.stopped' ? `stopped:${e.body.reason}` : e.kind)).toEqual(['stopped:superseded'])
+    expect((afterIntent[0] as EntryOf<'agent.stopped'>).body.by).toEqual({ device: revival.author.device, epoch: 1 })
+    // One agent: one revival, and each step ran once.
+    expect(started(history).map(e => [nameOf(e.author.device), e.body.reason])).toEqual([['laptop', 'user'], [reviver, 'revival']])
+    expect(history.filter(e => e.kind === 'tool.result' && e.body.callId === intent.body.callId).map(e => (e as EntryOf<'tool.result'>).body.status)).toEqual(['unknown'])
+    expect(await runsEverywhere('long.txt')).toBe(1)
+    expect(await lines('next.txt')).toBe(0) // the laptop never ran the next step
+    expect(await runsEverywhere('next.txt')).toBe(1) // the reviver ran it, once
+    for (const n of NAMES) {
+      const s = await cluster.ok(n, 'status', conv)
+      expect(s, n).toContain(`agent: ${n === reviver ? 'this device' : reviver} (epoch 1)`)
+      expect(s, n).not.toMatch(/working now|also running/)
+    }
+  }, 50_000)
+})
