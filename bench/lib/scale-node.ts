@@ -37,10 +37,10 @@ export async function nodeReady (dataDir: string, work: string): Promise<Record<
   return { ms: round(readyMs), historyMs: round(historyMs), importMs: round(importMs), closeMs: round(performance.now() - t), conversations, rssMb: round(rss / MB, 1) }
 }
 
-/** What the store says of a budget of its cache of opened conversations, if it has one (another change adds it). */
+/** What the store says of the budget of its cache of opened conversations (`dagCacheStats()`; older names tried too), or null. */
 function cacheBudget (store: object): { budgetBytes: number | null; cache: unknown } {
   const s = store as Record<string, unknown>
-  const raw = s.cacheBudget ?? s.cacheStats ?? s.openBudget
+  const raw = s.dagCacheStats ?? s.cacheBudget ?? s.cacheStats ?? s.openBudget
   const value = typeof raw === 'function' ? (raw as () => unknown).call(store) : raw
   if (typeof value === 'number') return { budgetBytes: value, cache: value }
   if (value !== null && typeof value === 'object') {

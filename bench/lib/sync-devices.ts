@@ -1,6 +1,6 @@
 // Devices of a sync benchmark in one process (HistoryStore + SyncNode without a swarm, one
 // TestCluster), linked by in-memory Noise links, and raw Corestore replication beside them.
-// bench/scale.ts's; bench/sync.ts has its own copies of these (it could import them).
+// bench/scale.ts's and bench/sync.ts's.
 import type Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
