@@ -6,7 +6,7 @@ import path from 'node:path'
 import Corestore from 'corestore'
 import { HistoryStore } from '../src/main/history/history-store'
 import { encodeEntry, type Entry } from '../src/shared/entry'
-import { benchLog, chain, emit, ensureBuilt, interleave, median, round, runNode, textMaker } from './lib/util'
+import { benchLog, chain, emit, ensureBuilt, interleave, median, lsCli, round, runNode, textMaker } from './lib/util'
 
 const TS = 1_700_000_000_000 // fixed clock: entry ids can be computed ahead (see chain)
 const RUNS = 5
@@ -118,13 +118,6 @@ async function lsChild (dir: string): Promise<{ ms: number; count: number }> {
   return JSON.parse(r.stdout.trim().split('\n').pop() as string) as { ms: number; count: number }
 }
 
-async function lsCli (dir: string, expected: number): Promise<number> {
-  const r = await runNode(['bin/arbor.js', 'ls', '--data', dir])
-  if (r.code !== 0) throw new Error(`arbor ls failed (${r.code}): ${r.stderr}`)
-  const lines = r.stdout.split('\n').filter(l => l.trim() !== '').length
-  if (lines < expected) throw new Error(`arbor ls printed ${lines} lines for ${expected} conversations`)
-  return r.ms
-}
 
 async function listColdStart (): Promise<void> {
   const big = freshDir('ls-1000')

@@ -10,7 +10,7 @@ import { HistoryStore } from '../src/main/history/history-store'
 import { indexFilePath } from '../src/main/history/history-index'
 import { BASELINE, DEVICES, FULL, HOLDERS, SMALL, datasetDir, deviceDir, readMeta, type DatasetMeta, type Scale } from './lib/scale-dataset'
 import { Cluster, closeDevice, connect, openCounter, until, type Connection, type Device } from './lib/sync-devices'
-import { benchLog, emit, ensureBuilt, interleave, median, round, runNode } from './lib/util'
+import { benchLog, emit, ensureBuilt, interleave, median, lsCli, round, runNode } from './lib/util'
 
 const note = (m: string): void => { process.stderr.write(`bench scale: ${m}\n`) }
 const SCALE: Scale = process.env.ARBOR_BENCH_SCALE === 'small' ? SMALL : FULL
@@ -73,13 +73,6 @@ function sizes (meta: DatasetMeta, base: DatasetMeta): Record<string, unknown> {
 
 // ---------------------------------------------------------------- 1. arbor ls, cold
 
-async function lsCli (dir: string, expected: number): Promise<number> {
-  const r = await runNode(['bin/arbor.js', 'ls', '--data', dir])
-  if (r.code !== 0) throw new Error(`arbor ls failed (${r.code}): ${r.stderr}`)
-  const lines = r.stdout.split('\n').filter(l => l.trim() !== '').length
-  if (lines < expected) throw new Error(`arbor ls printed ${lines} lines for ${expected} conversations`)
-  return r.ms
-}
 
 async function lsCold (big: string, small: string, meta: DatasetMeta, base: DatasetMeta): Promise<void> {
   ensureBuilt('bench scale')

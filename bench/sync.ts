@@ -16,7 +16,7 @@ import type { Logger } from '../src/shared/logger'
 import type { MemoryLink } from '../test/helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../test/helpers/test-cluster'
 import { DeviceProcesses, awayMs, netOnOnce, restartOnce as restartProcessOnce, type DeviceProcess } from '../test/helpers/sync-node-processes'
-import { emit, median, percentile, round, textMaker } from './lib/util'
+import { emit, median, percentile, round, start, textMaker, type Took } from './lib/util'
 import { closeDevice, connect, connectRaw, contiguous, openCounter, until, type Connection, type Device } from './lib/sync-devices'
 
 const PER_CONVERSATION = 20 // entries after each root
@@ -43,16 +43,6 @@ async function timed<T> (fn: () => Promise<T>): Promise<{ ms: number; value: T }
   return { ms: performance.now() - t0, value }
 }
 
-/** Wall and CPU time (this process: both devices, and the storage threads) since a start(). */
-interface Took { ms: number; cpuMs: number }
-function start (): () => Took {
-  const t0 = performance.now()
-  const c0 = process.cpuUsage()
-  return () => {
-    const c = process.cpuUsage(c0)
-    return { ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 }
-  }
-}
 
 /**
  * The fields of a subject-versus-baseline line whose values are throughputs of `n` entries:

@@ -6,19 +6,8 @@ import path from 'node:path'
 import Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import { Cluster, closeDevice, connect, connectRaw, contiguous, held, holdsAll } from './sync-devices'
-import { median, round } from './util'
+import { median, round, start, type Took } from './util'
 
-interface Took { ms: number; cpuMs: number }
-
-/** Wall and CPU time (this process: both devices and the storage threads) since a start(). */
-function start (): () => Took {
-  const t0 = performance.now()
-  const c0 = process.cpuUsage()
-  return () => {
-    const c = process.cpuUsage(c0)
-    return { ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 }
-  }
-}
 
 const note = (m: string): void => { process.stderr.write(`bench scale: ${m}\n`) }
 

@@ -122,3 +122,23 @@ export function ensureBuilt (what: string): void {
   const b = spawnSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], shell: process.platform === 'win32' })
   if (b.status !== 0) throw new Error('the build failed')
 }
+
+/** The whole `node bin/arbor.js ls --data DIR` process: its wall ms; checks it listed `expected` conversations. */
+export async function lsCli (dir: string, expected: number): Promise<number> {
+  const r = await runNode(['bin/arbor.js', 'ls', '--data', dir])
+  if (r.code !== 0) throw new Error(`arbor ls failed (${r.code}): ${r.stderr}`)
+  const lines = r.stdout.split('\n').filter(l => l.trim() !== '').length
+  if (lines < expected) throw new Error(`arbor ls printed ${lines} lines for ${expected} conversations`)
+  return r.ms
+}
+
+/** Wall and CPU time (this process, its storage threads included) since a start(). */
+export interface Took { ms: number; cpuMs: number }
+export function start (): () => Took {
+  const t0 = performance.now()
+  const c0 = process.cpuUsage()
+  return () => {
+    const c = process.cpuUsage(c0)
+    return { ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 }
+  }
+}
