@@ -1,9 +1,9 @@
 import { createContext, memo, useCallback, useContext, useEffect, useId, useLayoutEffect, useMemo, useRef, useState, type JSX, type KeyboardEvent, type RefObject } from 'react'
 import type { Fork } from './branch-nav'
-import type { ContinuePoint } from './continue-from'
-import { formatCount } from './conversation-list'
-import { Markdown } from './Markdown'
-import type { ToolCallView, ToolStatus, TranscriptItem, Turn } from './transcript'
+import type { ContinuePoint } from '../chat/continue-from'
+import { formatCount } from '../sidebar/conversation-list'
+import { Markdown } from '../markdown/Markdown'
+import type { ToolCallView, ToolStatus, TranscriptItem, Turn } from './transcript-items'
 import { estimateTurnHeight, nearBottom, turnOffsets, turnWindow } from './transcript-window'
 
 export interface TranscriptActions {

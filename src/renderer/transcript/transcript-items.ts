@@ -1,7 +1,7 @@
 // The shown branch as things to draw: messages, tool calls joined with their intents and
 // results, and notices for lifecycle entries worth seeing. Pure: entries in, items out.
-import type { EffectClass, Entry, EntryOf } from '../shared/entry'
-import { unknownEntryNotice } from '../shared/entry-text'
+import type { EffectClass, Entry, EntryOf } from '../../shared/entry'
+import { unknownEntryNotice } from '../../shared/entry-text'
 import { forksOf, type ChildrenOf, type Fork } from './branch-nav'
 
 export type ToolStatus = 'pending' | 'running' | 'ok' | 'error' | 'unknown' | 'cancelled' | 'interrupted'
