@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
-import type { ApiMethods, SettingsDto } from '../shared/api'
-import { errorText, useApi } from './api-context'
+import type { ApiMethods, SettingsDto } from '../../shared/api'
+import { errorText, useApi } from '../api-context'
 import { EMPTY_FORM, withLoaded, type ProviderChoice, type SettingsField, type SettingsForm } from './settings-form'
 
 type Found = ApiMethods['settings.detect']['result']
