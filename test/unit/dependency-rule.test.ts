@@ -1,69 +1,17 @@
-// The dependency rule of DESIGN.md ("Layout") and docs/ARCHITECTURE.md §3, checked on every
-// import under src/: each file lives in a concern folder, each folder imports only what its
-// ALLOWED list names, and no files import each other in a cycle. Type-only imports count for the
-// folders (a type from another folder is a dependency on its design), not for cycles (see there).
+// The dependency rule of DESIGN.md ("Layout") and docs/ARCHITECTURE.md §3, whose table is
+// scripts/dependency-rule.js, checked on every import under src/: each file lives in a concern
+// folder, each folder imports only what its ALLOWED list names, and no files import each other
+// in a cycle. Type-only imports count for the folders (a type from another folder is a
+// dependency on its design), not for cycles (see there).
 import fs from 'node:fs'
 import { isBuiltin } from 'node:module'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
+import { ALLOWED, MAY_IMPORT_ELECTRON, NO_NODE_BUILTINS, PENDING_ONE_API_EXCEPTIONS, unitOf } from '../../scripts/dependency-rule.js'
 import { cycles, importsOf, resolveImport, type ImportRef } from '../helpers/import-graph'
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..')
-
-/** A concern folder, or the composition root (one file). */
-type Unit =
-  | 'shared' | 'disk' | 'secrets' | 'history' | 'sync' | 'llm' | 'tools' | 'runtime'
-  | 'root' | 'api' | 'cli' | 'electron' | 'preload' | 'renderer' | 'types'
-
-/** What each unit may import besides itself (DESIGN.md "Layout"); anything not named is refused. */
-const ALLOWED: Record<Unit, readonly Unit[]> = {
-  shared: [],
-  // plain-Node leaves for what shared may not do (node:fs): every folder of main may use them
-  disk: ['shared'],
-  secrets: ['shared', 'disk'],
-  history: ['shared', 'disk'],
-  sync: ['shared', 'disk', 'history'],
-  llm: ['shared', 'disk'],
-  tools: ['shared', 'disk'],
-  runtime: ['shared', 'disk', 'history', 'llm', 'tools'],
-  // the wiring: the composition root, the API transports, the CLI and the Electron shell
-  root: ['shared', 'disk', 'secrets', 'history', 'sync', 'llm', 'tools', 'runtime', 'api'],
-  api: ['shared', 'disk', 'secrets', 'history', 'sync', 'llm', 'tools', 'runtime', 'root'],
-  cli: ['shared', 'disk', 'secrets', 'history', 'sync', 'llm', 'tools', 'runtime', 'root', 'api'],
-  electron: ['shared', 'disk', 'secrets', 'history', 'sync', 'llm', 'tools', 'runtime', 'root', 'api'],
-  preload: ['shared'],
-  renderer: ['shared'],
-  types: []
-}
-
-/** Units that run where Node's modules do not (the renderer; shared is used there too). */
-const NO_NODE_BUILTINS: ReadonlySet<Unit> = new Set(['shared', 'renderer'])
-/** Only the shell and the preload touch Electron. */
-const MAY_IMPORT_ELECTRON: ReadonlySet<Unit> = new Set(['electron', 'preload'])
-
-/**
- * The one known violation, being removed by issue 14 "One API" (the CLI becomes a client of the
- * API, so the composition root no longer runs CLI code). Delete this entry when that lands: the
- * test fails while it names an edge that no longer exists.
- */
-const PENDING_ONE_API_EXCEPTIONS: ReadonlyArray<{ from: string; to: string }> = [
-  { from: 'src/main/node.ts', to: 'src/main/cli/' }
-]
-
-const FOLDERS: Record<string, Unit> = {
-  'src/shared': 'shared', 'src/preload': 'preload', 'src/renderer': 'renderer', 'src/types': 'types',
-  'src/main/disk': 'disk', 'src/main/secrets': 'secrets', 'src/main/history': 'history', 'src/main/sync': 'sync',
-  'src/main/llm': 'llm', 'src/main/tools': 'tools', 'src/main/runtime': 'runtime', 'src/main/api': 'api',
-  'src/main/cli': 'cli', 'src/main/electron': 'electron'
-}
-
-/** The unit a file belongs to; undefined for a file outside every concern folder. */
-function unitOf (file: string): Unit | undefined {
-  if (file === 'src/main/node.ts') return 'root'
-  for (const [folder, unit] of Object.entries(FOLDERS)) if (file.startsWith(folder + '/')) return unit
-  return undefined
-}
 
 function sourceFiles (dir: string): string[] {
   const out: string[] = []
@@ -99,7 +47,7 @@ function readTree (): { files: string[]; edges: Edge[]; packages: Array<{ from: 
   return { files, edges, packages, unresolved }
 }
 
-const isPending = (e: { from: string; to: string }): boolean => PENDING_ONE_API_EXCEPTIONS.some(p => p.from === e.from && e.to.startsWith(p.to))
+const isPending = (e: { from: string; to: string }): boolean => PENDING_ONE_API_EXCEPTIONS.some(p => p.from === e.from && (p.to.endsWith('/') ? e.to.startsWith(p.to) : e.to === p.to))
 
 describe('the dependency rule (DESIGN.md "Layout")', () => {
   const tree = readTree()
@@ -129,8 +77,8 @@ describe('the dependency rule (DESIGN.md "Layout")', () => {
       const unit = unitOf(from)
       if (unit === undefined) return []
       const name = ref.specifier
-      if (NO_NODE_BUILTINS.has(unit) && isBuiltin(name)) return [`${from}:${ref.line} (${unit}) imports the Node module '${name}'`]
-      if (!MAY_IMPORT_ELECTRON.has(unit) && (name === 'electron' || name.startsWith('electron/'))) return [`${from}:${ref.line} (${unit}) imports '${name}'`]
+      if (NO_NODE_BUILTINS.includes(unit) && isBuiltin(name)) return [`${from}:${ref.line} (${unit}) imports the Node module '${name}'`]
+      if (!MAY_IMPORT_ELECTRON.includes(unit) && (name === 'electron' || name.startsWith('electron/'))) return [`${from}:${ref.line} (${unit}) imports '${name}'`]
       return []
     })
     expect(violations).toEqual([])
