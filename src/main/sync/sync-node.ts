@@ -6,15 +6,15 @@ import type { HistoryStore } from '../history/history-store'
 import type { FeedRecord } from '../history/history-index'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
+import { systemClock, type Clock, type ClockTimer } from '../../shared/clock'
 import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
-import { Lease } from '../runtime/placement/lease'
+import { Lease } from './lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
-import { ARBOR_VERSION } from '../app-version'
+import { ARBOR_VERSION } from '../../shared/app-version'
 
 /** What the sync layer needs of the cluster: its secret and who is in it. */
 export interface ClusterMembership {
