@@ -1,0 +1,281 @@
+// A reconnect costs what changed (docs/ARCHITECTURE.md, "Reconnecting"; issue 12 "Scale"):
+// real HistoryStores and SyncNodes on MemoryLinks, restarts on their own directories, and a
+// peer of protocol 1.0 (test/fixtures/protocol-1.0).
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import crypto from 'hypercore-crypto'
+import { HistoryStore } from '../../src/main/history/history-store'
+import type { FeedRecord } from '../../src/main/history/history-index'
+import { PEER_FEEDS_FILE, SyncNode } from '../../src/main/sync/sync-node'
+import { SyncSession, localFeeds } from '../../src/main/sync/sync-session'
+import type { FeedsDigest, FeedsMessage, FeedsSince } from '../../src/main/sync/arbor-messages'
+import { memoryLogger } from '../../src/shared/logger'
+import { MemoryLink } from '../helpers/in-process-network'
+import { TestCluster, type TestDevices } from '../helpers/test-cluster'
+import { perTest } from '../helpers/per-test'
+import { until } from '../helpers/temp-dir'
+import { SyncSession as OldSyncSession, feedsDigest as oldFeedsDigest, localFeeds as oldLocalFeeds, type SessionHost as OldSessionHost } from '../fixtures/protocol-1.0/sync-session'
+
+const { dirs, defer } = perTest('arbor-reconnect-')
+
+/** What a session received of the feed exchange: the device it runs on, and what. */
+interface Got { on: string; type: 'since' | 'feeds' | 'digest' | 'want'; full?: boolean; feeds?: number }
+let got: Got[] = []
+const on = (s: SyncSession): string => (s.stream.publicKey as Buffer).toString('hex')
+beforeEach(() => {
+  got = []
+  const proto = SyncSession.prototype as unknown as Record<string, (this: SyncSession, m?: unknown) => void>
+  const record = (name: string, f: (s: SyncSession, m: never) => Got): void => {
+    const orig = proto[name] as (this: SyncSession, m?: unknown) => void
+    vi.spyOn(proto, name).mockImplementation(function (this: SyncSession, m?: unknown) { got.push(f(this, m as never)); orig.call(this, m) })
+  }
+  record('onFeedsSince', (s, m: FeedsSince) => ({ on: on(s), type: 'since', full: m.full, feeds: m.feeds.length }))
+  record('onFeeds', (s, m: FeedsMessage) => ({ on: on(s), type: 'feeds', full: m.full, feeds: m.feeds.length }))
+  record('onDigest', (s, _m: FeedsDigest) => ({ on: on(s), type: 'digest' }))
+  record('sendAllFeeds', s => ({ on: on(s), type: 'want' }))
+})
+afterEach(() => { vi.restoreAllMocks() })
+
+interface Dev { dir: string; history: HistoryStore; node: SyncNode }
+
+/** Feeds a store holds open (its idle sweep closes them). */
+const openCores = (h: HistoryStore): number => (h as unknown as { cores: Map<string, unknown> }).cores.size
+/** Counts the feeds a store opens from now on (as bench/lib/sync-devices' openCounter does, on the Corestore). */
+function openCounter (h: HistoryStore): () => number {
+  const tracker = (h.corestore as unknown as { cores: { set: (id: string, core: unknown) => void } }).cores
+  const original = tracker.set
+  let n = 0
+  tracker.set = function (this: unknown, id: string, core: unknown) { n++; original.call(this, id, core) }
+  defer(() => { tracker.set = original })
+  return () => n
+}
+const trusted: TestDevices = new Map()
+const secret = crypto.randomBytes(32)
+
+async function start (dir?: string, opts: { idleCloseMs?: number } = {}): Promise<Dev> {
+  const d = dir ?? await dirs.make()
+  const history = new HistoryStore({ dir: d, log: memoryLogger(), ...opts })
+  await history.ready()
+  const cluster = new TestCluster(secret, trusted)
+  cluster.add(history.device)
+  const node = new SyncNode({ history, cluster, swarm: false, log: memoryLogger(), heartbeatMs: 100, suspectAfterMs: 2000 })
+  await node.ready()
+  const dev = { dir: d, history, node }
+  defer(() => stop(dev))
+  return dev
+}
+
+async function stop (d: Dev): Promise<void> {
+  await d.node.close()
+  await d.history.close()
+}
+
+interface Conn { link: MemoryLink; a: SyncSession; b: SyncSession }
+
+/** Links two nodes and waits until each knows the other's whole list as the other holds it now. */
+async function connect (a: Dev, b: Dev): Promise<Conn> {
+  const link = new MemoryLink(a.history.keyPair, b.history.keyPair)
+  defer(() => link.cut())
+  expect(await link.opened()).toBe(true)
+  const sa = a.node.attach(link.a)
+  const sb = b.node.attach(link.b)
+  if (sa === null || sb === null) throw new Error('a node refused the connection')
+  const c = { link, a: sa, b: sb }
+  await until(() => knows(sa, b.history) && knows(sb, a.history), 'each to know the other\'s list')
+  return c
+}
+
+/** Whether a session's picture of its peer's feeds is exactly what the peer's full list says. */
+function knows (s: SyncSession, peer: HistoryStore): boolean {
+  const want = localFeeds(peer)
+  return s.opened && s.remoteFeeds.size === want.length && want.every(f => {
+    const r = s.remoteFeeds.get(f.key)
+    return r !== undefined && r.length === f.length && r.conversation === f.conversation
+  })
+}
+
+/** Waits until no feed message has come for a while (heartbeats go on), so `got` is complete. */
+async function settle (_link: MemoryLink, quietMs = 300): Promise<void> {
+  let n = -1
+  let since = 0
+  await until(() => {
+    if (got.length !== n) { n = got.length; since = performance.now() }
+    return performance.now() - since >= quietMs
+  }, 'the feed exchange to go quiet', 10_000, 20)
+}
+
+const note = (text: string, parent: string) => ({ kind: 'note' as const, body: { text }, parents: [parent] })
+
+async function conversations (d: Dev, n: number): Promise<string[]> {
+  const ids: string[] = []
+  for (let i = 0; i < n; i++) {
+    const root = await d.history.createConversation({ title: `c${i}` })
+    await d.history.append(root.id, [note(`n${i}`, root.id)])
+    ids.push(root.id)
+  }
+  return ids
+}
+
+/** What was received of the feed exchange since `from`, by device. */
+const since = (from: number, d: Dev): Got[] => got.slice(from).filter(g => g.on === d.history.device).map(({ on: _on, ...g }) => g)
+
+/** Two devices that synced 12 conversations (6 each), then cut. */
+async function synced (): Promise<{ a: Dev; b: Dev; ids: string[]; conn: Conn }> {
+  const [a, b] = [await start(undefined, { idleCloseMs: 100 }), await start(undefined, { idleCloseMs: 100 })]
+  const ids = [...await conversations(a, 6), ...await conversations(b, 6)]
+  const conn = await connect(a, b)
+  await until(() => ids.every(id => a.history.summary(id)?.size === 2 && b.history.summary(id)?.size === 2), 'every conversation on both')
+  await until(() => knows(conn.a, b.history) && knows(conn.b, a.history), 'the lists after indexing')
+  await settle(conn.link)
+  await conn.link.cut()
+  return { a, b, ids, conn }
+}
+
+describe('a reconnect', () => {
+  it('with nothing changed sends no feed, opens no feed, and each side knows the other\'s whole list', async () => {
+    const { a, b } = await synced()
+    const mark = got.length
+    // wait until the idle sweep closed what the first sync opened, then count what is opened
+    await until(() => [a, b].every(d => openCores(d.history) === 0), 'the feeds to close as idle', 10_000)
+    const opens = [a, b].map(d => openCounter(d.history))
+    const conn = await connect(a, b)
+    await settle(conn.link)
+    expect(opens.map(o => o())).toEqual([0, 0])
+    expect(since(mark, a)).toEqual([{ type: 'since', full: false, feeds: 0 }])
+    expect(since(mark, b)).toEqual([{ type: 'since', full: false, feeds: 0 }])
+    expect(conn.a.remoteFeeds.size).toBe(b.history.feeds().length)
+  })
+
+  it('after one feed grew, or a conversation was made, sends that feed alone, and the entries come', async () => {
+    const { a, b, ids } = await synced()
+    const [e] = await a.history.append(ids[0] as string, [note('while apart', ids[0] as string)])
+    const fresh = await b.history.createConversation({ title: 'made while apart' })
+    const mark = got.length
+    const conn = await connect(a, b)
+    await until(() => b.history.summary(ids[0] as string)?.size === 3 && a.history.summary(fresh.id)?.size === 1, 'the new entries')
+    expect((await b.history.open(ids[0] as string)).has((e as { id: string }).id)).toBe(true)
+    await settle(conn.link)
+    // each side hears of one feed on connect; after that only the usual live announcements
+    // (the receiver can now serve more of the feed it read)
+    expect(since(mark, b)[0]).toEqual({ type: 'since', full: false, feeds: 1 })
+    expect(since(mark, a)[0]).toEqual({ type: 'since', full: false, feeds: 1 })
+    expect(got.slice(mark).filter(g => g.type === 'want' || g.full === true)).toEqual([])
+    expect(knows(conn.a, b.history) && knows(conn.b, a.history)).toBe(true)
+  })
+
+  for (const side of ['a', 'b'] as const) {
+    it(`after ${side} restarted sends what changed, not the whole list, both ways`, async () => {
+      const pair = await synced()
+      const dev = pair[side]
+      await stop(dev)
+      const back = await start(dev.dir)
+      const [a, b] = side === 'a' ? [back, pair.b] : [pair.a, back]
+      // and a change on the restarted side, and one on the other
+      await a.history.append(pair.ids[1] as string, [note('after the restart', pair.ids[1] as string)])
+      await b.history.append(pair.ids[7] as string, [note('meanwhile', pair.ids[7] as string)])
+      const mark = got.length
+      const conn = await connect(a, b)
+      await until(() => b.history.summary(pair.ids[1] as string)?.size === 3 && a.history.summary(pair.ids[7] as string)?.size === 3, 'both changes')
+      await settle(conn.link)
+      expect(since(mark, a)[0]).toEqual({ type: 'since', full: false, feeds: 1 })
+      expect(since(mark, b)[0]).toEqual({ type: 'since', full: false, feeds: 1 })
+      expect(got.slice(mark).filter(g => g.type === 'want' || g.full === true)).toEqual([])
+      expect(knows(conn.a, b.history) && knows(conn.b, a.history)).toBe(true)
+    })
+  }
+
+  it('with the saved state lost or unreadable, falls back to the whole list and still ends up exact', async () => {
+    const { a, b, ids } = await synced()
+    await stop(b)
+    await fs.writeFile(path.join(b.dir, PEER_FEEDS_FILE), '{"v": 1, "peers": 7}')
+    const b2 = await start(b.dir)
+    await a.history.append(ids[2] as string, [note('x', ids[2] as string)])
+    const mark = got.length
+    const conn = await connect(a, b2)
+    await settle(conn.link)
+    // b2 knows nothing of a: a's delta does not reach a's digest, b2 asks for the whole list;
+    // a was never told by b2 since: b2 sends its whole list
+    expect(since(mark, b2).slice(0, 2)).toEqual([{ type: 'since', full: false, feeds: 1 }, { type: 'feeds', full: true, feeds: a.history.feeds().length }])
+    expect(since(mark, a)[0]).toEqual({ type: 'since', full: true, feeds: b2.history.feeds().length })
+    expect(knows(conn.a, b2.history) && knows(conn.b, a.history)).toBe(true)
+  })
+})
+
+// ------------------------------------------------------------------ a peer of protocol 1.0
+
+function oldDevice (history: HistoryStore, cluster: TestCluster, stream: MemoryLink['b'], feedCache: OldSessionHost['feedCache']): OldSyncSession {
+  const host: OldSessionHost = {
+    history,
+    name: 'old',
+    log: memoryLogger(),
+    proof: (hh, init) => cluster.proof(hh, init),
+    verify: (hh, init, proof) => cluster.verifyProof(hh, init, proof),
+    devices: () => cluster.devicesMessage(),
+    mergeDevices: msg => { cluster.merge(msg) },
+    presence: () => [],
+    onOpen: () => {},
+    onHeard: () => {},
+    onPresence: () => {},
+    onHears: () => {},
+    onLive: () => {},
+    onClose: () => {},
+    localDigest: () => { const feeds = oldLocalFeeds(history); return { digest: oldFeedsDigest(feeds), count: feeds.length } },
+    openTimeoutMs: 3000,
+    feedCache
+  }
+  const session = new OldSyncSession(stream, host)
+  // as a node announces: every feed added, or that it can serve more of
+  const onFeed = (rec: FeedRecord): void => { session.sendFeeds([{ conversation: rec.conversation, key: rec.key, length: history.availableLength(rec.key) }]) }
+  history.on('feed', onFeed)
+  defer(() => { history.off('feed', onFeed); session.close('the test ended') })
+  session.start()
+  return session
+}
+
+describe('a reconnect with a peer of protocol 1.0', () => {
+  it('syncs both ways on every connection, and this device\'s saved picture of it spares the old one\'s list after a restart', async () => {
+    const here = await start()
+    const old = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
+    await old.ready()
+    defer(() => old.close())
+    const cluster = new TestCluster(secret, trusted)
+    cluster.add(old.device)
+    const feedCache: OldSessionHost['feedCache'] = new Map()
+    const [mine] = await conversations(here, 1) as [string]
+    const theirs = await old.createConversation({ title: 'theirs' })
+    const link = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: OldSyncSession }> => {
+      const l = new MemoryLink(h.history.keyPair, old.keyPair)
+      defer(() => l.cut())
+      expect(await l.opened()).toBe(true)
+      const s = h.node.attach(l.a) as SyncSession
+      const o = oldDevice(old, cluster, l.b, feedCache)
+      await until(() => knows(s, old) && o.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
+      return { link: l, s, o }
+    }
+    let c = await link(here)
+    await until(() => old.summary(mine)?.size === 2 && here.history.summary(theirs.id)?.size === 1, 'both conversations on both')
+    await settle(c.link)
+    await c.link.cut()
+
+    // again, with a change on each side: live and on connect, both ways
+    await here.history.append(mine, [note('new here', mine)])
+    await old.append(theirs.id, [note('new there', theirs.id)])
+    c = await link(here)
+    await until(() => old.summary(mine)?.size === 3 && here.history.summary(theirs.id)?.size === 2, 'the changes both ways')
+    await settle(c.link)
+    await c.link.cut()
+
+    // this device restarts; the old one keeps its cache: its digest matches what this one saved
+    await stop(here)
+    const back = await start(here.dir)
+    const mark = got.length
+    c = await link(back)
+    await settle(c.link)
+    expect(since(mark, back)[0]).toEqual({ type: 'digest' })
+    expect(since(mark, back).filter(g => g.type === 'feeds' && g.full === true)).toEqual([])
+    const [late] = await old.append(theirs.id, [note('live from the old one', theirs.id)])
+    await until(async () => (await back.history.open(theirs.id)).has((late as { id: string }).id), 'a live entry from the old one')
+    expect(knows(c.s, old)).toBe(true)
+  })
+})
