@@ -160,7 +160,7 @@ export class SyncSession {
     this.send(8, { full, digest: host.mine.digest, count: host.mine.size, feeds } satisfies FeedsSince)
     if (full) known.toldAll()
     else known.told(feeds.map(f => f.key))
-    host.peerFeedsChanged()
+    if (full || feeds.length > 0) host.peerFeedsChanged()
     this.send(3, { agents: host.presence() })
     this.channel?.uncork()
   }
@@ -210,7 +210,7 @@ export class SyncSession {
     const known = this.known
     if (m.full) known.heardNothing()
     for (const f of m.feeds) known.heardFeed(f.key, f, this.host.mine)
-    this.host.peerFeedsChanged()
+    if (m.full || m.feeds.length > 0) this.host.peerFeedsChanged()
     if (known.heard.size === m.count && known.heard.digest === m.digest) this.listKnown(m.feeds)
     else this.send(7, {})
   }
