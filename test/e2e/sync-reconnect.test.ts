@@ -11,6 +11,9 @@ import { PEER_FEEDS_FILE, SyncNode } from '../../src/main/sync/sync-node'
 import { SyncSession, localFeeds } from '../../src/main/sync/sync-session'
 import type { FeedsDigest, FeedsMessage, FeedsSince } from '../../src/main/sync/arbor-messages'
 import { memoryLogger } from '../../src/shared/logger'
+import { FeedList } from '../../src/main/sync/feed-list'
+import c from 'compact-encoding'
+import Protomux from 'protomux'
 import { MemoryLink } from '../helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../helpers/test-cluster'
 import { perTest } from '../helpers/per-test'
@@ -118,7 +121,7 @@ async function conversations (d: Dev, n: number): Promise<string[]> {
 }
 
 /** What was received of the feed exchange since `from`, by device. */
-const since = (from: number, d: Dev): Got[] => got.slice(from).filter(g => g.on === d.history.device).map(({ on: _on, ...g }) => g)
+const since = (from: number, d: Dev): Array<Omit<Got, 'on'>> => got.slice(from).filter(g => g.on === d.history.device).map(({ on: _on, ...g }) => g)
 
 /** Two devices that synced 12 conversations (6 each), then cut. */
 async function synced (): Promise<{ a: Dev; b: Dev; ids: string[]; conn: Conn }> {
@@ -277,5 +280,108 @@ describe('a reconnect with a peer of protocol 1.0', () => {
     const [late] = await old.append(theirs.id, [note('live from the old one', theirs.id)])
     await until(async () => (await back.history.open(theirs.id)).has((late as { id: string }).id), 'a live entry from the old one')
     expect(knows(c.s, old)).toBe(true)
+  })
+})
+
+// ------------------------------------------------------------------ a peer that lies about its list
+
+describe('a peer that says nothing changed while its feed grew', () => {
+  /** A trusted device driven by hand: a real HistoryStore, replication, and an arbor/1 channel of protocol 1.2 that says what the test says. */
+  async function liar (here: Dev): Promise<{ h: HistoryStore; heard: Array<[number, unknown]>; connect: () => Promise<{ link: MemoryLink; send: (type: number, m: unknown) => void; session: SyncSession }> }> {
+    const heard: Array<[number, unknown]> = []
+    const h = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
+    await h.ready()
+    defer(() => h.close())
+    const cluster = new TestCluster(secret, trusted)
+    cluster.add(h.device)
+    const connect = async (): Promise<{ link: MemoryLink; send: (type: number, m: unknown) => void; session: SyncSession }> => {
+      const link = new MemoryLink(here.history.keyPair, h.keyPair)
+      defer(() => link.cut())
+      expect(await link.opened()).toBe(true)
+      const session = here.node.attach(link.a) as SyncSession
+      h.replicate(link.b)
+      let opened!: () => void
+      const wait = new Promise<void>(resolve => { opened = resolve })
+      const channel = Protomux.from(link.b).createChannel({
+        protocol: 'arbor/1',
+        handshake: c.fixed32,
+        messages: Array.from({ length: 9 }, (_, i) => ({ encoding: c.json, onmessage: (m: unknown) => { heard.push([i, m]) } })),
+        onopen: () => opened()
+      }) as Protomux.Channel
+      channel.open(cluster.proof(link.b.handshakeHash as Buffer, false))
+      await wait
+      const msgs = (channel as unknown as { messages: Protomux.Message[] }).messages
+      const send = (type: number, m: unknown): void => { msgs[type]?.send(m) }
+      send(0, { v: 1, device: h.device, name: 'liar', manifest: h.manifestKey.toString('hex'), protocol: { major: 1, minor: 2, oldest: 1 }, schema: 1 })
+      return { link, send, session }
+    }
+    return { h, heard, connect }
+  }
+
+  /** The digest and count of a list, as FeedsSince carries them. */
+  const listOf = (h: HistoryStore): { digest: string; count: number; feeds: ReturnType<typeof localFeeds> } => {
+    const l = new FeedList()
+    const feeds = localFeeds(h)
+    for (const f of feeds) l.set(f.key, f)
+    return { digest: l.digest, count: l.size, feeds }
+  }
+
+  it('is caught by the feed\'s own replication where this device has the feed open; elsewhere it delays only the liar\'s own news, until a device holding it says so', async () => {
+    const here = await start(undefined, { idleCloseMs: 300 })
+    const l = await liar(here)
+    const [x, y] = [await l.h.createConversation({ title: 'x' }), await l.h.createConversation({ title: 'y' })]
+    let c = await l.connect()
+    let ey: { id: string } | undefined
+    const told = listOf(l.h)
+    const lengthOf = (key: string): number => told.feeds.find(f => f.key === key)?.length ?? -1
+    c.send(8, { full: true, ...told })
+    await until(() => here.history.summary(x.id)?.size === 1 && here.history.summary(y.id)?.size === 1, 'the liar\'s conversations here')
+    await until(() => c.session.remoteFeeds.size === 2, 'the liar\'s list here')
+    const xFeed = l.h.feeds(x.id)[0]?.key as string
+    const yFeed = l.h.feeds(y.id)[0]?.key as string
+    const cores = (here.history as unknown as { cores: Map<string, unknown> }).cores
+    expect(cores.has(xFeed)).toBe(true)
+    // this device keeps x's feed open (as while it reads, writes or serves it); y's closes as idle
+    const pinWhile = (here.history as unknown as { pinWhile: (key: string, fn: () => Promise<void>) => Promise<void> }).pinWhile.bind(here.history)
+    await pinWhile(xFeed, async () => {
+      await c.link.cut()
+      await until(() => !cores.has(yFeed), 'y\'s feed to close as idle here')
+      expect(cores.has(xFeed)).toBe(true)
+      // both feeds grow while apart
+      const [ex] = await l.h.append(x.id, [note('grown on x', x.id)]) as unknown as [{ id: string }]
+      ey = (await l.h.append(y.id, [note('grown on y', y.id)]))[0]
+      c = await l.connect()
+      c.send(8, { full: false, feeds: [], digest: told.digest, count: told.count }) // "nothing changed"
+      // the lie is taken as the liar's word: this device believes the old lengths
+      await until(() => c.session.remoteFeeds.size === 2, 'the liar\'s list here again')
+      expect(c.session.remoteFeeds.get(xFeed)?.length).toBe(lengthOf(xFeed))
+      // x's feed is open here: Hypercore's replication brings its new length and blocks regardless
+      await until(async () => (await here.history.open(x.id)).has(ex.id), 'the entry of the open feed, through replication')
+    })
+    // y's feed was closed: nothing here asks for blocks of which it was not told
+    await new Promise(resolve => setTimeout(resolve, 500))
+    const eyId = (ey as { id: string }).id
+    expect((await here.history.open(y.id)).has(eyId)).toBe(false)
+    expect(here.history.availableLength(yFeed)).toBe(lengthOf(yFeed))
+    // until the liar (or any device holding it) tells: then it comes, checked as ever
+    c.send(1, { full: false, feeds: [{ conversation: y.id, key: yFeed, length: l.h.availableLength(yFeed) }] })
+    await until(async () => (await here.history.open(y.id)).has(eyId), 'y\'s entry once told')
+  })
+
+  it('a digest its own changes do not reach gets it asked for its whole list, once; this device believes nothing of it meanwhile', async () => {
+    const here = await start()
+    const l = await liar(here)
+    await l.h.createConversation({ title: 'x' })
+    const c = await l.connect()
+    const { feeds } = listOf(l.h)
+    c.send(8, { full: true, feeds, digest: '0'.repeat(64), count: feeds.length })
+    await until(() => l.heard.some(([t]) => t === 7), 'a WantFeeds to the liar')
+    await new Promise(resolve => setTimeout(resolve, 300))
+    expect(l.heard.filter(([t]) => t === 7)).toHaveLength(1)
+    expect(c.session.remoteFeeds.size).toBe(0)
+    expect(c.session.opened).toBe(true)
+    // its whole list, when it sends it, is what this device then knows of it
+    c.send(1, { full: true, feeds })
+    await until(() => c.session.remoteFeeds.size === feeds.length, 'the liar\'s whole list')
   })
 })
