@@ -18,6 +18,7 @@ import { MemoryLink } from '../helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../helpers/test-cluster'
 import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
+import { SyncSession as Session11, feedsDigest as feedsDigest11, localFeeds as localFeeds11, type SessionHost as SessionHost11 } from '../fixtures/protocol-1.1/sync-session'
 import { SyncSession as OldSyncSession, feedsDigest as oldFeedsDigest, localFeeds as oldLocalFeeds, type SessionHost as OldSessionHost } from '../fixtures/protocol-1.0/sync-session'
 
 const { dirs, defer } = perTest('arbor-reconnect-')
@@ -280,6 +281,85 @@ describe('a reconnect with a peer of protocol 1.0', () => {
     const [late] = await old.append(theirs.id, [note('live from the old one', theirs.id)])
     await until(async () => (await back.history.open(theirs.id)).has((late as { id: string }).id), 'a live entry from the old one')
     expect(knows(c.s, old)).toBe(true)
+  })
+})
+
+// ------------------------------------------------------------------ a peer of protocol 1.1 (the one before FeedsSince)
+
+function device11 (history: HistoryStore, cluster: TestCluster, stream: MemoryLink['b'], feedCache: SessionHost11['feedCache']): { session: Session11; warnings: () => string[] } {
+  const log = memoryLogger()
+  const host: SessionHost11 = {
+    history,
+    name: 'v1.1',
+    versions: { major: 1, minor: 1, oldest: 1, schema: 1, app: '0.1.0' },
+    log,
+    proof: (hh, init) => cluster.proof(hh, init),
+    verify: (hh, init, proof) => cluster.verifyProof(hh, init, proof),
+    devices: () => cluster.devicesMessage(),
+    mergeDevices: msg => { cluster.merge(msg) },
+    presence: () => [],
+    onOpen: () => {},
+    onIncompatible: () => {},
+    onHeard: () => {},
+    onPresence: () => {},
+    onHears: () => {},
+    onEcho: () => {},
+    onLive: () => {},
+    onClose: () => {},
+    localDigest: () => { const feeds = localFeeds11(history); return { digest: feedsDigest11(feeds), count: feeds.length } },
+    openTimeoutMs: 3000,
+    feedCache
+  }
+  const session = new Session11(stream, host)
+  const onFeed = (rec: FeedRecord): void => { session.sendFeeds([{ conversation: rec.conversation, key: rec.key, length: history.availableLength(rec.key) }]) }
+  history.on('feed', onFeed)
+  defer(() => { history.off('feed', onFeed); session.close('the test ended') })
+  session.start()
+  return { session, warnings: () => log.lines.filter(l => l.level === 'warn').map(l => l.message) }
+}
+
+describe('a reconnect with a peer of protocol 1.1', () => {
+  it('is sent the FeedsDigest it reads, syncs both ways live and on every connection, and ignores FeedsSince', async () => {
+    const here = await start()
+    const other = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
+    await other.ready()
+    defer(() => other.close())
+    const cluster = new TestCluster(secret, trusted)
+    cluster.add(other.device)
+    const feedCache: SessionHost11['feedCache'] = new Map()
+    const [mine] = await conversations(here, 1) as [string]
+    const theirs = await other.createConversation({ title: 'theirs' })
+    const warnings: string[] = []
+    const link = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: Session11 }> => {
+      const l = new MemoryLink(h.history.keyPair, other.keyPair)
+      defer(() => l.cut())
+      expect(await l.opened()).toBe(true)
+      const s = h.node.attach(l.a) as SyncSession
+      const o = device11(other, cluster, l.b, feedCache)
+      defer(() => { warnings.push(...o.warnings()) })
+      await until(() => knows(s, other) && o.session.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
+      return { link: l, s, o: o.session }
+    }
+    let c = await link(here)
+    await until(() => other.summary(mine)?.size === 2 && here.history.summary(theirs.id)?.size === 1, 'both conversations on both')
+    expect(c.o.compat).toBe('newer')
+    await settle(c.link)
+    await c.link.cut()
+
+    for (let round = 0; round < 2; round++) {
+      await here.history.append(mine, [note(`here ${round}`, mine)])
+      await other.append(theirs.id, [note(`there ${round}`, theirs.id)])
+      const mark = got.length
+      c = await link(here)
+      // (theirs also has the live entry of each round before)
+      await until(() => other.summary(mine)?.size === 3 + round && here.history.summary(theirs.id)?.size === 2 + 2 * round, 'the changes both ways')
+      expect(since(mark, here)[0]).toEqual({ type: 'digest' })
+      const [late] = await other.append(theirs.id, [note(`live ${round}`, theirs.id)])
+      await until(async () => (await here.history.open(theirs.id)).has((late as { id: string }).id), 'a live entry from 1.1')
+      await settle(c.link)
+      await c.link.cut()
+    }
+    expect(warnings).toEqual([]) // it read every message this one sent it, and ignored FeedsSince
   })
 })
 
