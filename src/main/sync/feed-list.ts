@@ -30,6 +30,18 @@ export class FeedList {
   /** the 1.0 digest of this list (sorted, hashed whole), kept until the list changes */
   private sortedDigest: string | null = null
 
+  /**
+   * A list as this device saved it, with the digest saved beside it: nothing is hashed, so a
+   * start costs no hash per feed. Only for what this device wrote itself (writeStateFile: the
+   * list and its digest, whole or not at all); entries that changed since are then set().
+   */
+  static restore (entries: Iterable<[string, HeldFeed]>, digest: string): FeedList {
+    const l = new FeedList()
+    for (const [key, f] of entries) l.map.set(key, { conversation: f.conversation, length: f.length })
+    Buffer.from(digest, 'hex').copy(l.acc)
+    return l
+  }
+
   get feeds (): ReadonlyMap<string, HeldFeed> { return this.map }
   get size (): number { return this.map.size }
   get digest (): string { return this.acc.toString('hex') }

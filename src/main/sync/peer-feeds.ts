@@ -10,7 +10,7 @@ import { FeedList, type HeldFeed, type ListedFeed } from './feed-list'
  */
 export class PeerFeeds {
   /** what the peer said it holds: feed key → conversation, length */
-  readonly heard = new FeedList()
+  heard = new FeedList()
   /** this device's feeds that changed since the peer was last told of them; 'all': it was never sent the whole list */
   private unsent: Set<string> | 'all' = 'all'
   /** feeds whose length here differs from the peer's: one of the two still needs blocks of the other */
@@ -57,35 +57,63 @@ export class PeerFeeds {
   }
 
   toJSON (): PersistedPeer {
-    return {
-      heard: [...this.heard.feeds].map(([key, f]) => [key, f.length]),
-      unsent: this.unsent === 'all' ? 'all' : [...this.unsent]
-    }
+    return { digest: this.heard.digest, heard: pairs(this.heard), unsent: this.unsent === 'all' ? 'all' : [...this.unsent] }
   }
 
   /**
    * The state saved before, against this device's list now. A feed whose conversation this
-   * device no longer knows is left out: the digests then differ and the peer's whole list
-   * comes again, as it would with nothing saved.
+   * device no longer knows is left out, and the digest then recomputed: it differs from the
+   * peer's, and the peer's whole list comes again, as it would with nothing saved.
    */
   static restore (device: string, p: PersistedPeer, conversationOf: (key: string) => string | undefined, mine: FeedList): PeerFeeds {
     const s = new PeerFeeds(device)
-    for (const [key, length] of p.heard) {
-      const conversation = conversationOf(key)
-      if (conversation !== undefined) s.heardFeed(key, { conversation, length }, mine)
+    const entries = withConversations(p.heard, conversationOf)
+    if (entries.length === p.heard.length) {
+      s.heard = FeedList.restore(entries, p.digest)
+      for (const [key] of entries) s.checkLag(key, mine)
+    } else {
+      for (const [key, f] of entries) s.heardFeed(key, f, mine)
     }
     s.unsent = p.unsent === 'all' ? 'all' : new Set(p.unsent)
     return s
   }
 }
 
-const Hex32 = z.string().regex(/^[0-9a-f]{64}$/)
+/** A list as saved: [key, length] pairs (the conversation is the history's). */
+export function pairs (l: FeedList): Array<[string, number]> {
+  return [...l.feeds].map(([key, f]) => [key, f.length])
+}
+
+/** Saved pairs with their conversations from the history; those it does not know are left out. */
+export function withConversations (saved: Array<[string, number]>, conversationOf: (key: string) => string | undefined): Array<[string, HeldFeed]> {
+  const out: Array<[string, HeldFeed]> = []
+  for (const [key, length] of saved) {
+    const conversation = conversationOf(key)
+    if (conversation !== undefined) out.push([key, { conversation, length }])
+  }
+  return out
+}
+
+const HEX32 = /^[0-9a-f]{64}$/
+const Hex32 = z.string().regex(HEX32)
+/** Checked by a loop, not a schema per element: the lists hold a pair per feed, and a start reads them all. */
+const Pairs = z.custom<Array<[string, number]>>(v => Array.isArray(v) && v.every(p => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && HEX32.test(p[0]) && Number.isSafeInteger(p[1]) && (p[1] as number) >= 0), 'a list of [feed key, length]')
 const PersistedPeer = z.object({
-  heard: z.array(z.tuple([Hex32, z.number().int().nonnegative()])),
+  /** the heard list's digest, as computed when it was saved */
+  digest: Hex32,
+  heard: Pairs,
   unsent: z.union([z.literal('all'), z.array(Hex32)])
 })
 type PersistedPeer = z.infer<typeof PersistedPeer>
 
-/** The file of every peer's PeerFeeds (`sync-peers.json` in the history's directory): a cache; losing it costs one full exchange per peer. */
-export const PeerFeedsFile = z.object({ v: z.literal(1), peers: z.record(Hex32, PersistedPeer) })
+/**
+ * The file of what this device knows of its peers' lists (`sync-peers.json` in the history's
+ * directory), and its own list with its digest as they were (a start then hashes only the feeds
+ * that changed since). A cache: losing it costs one full exchange per peer.
+ */
+export const PeerFeedsFile = z.object({
+  v: z.literal(1),
+  mine: z.object({ digest: Hex32, feeds: Pairs }).optional(),
+  peers: z.record(Hex32, PersistedPeer)
+})
 export type PeerFeedsFile = z.infer<typeof PeerFeedsFile>

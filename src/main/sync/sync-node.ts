@@ -14,7 +14,7 @@ import { Lease } from '../runtime/placement/lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, type SessionHost } from './sync-session'
 import { FeedList } from './feed-list'
-import { PeerFeeds, PeerFeedsFile } from './peer-feeds'
+import { PeerFeeds, PeerFeedsFile, pairs, withConversations } from './peer-feeds'
 import { readJsonFile, writeStateFile } from '../disk/state-file'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
@@ -129,7 +129,7 @@ export class SyncNode extends EventEmitter {
   private readonly peerVersions = new Map<string, ProtocolVersions | 'unreadable'>()
   private readonly attached = new WeakSet<NoiseSecretStream>()
   /** this device's feed list as announced (kept as the history changes: its digest costs nothing to read) */
-  private readonly mine = new FeedList()
+  private mine = new FeedList()
   /** what this device knows of each peer's list (peer-feeds.ts), saved in PEER_FEEDS_FILE */
   private readonly peerFeeds = new Map<string, PeerFeeds>()
   private peerFeedsTimer: NodeJS.Timeout | null = null
@@ -179,8 +179,7 @@ export class SyncNode extends EventEmitter {
   private async open (): Promise<void> {
     this.startedAt = this.clock.now()
     await this.history.ready()
-    for (const f of this.history.feeds()) this.mine.set(f.key, { conversation: f.conversation, length: this.history.availableLength(f.key) })
-    await this.loadPeerFeeds()
+    await this.loadFeedLists()
     this.history.on('feed', this.onFeed)
     this.history.setPeersLack((key, length) => this.peersLack(key, length))
     // Started offline, the swarm is made only when the network is turned on: a DHT node
@@ -220,22 +219,31 @@ export class SyncNode extends EventEmitter {
 
   private get peerFeedsFile (): string { return path.join(this.history.dir, PEER_FEEDS_FILE) }
 
-  /** What this device knew of its peers' lists when it last ran: a file it cannot read costs one full exchange per peer. */
-  private async loadPeerFeeds (): Promise<void> {
+  /**
+   * This device's list, from the history (hashing only the feeds that changed since it was
+   * saved), and what it knew of its peers' lists when it last ran: a file it cannot read costs
+   * one full exchange per peer.
+   */
+  private async loadFeedLists (): Promise<void> {
     const file = this.peerFeedsFile
-    let parsed: PeerFeedsFile | undefined
+    let saved: PeerFeedsFile | undefined
     try {
       const raw = await readJsonFile(file)
-      if (raw === undefined) return
-      const r = PeerFeedsFile.safeParse(raw)
-      if (!r.success) throw new Error(`${file} is not a list of peers' feeds this version reads`)
-      parsed = r.data
+      if (raw !== undefined) {
+        const r = PeerFeedsFile.safeParse(raw)
+        if (!r.success) throw new Error(`${file} is not a list of peers' feeds this version reads`)
+        saved = r.data
+      }
     } catch (err) {
       this.log.warn(`${(err as Error).message}; each peer sends its whole feed list again`)
-      return
     }
-    const conversationOf = (key: string): string | undefined => this.history.feedRecord(key)?.conversation
-    for (const [device, p] of Object.entries(parsed.peers)) this.peerFeeds.set(device, PeerFeeds.restore(device, p, conversationOf, this.mine))
+    const feeds = this.history.feeds()
+    const conversations = new Map(feeds.map(f => [f.key, f.conversation]))
+    const conversationOf = (key: string): string | undefined => conversations.get(key)
+    const was = saved?.mine !== undefined ? withConversations(saved.mine.feeds, conversationOf) : []
+    this.mine = saved?.mine !== undefined && was.length === saved.mine.feeds.length ? FeedList.restore(was, saved.mine.digest) : new FeedList()
+    for (const f of feeds) this.mine.set(f.key, { conversation: f.conversation, length: this.history.availableLength(f.key) })
+    for (const [device, p] of Object.entries(saved?.peers ?? {})) this.peerFeeds.set(device, PeerFeeds.restore(device, p, conversationOf, this.mine))
   }
 
   /** Saves the peers' lists a few seconds after a change (and on close): one write for a burst. */
@@ -247,7 +255,11 @@ export class SyncNode extends EventEmitter {
 
   private savePeerFeeds (): Promise<void> {
     this.peerFeedsTimer = null
-    const text = (): string => JSON.stringify({ v: 1, peers: Object.fromEntries([...this.peerFeeds].map(([d, p]) => [d, p.toJSON()])) } satisfies PeerFeedsFile)
+    const text = (): string => JSON.stringify({
+      v: 1,
+      mine: { digest: this.mine.digest, feeds: pairs(this.mine) },
+      peers: Object.fromEntries([...this.peerFeeds].map(([d, p]) => [d, p.toJSON()]))
+    } satisfies PeerFeedsFile)
     // Only a cache: a failed write costs the next reconnect a full exchange, nothing more.
     this.peerFeedsSaving = writeStateFile(this.peerFeedsFile, text).catch((err: Error) => this.log.warn(`could not save what peers hold: ${err.message}`))
     return this.peerFeedsSaving
@@ -653,6 +665,8 @@ export class SyncNode extends EventEmitter {
 
   private makeSessionHost (): SessionHost {
     const cluster = this.cluster
+    // the host's `mine` reads the node's list, which a start replaces once it is loaded
+    const mine = (): FeedList => this.mine
     return {
       history: this.history,
       get name () { return cluster.name },
@@ -664,7 +678,7 @@ export class SyncNode extends EventEmitter {
       mergeDevices: (msg, from) => { if (this.cluster.merge(msg, from)) this.devicesChanged() },
       presence: () => this.agents,
       openTimeoutMs: this.opts.openTimeoutMs ?? 3000,
-      mine: this.mine,
+      get mine () { return mine() },
       peerFeeds: device => this.peerFeedsOf(device),
       peerFeedsChanged: () => this.peerFeedsChanged(),
       onOpen: s => {
