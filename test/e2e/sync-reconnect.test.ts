@@ -173,6 +173,9 @@ describe('a reconnect', () => {
       const pair = await synced()
       const dev = pair[side]
       await stop(dev)
+      // it saved the other's list as its own but for where they differ (here: nowhere)
+      const saved = JSON.parse(await fs.readFile(path.join(dev.dir, PEER_FEEDS_FILE), 'utf8')) as { peers: Record<string, { like?: { differ: unknown[]; absent: unknown[] } }> }
+      expect(saved.peers[pair[side === 'a' ? 'b' : 'a'].history.device]?.like).toEqual({ differ: [], absent: [] })
       const back = await start(dev.dir)
       const [a, b] = side === 'a' ? [back, pair.b] : [pair.a, back]
       // and a change on the restarted side, and one on the other

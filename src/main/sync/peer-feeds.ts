@@ -56,25 +56,55 @@ export class PeerFeeds {
     else this.lag.delete(key)
   }
 
-  toJSON (): PersistedPeer {
-    return { digest: this.heard.digest, heard: pairs(this.heard), unsent: this.unsent === 'all' ? 'all' : [...this.unsent] }
+  /**
+   * What is saved. A peer that holds what this device holds (the usual case) is saved as this
+   * device's list (`was`, saved beside it) and the few feeds where the two differ, so a start
+   * reads and checks only those; any other peer as its whole list.
+   */
+  toJSON (mine: FeedList): PersistedPeer {
+    const unsent = this.unsent === 'all' ? 'all' as const : [...this.unsent]
+    const differ: Array<[string, number]> = []
+    let same = true
+    for (const [key, f] of this.heard.feeds) {
+      const m = mine.get(key)
+      if (m === undefined || m.conversation !== f.conversation) { same = false; break }
+      if (m.length !== f.length) differ.push([key, f.length])
+    }
+    const absent: string[] = []
+    if (same) for (const key of mine.feeds.keys()) if (this.heard.get(key) === undefined) absent.push(key)
+    if (same && differ.length + absent.length < mine.size / 2) return { digest: this.heard.digest, like: { differ, absent }, unsent }
+    return { digest: this.heard.digest, heard: pairs(this.heard), unsent }
   }
 
   /**
-   * The state saved before, against this device's list now. A feed whose conversation this
-   * device no longer knows is left out, and the digest then recomputed: it differs from the
-   * peer's, and the peer's whole list comes again, as it would with nothing saved.
+   * The state saved before. `was`: this device's list as saved beside it (what a `like` state
+   * is relative to); `mine`: its list now. A feed whose conversation this device no longer knows
+   * is left out, and the digest then recomputed: it differs from the peer's, and the peer's
+   * whole list comes again, as it would with nothing saved.
    */
-  static restore (device: string, p: PersistedPeer, conversationOf: (key: string) => string | undefined, mine: FeedList): PeerFeeds {
+  static restore (device: string, p: PersistedPeer, conversationOf: (key: string) => string | undefined, was: FeedList | null, mine: FeedList): PeerFeeds {
     const s = new PeerFeeds(device)
-    const entries = withConversations(p.heard, conversationOf)
-    if (entries.length === p.heard.length) {
+    s.unsent = p.unsent === 'all' ? 'all' : new Set(p.unsent)
+    if (p.like !== undefined) {
+      if (was === null) return s // relative to a list that is gone: as if nothing were saved
+      const heard = new Map(was.feeds)
+      for (const key of p.like.absent) heard.delete(key)
+      const differ = withConversations(p.like.differ, conversationOf)
+      for (const [key, f] of differ) heard.set(key, f)
+      if (differ.length !== p.like.differ.length || heard.size !== was.size - p.like.absent.length) return s
+      s.heard = FeedList.restore(heard, p.digest)
+      // where the two differ: the saved exceptions, and this device's feeds that changed since
+      for (const [key] of differ) s.checkLag(key, mine)
+      for (const [key, f] of mine.feeds) if (was.get(key)?.length !== f.length) s.checkLag(key, mine)
+      return s
+    }
+    const entries = withConversations(p.heard ?? [], conversationOf)
+    if (entries.length === (p.heard ?? []).length) {
       s.heard = FeedList.restore(entries, p.digest)
       for (const [key] of entries) s.checkLag(key, mine)
     } else {
       for (const [key, f] of entries) s.heardFeed(key, f, mine)
     }
-    s.unsent = p.unsent === 'all' ? 'all' : new Set(p.unsent)
     return s
   }
 }
@@ -101,7 +131,9 @@ const Pairs = z.custom<Array<[string, number]>>(v => Array.isArray(v) && v.every
 const PersistedPeer = z.object({
   /** the heard list's digest, as computed when it was saved */
   digest: Hex32,
-  heard: Pairs,
+  /** the heard list whole, or `like`: this device's saved list but for the feeds the peer holds at another length, and those it lacks */
+  heard: Pairs.optional(),
+  like: z.object({ differ: Pairs, absent: z.array(Hex32) }).optional(),
   unsent: z.union([z.literal('all'), z.array(Hex32)])
 })
 type PersistedPeer = z.infer<typeof PersistedPeer>

@@ -240,10 +240,11 @@ export class SyncNode extends EventEmitter {
     const feeds = this.history.feeds()
     const conversations = new Map(feeds.map(f => [f.key, f.conversation]))
     const conversationOf = (key: string): string | undefined => conversations.get(key)
-    const was = saved?.mine !== undefined ? withConversations(saved.mine.feeds, conversationOf) : []
-    this.mine = saved?.mine !== undefined && was.length === saved.mine.feeds.length ? FeedList.restore(was, saved.mine.digest) : new FeedList()
+    const entries = saved?.mine !== undefined ? withConversations(saved.mine.feeds, conversationOf) : []
+    const was = saved?.mine !== undefined && entries.length === saved.mine.feeds.length ? FeedList.restore(entries, saved.mine.digest) : null
+    this.mine = was !== null ? FeedList.restore(was.feeds, was.digest) : new FeedList()
     for (const f of feeds) this.mine.set(f.key, { conversation: f.conversation, length: this.history.availableLength(f.key) })
-    for (const [device, p] of Object.entries(saved?.peers ?? {})) this.peerFeeds.set(device, PeerFeeds.restore(device, p, conversationOf, this.mine))
+    for (const [device, p] of Object.entries(saved?.peers ?? {})) this.peerFeeds.set(device, PeerFeeds.restore(device, p, conversationOf, was, this.mine))
   }
 
   /** Saves the peers' lists a few seconds after a change (and on close): one write for a burst. */
@@ -258,7 +259,7 @@ export class SyncNode extends EventEmitter {
     const text = (): string => JSON.stringify({
       v: 1,
       mine: { digest: this.mine.digest, feeds: pairs(this.mine) },
-      peers: Object.fromEntries([...this.peerFeeds].map(([d, p]) => [d, p.toJSON()]))
+      peers: Object.fromEntries([...this.peerFeeds].map(([d, p]) => [d, p.toJSON(this.mine)]))
     } satisfies PeerFeedsFile)
     // Only a cache: a failed write costs the next reconnect a full exchange, nothing more.
     this.peerFeedsSaving = writeStateFile(this.peerFeedsFile, text).catch((err: Error) => this.log.warn(`could not save what peers hold: ${err.message}`))
