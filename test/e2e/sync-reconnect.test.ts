@@ -172,11 +172,23 @@ describe('a reconnect', () => {
     it(`after ${side} restarted sends what changed, not the whole list, both ways`, async () => {
       const pair = await synced()
       const dev = pair[side]
+      // a change before it stops: the other holds that feed shorter
+      const id = pair.ids[side === 'a' ? 2 : 8] as string
+      await dev.history.append(id, [note('before the restart', id)])
+      const grown = dev.history.feeds(id).find(f => f.own)?.key as string
       await stop(dev)
-      // it saved the other's list as its own but for where they differ (here: nowhere)
+      // it saved the other's list as its own but for where they differ: that feed
       const saved = JSON.parse(await fs.readFile(path.join(dev.dir, PEER_FEEDS_FILE), 'utf8')) as { peers: Record<string, { like?: { differ: unknown[]; absent: unknown[] } }> }
-      expect(saved.peers[pair[side === 'a' ? 'b' : 'a'].history.device]?.like).toEqual({ differ: [], absent: [] })
+      expect(saved.peers[pair[side === 'a' ? 'b' : 'a'].history.device]?.like).toEqual({ differ: [[grown, 3]], absent: [] })
       const back = await start(dev.dir)
+      // what it restored is what it saved: each list's digest is that of what it holds
+      for (const l of [(back.node as unknown as { mine: FeedList }).mine, ...[...(back.node as unknown as { peerFeeds: Map<string, { heard: FeedList }> }).peerFeeds.values()].map(p => p.heard)]) {
+        const again = new FeedList()
+        for (const [k, f] of l.feeds) again.set(k, f)
+        expect(l.digest).toBe(again.digest)
+      }
+      const other = pair[side === 'a' ? 'b' : 'a']
+      expect((back.node as unknown as { peerFeeds: Map<string, { heard: FeedList }> }).peerFeeds.get(other.history.device)?.heard.get(grown)?.length).toBe(3)
       const [a, b] = side === 'a' ? [back, pair.b] : [pair.a, back]
       // and a change on the restarted side, and one on the other
       await a.history.append(pair.ids[1] as string, [note('after the restart', pair.ids[1] as string)])
@@ -184,9 +196,11 @@ describe('a reconnect', () => {
       const mark = got.length
       const conn = await connect(a, b)
       await until(() => b.history.summary(pair.ids[1] as string)?.size === 3 && a.history.summary(pair.ids[7] as string)?.size === 3, 'both changes')
+      await until(() => pair[side === 'a' ? 'b' : 'a'].history.summary(id)?.size === 3, 'the change before the restart')
       await settle(conn.link)
-      expect(since(mark, a)[0]).toEqual({ type: 'since', full: false, feeds: 1 })
-      expect(since(mark, b)[0]).toEqual({ type: 'since', full: false, feeds: 1 })
+      // the restarted side tells of two feeds (before and after its restart), the other of one
+      expect(since(mark, side === 'a' ? b : a)[0]).toEqual({ type: 'since', full: false, feeds: 2 })
+      expect(since(mark, side === 'a' ? a : b)[0]).toEqual({ type: 'since', full: false, feeds: 1 })
       expect(got.slice(mark).filter(g => g.type === 'want' || g.full === true)).toEqual([])
       expect(knows(conn.a, b.history) && knows(conn.b, a.history)).toBe(true)
     })

@@ -3,7 +3,8 @@
 // MemoryLink) under random feed creation and growth on both sides, live and while apart,
 // random reconnects, and restarts that keep or lose the saved peer state. After every
 // reconnect each side's picture of the other (remoteFeeds) must equal the other's whole list
-// (localFeeds: what a full exchange sends), feed for feed and length for length.
+// (localFeeds: what a full exchange sends), feed for feed and length for length; and every
+// list a device keeps, restored from its save or kept up to date, has the digest of what it holds.
 //
 // ARBOR_LONG=1 runs 40 cases instead of 5. A failure prints fast-check's seed and path:
 // replay with fc.assert(..., { seed, path }).
@@ -15,6 +16,8 @@ import crypto from 'hypercore-crypto'
 import { HistoryStore } from '../../src/main/history/history-store'
 import { PEER_FEEDS_FILE, SyncNode } from '../../src/main/sync/sync-node'
 import { localFeeds, type SyncSession } from '../../src/main/sync/sync-session'
+import { FeedList } from '../../src/main/sync/feed-list'
+import type { PeerFeeds } from '../../src/main/sync/peer-feeds'
 import { memoryLogger } from '../../src/shared/logger'
 import { MemoryLink } from '../helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../helpers/test-cluster'
@@ -71,8 +74,20 @@ describe('reconnecting with what changed', () => {
         sessions = [sa, sb]
         await exact()
       }
+      /** Every list's digest is the digest of what it holds (restored from a save or kept up to date), on both devices. */
+      const digestsTrue = (): void => {
+        for (const d of devs) {
+          const lists = [(d.node as unknown as { mine: FeedList }).mine, ...[...(d.node as unknown as { peerFeeds: Map<string, PeerFeeds> }).peerFeeds.values()].map(p => p.heard)]
+          for (const l of lists) {
+            const again = new FeedList()
+            for (const [k, f] of l.feeds) again.set(k, f)
+            expect(l.digest).toBe(again.digest)
+          }
+        }
+      }
       /** Each side's picture of the other is the other's whole list (entries replicate meanwhile). */
       const exact = async (): Promise<void> => {
+        digestsTrue()
         const [a, b] = devs as [Dev, Dev]
         const [sa, sb] = sessions as [SyncSession, SyncSession]
         try {
@@ -108,6 +123,7 @@ describe('reconnecting with what changed', () => {
             await stop(d)
             if (c.lose) await fs.rm(path.join(d.dir, PEER_FEEDS_FILE), { force: true })
             devs[c.on] = await start(d.dir)
+            digestsTrue()
             if (wasLinked) await connect()
           }
         }

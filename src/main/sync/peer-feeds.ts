@@ -72,7 +72,7 @@ export class PeerFeeds {
     }
     const absent: string[] = []
     if (same) for (const key of mine.feeds.keys()) if (this.heard.get(key) === undefined) absent.push(key)
-    if (same && differ.length + absent.length < mine.size / 2) return { digest: this.heard.digest, like: { differ, absent }, unsent }
+    if (same && differ.length + absent.length < this.heard.size) return { digest: this.heard.digest, like: { differ, absent }, unsent }
     return { digest: this.heard.digest, heard: pairs(this.heard), unsent }
   }
 
