@@ -7,7 +7,7 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from '../src/main/history/history-store'
-import { indexFilePath } from '../src/main/history/history-index'
+import { indexDir, readSummaries } from '../src/main/history/history-index'
 import { BASELINE, DEVICES, FULL, HOLDERS, SMALL, datasetDir, deviceDir, readMeta, type DatasetMeta, type Scale } from './lib/scale-dataset'
 import { Cluster, closeDevice, connect, openCounter, until, type Connection, type Device } from './lib/sync-devices'
 import { benchLog, emit, ensureBuilt, interleave, median, lsCli, round, runNode } from './lib/util'
@@ -51,12 +51,13 @@ async function dataset (scale: Scale): Promise<{ dir: string; meta: DatasetMeta 
     note(`data set cached in ${dir} (generation took ${round(meta.generationMs / 1000, 1)} s)`)
   }
   // A run that died with a store open leaves its index saying "not clean": `ls` would then
-  // open the whole store. Opening and closing it once reconciles it.
+  // open the whole store. Opening and closing it once reconciles it; it also converts an
+  // index of the previous format (index.json), which `ls` would read as it is.
   for (const d of [...HOLDERS, meta.syncSource]) {
-    const file = indexFilePath(deviceDir(dir, d))
-    const clean = (JSON.parse(await fs.readFile(file, 'utf8')) as { clean?: boolean }).clean === true
-    if (clean) continue
-    note(`${deviceDir(dir, d)} was not closed cleanly; reconciling it first`)
+    const index = indexDir(deviceDir(dir, d))
+    const legacy = await fs.access(path.join(index, 'index.json')).then(() => true, () => false)
+    if (!legacy && (await readSummaries(index))?.clean === true) continue
+    note(`${deviceDir(dir, d)} ${legacy ? 'has an index of the previous format; converting it' : 'was not closed cleanly; reconciling it'} first`)
     const s = new HistoryStore({ dir: deviceDir(dir, d), watchPeers: false, log: benchLog })
     await s.ready()
     await s.close()
@@ -73,6 +74,13 @@ function sizes (meta: DatasetMeta, base: DatasetMeta): Record<string, unknown> {
 
 // ---------------------------------------------------------------- 1. arbor ls, cold
 
+
+/** The bytes of a data directory's index files (snapshot and journal). */
+async function indexBytes (dir: string): Promise<number> {
+  let n = 0
+  for (const f of ['index.snap', 'index.log', 'index.json']) n += (await fs.stat(path.join(indexDir(dir), f)).catch(() => ({ size: 0 }))).size
+  return n
+}
 
 async function lsCold (big: string, small: string, meta: DatasetMeta, base: DatasetMeta): Promise<void> {
   ensureBuilt('bench scale')
@@ -91,8 +99,8 @@ async function lsCold (big: string, small: string, meta: DatasetMeta, base: Data
     baselineName: '`node bin/arbor.js ls` on 100 conversations',
     ratio: round(value / baseline),
     nodeStartup: round(median(nodeRuns)),
-    indexBytes: (await fs.stat(indexFilePath(big))).size,
-    baselineIndexBytes: (await fs.stat(indexFilePath(small))).size,
+    indexBytes: await indexBytes(big),
+    baselineIndexBytes: await indexBytes(small),
     ...sizes(meta, base),
     target: 300,
     ok: value < 300

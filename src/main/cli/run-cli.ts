@@ -7,7 +7,7 @@ import type { Entry } from '../../shared/entry'
 import { consoleLogger } from '../../shared/logger'
 import type { PeerVersion } from '../../shared/protocol-version'
 import { ARBOR_VERSION } from '../app-version'
-import { HistoryIndexFile, indexFilePath, sortSummaries, type ConversationSummary } from '../history/history-index'
+import { indexDir, readSummaries, sortSummaries, type ConversationSummary } from '../history/history-index'
 import type { HistoryStore } from '../history/history-store'
 import type { SecretStore } from '../secret-store'
 import type { NodeCommandOptions } from './node-commands'
@@ -179,8 +179,8 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
   if (handler === undefined) return 2
   // Listing a cleanly closed store needs only its index: no Corestore to load or lock.
   if (command === 'ls' && ctx.store === undefined) {
-    const { state } = await new HistoryIndexFile(indexFilePath(dir)).load(null).catch(() => ({ state: null }))
-    if (state?.clean === true) { printList(sortSummaries(Object.values(state.conversations)), values, io); return 0 }
+    const index = await readSummaries(indexDir(dir)).catch(() => null)
+    if (index?.clean === true) { printList(sortSummaries(index.conversations), values, io); return 0 }
   }
   let store = ctx.store
   try {
