@@ -2,7 +2,6 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import type { ConversationDag } from '../../shared/conversation-dag'
-import { conversationJson, transcriptMarkdown, transcriptText } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { consoleLogger } from '../../shared/logger'
 import type { PeerVersion } from '../../shared/protocol-version'
@@ -11,10 +10,10 @@ import { indexDir, readSummaries, sortSummaries, type ConversationSummary } from
 import type { HistoryStore } from '../history/history-store'
 import type { SecretStore } from '../secret-store'
 import type { NodeCommandOptions } from './node-commands'
-import { asciiTree } from './ascii-tree'
 import { dataDir } from './data-dir'
-import { agentStatusText } from './agent-status'
 import { terminalJson, terminalSafeWriter } from './terminal-text'
+// Only what `ls` needs is imported here; every other command imports its modules when it runs
+// (the entry schema alone, zod, takes longer to load than listing 10,000 conversations).
 import type { EventEmitter } from 'node:events'
 import type { AgentHost } from '../runtime/agent/agent-host'
 import type { PlacementStatus, PostOutcome } from '../runtime/placement/agent-placement'
@@ -320,6 +319,7 @@ const COMMANDS: Record<string, Handler> = {
     const dag = await store.open(conversation)
     const status = ctx.node === undefined ? null : await ctx.node.agentStatus(conversation)
     const name = ctx.node === undefined ? (d: string) => d.slice(0, 12) : (d: string) => (ctx.node as NodeCommands).deviceName(d)
+    const { agentStatusText } = await import('./agent-status')
     io.out(agentStatusText({ dag, status, self: store.device, name, autoRevival: store.summary(conversation)?.autoRevival === true }))
   },
 
@@ -360,18 +360,21 @@ const COMMANDS: Record<string, Handler> = {
     need(args, 1, 'conversation: arbor tree <conv>')
     const dag = await store.open(args[0] as string)
     const branch = new Set(branchOf(store, dag, undefined).map(e => e.id))
+    const { asciiTree } = await import('./ascii-tree')
     io.out(asciiTree(dag, { branch, device: store.device }))
   },
 
   async show (store, args, values, io) {
     need(args, 1, 'conversation: arbor show <conv>')
     const dag = await store.open(args[0] as string)
+    const { transcriptText } = await import('../../shared/conversation-export')
     io.out(transcriptText(branchOf(store, dag, values.leaf)))
   },
 
   async export (store, args, values, io) {
     need(args, 1, 'conversation: arbor export <conv> --format md|json')
     const dag = await store.open(args[0] as string)
+    const { conversationJson, transcriptMarkdown } = await import('../../shared/conversation-export')
     if (values.format === 'json') io.out(terminalJson(conversationJson(dag)) + '\n')
     else if (values.format === 'md') io.out(transcriptMarkdown(dag, branchOf(store, dag, values.leaf)))
     else throw new CliError('--format must be md or json', 2)

@@ -49,10 +49,12 @@ export function emptyIndex (device: string): IndexState {
   return { device, clean: true, manifestIndexed: 0, feeds: {}, conversations: {} }
 }
 
-/** The journal is compacted into a new snapshot once it outgrows this share of the snapshot… */
-const JOURNAL_FRACTION = 0.5
-/** …or this many bytes, whichever is more (a small index is not rewritten on every save). */
-const MIN_JOURNAL_BYTES = 64 * 1024
+export interface CompactionOptions {
+  /** the journal is compacted into a new snapshot once it outgrows this share of the snapshot… (0.5) */
+  fraction?: number
+  /** …or this many bytes, whichever is more: a small index is not rewritten on every save (64 KiB) */
+  minBytes?: number
+}
 
 /** The files of an index directory: the snapshot, its journal, and the JSON file of format 1. */
 export interface IndexFiles { snapshot: string; journal: string; legacy: string }
@@ -108,13 +110,21 @@ export class HistoryIndexFile {
   /** saves so far, and how many wrote a snapshot (for benchmarks and tests) */
   readonly stats = { saves: 0, snapshots: 0, bytes: 0 }
 
+  private readonly fraction: number
+  private readonly minBytes: number
+
   /** `dir` is the index directory (indexDir of the data directory). */
-  constructor (readonly dir: string) {
+  constructor (readonly dir: string, opts: CompactionOptions = {}) {
     this.files = indexFiles(dir)
+    this.fraction = opts.fraction ?? 0.5
+    this.minBytes = opts.minBytes ?? 64 * 1024
   }
 
-  /** The saved state, or null if there is none or it is unreadable (then: rebuild). Any device's if device is null. */
-  async load (device: string | null): Promise<{ state: IndexState | null; problem?: string }> {
+  /**
+   * The saved state, or null if there is none or it is unreadable (then: rebuild). Any device's
+   * if device is null. `legacy`: it was read from the JSON file of format 1 (save it to convert).
+   */
+  async load (device: string | null): Promise<{ state: IndexState | null; problem?: string; legacy?: boolean }> {
     const r = await readIndex(this.files, device, false)
     this.generation = r.generation
     this.snapshotBytes = r.snapshotBytes
@@ -122,7 +132,7 @@ export class HistoryIndexFile {
     this.appendable = r.appendable
     this.legacy = r.legacy
     this.written = r.state === null ? null : { clean: r.state.clean, manifestIndexed: r.state.manifestIndexed }
-    return r.problem === undefined ? { state: r.state } : { state: r.state, problem: r.problem }
+    return { state: r.state, ...(r.problem !== undefined ? { problem: r.problem } : {}), ...(r.legacy ? { legacy: true } : {}) }
   }
 
   /** A record changed (or was removed): the next save writes it. */
@@ -150,7 +160,7 @@ export class HistoryIndexFile {
     try {
       if (this.appendable && conversations.size === 0 && feeds.size === 0 && this.written?.clean === header.clean && this.written.manifestIndexed === header.manifestIndexed) return
       const frame = this.appendable ? encodeSave(state, { conversations, feeds }) : null
-      if (frame === null || this.journalBytes + frame.length > Math.max(MIN_JOURNAL_BYTES, this.snapshotBytes * JOURNAL_FRACTION)) {
+      if (frame === null || this.journalBytes + frame.length > Math.max(this.minBytes, this.snapshotBytes * this.fraction)) {
         await this.compact(state)
       } else {
         await this.append(frame)

@@ -216,8 +216,13 @@ export class HistoryStore extends EventEmitter {
       await this.manifest.append(Buffer.from(JSON.stringify(header)))
     }
     await Promise.all([this.cache.ready(), this.view.load()])
-    const { state, problem } = await this.indexFile.load(this.device)
+    const { state, problem, legacy } = await this.indexFile.load(this.device)
     if (problem !== undefined) this.log.warn(`rebuilding the index: ${problem}`)
+    // The previous version's index.json: written once in this version's format (and removed), as it is.
+    if (state !== null && legacy === true) {
+      this.state = state
+      await this.saveIndex().catch(err => { this.log.warn(`could not convert the index yet: ${storageError(err, this.dir).message}`) })
+    }
     if (state === null) {
       this.state = emptyIndex(this.device)
       this.state.clean = false
