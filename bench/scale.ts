@@ -7,14 +7,15 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from '../src/main/history/history-store'
-import { indexDir, readSummaries } from '../src/main/history/history-index'
+import { HistoryIndexFile, indexDir, readSummaries, type IndexState } from '../src/main/history/history-index'
+import { writeStateFile } from '../src/main/disk/state-file'
 import { BASELINE, DEVICES, FULL, HOLDERS, SMALL, datasetDir, deviceDir, readMeta, type DatasetMeta, type Scale } from './lib/scale-dataset'
 import { Cluster, closeDevice, connect, openCounter, until, type Connection, type Device } from './lib/sync-devices'
 import { benchLog, emit, ensureBuilt, interleave, median, lsCli, round, runNode } from './lib/util'
 
 const note = (m: string): void => { process.stderr.write(`bench scale: ${m}\n`) }
 const SCALE: Scale = process.env.ARBOR_BENCH_SCALE === 'small' ? SMALL : FULL
-/** which parts run (default all): ls, ready, rss, reconnect, sync, append */
+/** which parts run (default all): ls, ready, rss, save, reconnect, sync, append */
 const ONLY = process.env.ARBOR_BENCH_SCALE_ONLY?.split(',')
 const runs = (part: string): boolean => ONLY === undefined || ONLY.includes(part)
 /** the initial sync's source: `full` (a holder: the whole history) or the writer holding least (the default above 100,000 entries) */
@@ -163,6 +164,65 @@ async function rssOpenAll (big: string, meta: DatasetMeta, base: DatasetMeta): P
   })
 }
 
+// ---------------------------------------------------------------- 3b. an index save
+
+/** CPU ms of fn (this process's threads: the file writes' syscalls included, the waits not). */
+async function cpuMs (fn: () => Promise<void>): Promise<{ cpu: number; wall: number }> {
+  const c0 = process.cpuUsage()
+  const t0 = performance.now()
+  await fn()
+  const c = process.cpuUsage(c0)
+  return { cpu: (c.user + c.system) / 1000, wall: performance.now() - t0 }
+}
+
+async function indexSave (big: string, meta: DatasetMeta, base: DatasetMeta): Promise<void> {
+  const { state } = await new HistoryIndexFile(indexDir(big)).load(null)
+  if (state === null) throw new Error(`${big} has no readable index`)
+  const work = await workDir('save')
+  const index = new HistoryIndexFile(work)
+  const snapshot = await cpuMs(() => index.save(state)) // a fresh index file: a whole snapshot, as a compaction writes
+  const snapshotBytes = (await fs.stat(index.files.snapshot)).size
+  // what one append changes: its conversation's summary and its feed's watermark
+  const convs = Object.keys(state.conversations)
+  const feeds = Object.values(state.feeds)
+  const saves: Array<{ cpu: number; wall: number }> = []
+  let journal = (await fs.stat(index.files.journal)).size
+  const frames: number[] = []
+  for (let i = 0; i < 21; i++) {
+    const f = feeds[i % feeds.length] as IndexState['feeds'][string]
+    f.indexed++
+    index.changed('feed', f.key)
+    index.changed('conversation', convs[i % convs.length] as string)
+    const r = await cpuMs(() => index.save(state))
+    const now = (await fs.stat(index.files.journal)).size
+    frames.push(now - journal)
+    journal = now
+    if (i > 0) saves.push(r)
+  }
+  // before: the whole state as JSON, written whole (index.json, once a second while anything changed)
+  const json: Array<{ cpu: number; wall: number }> = []
+  for (let i = 0; i < 5; i++) json.push(await cpuMs(() => writeStateFile(path.join(work, 'index.json'), JSON.stringify({ v: 1, ...state }))))
+  const value = median(saves.map(r => r.cpu))
+  const baseline = median(json.map(r => r.cpu))
+  emit({
+    name: 'scale.index.save',
+    value: round(value),
+    unit: 'ms',
+    baseline: round(baseline),
+    baselineName: 'the previous format: JSON.stringify of the whole index and writeStateFile of it (CPU ms)',
+    ratio: round(value / baseline, 4),
+    wallMs: round(median(saves.map(r => r.wall))),
+    baselineWallMs: round(median(json.map(r => r.wall))),
+    frameBytes: median(frames),
+    snapshotCpuMs: round(snapshot.cpu),
+    snapshotWallMs: round(snapshot.wall),
+    snapshotBytes,
+    jsonBytes: (await fs.stat(path.join(work, 'index.json'))).size,
+    ...sizes(meta, base),
+    note: 'value: CPU ms of one save after one append (a summary and a watermark changed), median of 20; snapshot*: one whole snapshot (a compaction)'
+  })
+}
+
 // ---------------------------------------------------------------- 4. reconnect, nothing changed
 
 interface Pair { a: Device; b: Device; conn: Connection | null }
@@ -306,6 +366,7 @@ try {
     ['ls', () => lsCold(big, small, meta, base)],
     ['ready', () => startReady(big, small, meta, base)],
     ['rss', () => rssOpenAll(big, meta, base)],
+    ['save', () => indexSave(big, meta, base)],
     ['reconnect', () => reconnect(dir, baseDir, meta, base)],
     ['sync', () => initialSync(dir, meta)],
     ['append', () => appendThroughput(dir, meta, base)]
