@@ -22,6 +22,7 @@ import type { Entry } from '../../src/shared/entry'
 import type { ConversationDag } from '../../src/shared/conversation-dag'
 import { tickHlc } from '../../src/shared/hlc'
 import { compareRefs, openWork, ownerOf, topRef, type AgentRef } from '../../src/main/runtime/placement/placement'
+import type { AgentRun } from '../../src/main/runtime/agent/agent-loop'
 import { AgentCluster } from '../helpers/agent-cluster'
 import type { FakeScript } from '../../src/main/llm/fake-provider'
 import { until } from '../helpers/temp-dir'
@@ -164,21 +165,22 @@ abstract class OnDevice implements Cmd {
 
 /** Starts a conversation on a device and its agent with a first message (guarantee 1). */
 class StartAgent extends OnDevice {
-  constructor (dev: number, readonly autoRevival: boolean) { super(dev) }
+  /** `long`: its first message asks for a long turn (what a device pause meets most often in use) */
+  constructor (dev: number, readonly autoRevival: boolean, readonly long = false) { super(dev) }
   async run (m: Model, r: Real): Promise<void> {
     const node = r.c.node(this.dev)
     const root = await node.history.createConversation({ title: `c${m.conversations}`, autoRevival: this.autoRevival })
     r.convs.push(root.id)
     ack(r, root.id, root, this.dev)
     m.conversations++
-    const msg = await r.c.post(this.dev, root.id, `hello ${r.step}`)
+    const msg = await r.c.post(this.dev, root.id, `${this.long ? 'long' : 'hello'} ${r.step}`)
     ack(r, root.id, msg, this.dev)
     // sync latency, not a fault: the devices linked to this one get the conversation
     await until(() => component(r, this.dev).every(i => r.c.node(i).history.summary(root.id) !== undefined), 'the new conversation on the linked devices', 5_000)
     expect(node.agents.isRunning(root.id) || (await node.history.open(root.id)).children(msg.id).length > 0).toBe(true)
   }
 
-  toString (): string { return `start(${name(this.dev)}${this.autoRevival ? ', auto-revival' : ''})` }
+  toString (): string { return `start(${name(this.dev)}${this.autoRevival ? ', auto-revival' : ''}${this.long ? ', long' : ''})` }
 }
 
 type Work = 'note' | 'slow' | 'long'
@@ -255,7 +257,8 @@ class Pause implements Cmd {
  * from now, for `ms`: below, near or well above the detection window. Its timers, its network
  * (both ways; links stay up) and its tools' and model's answers are frozen; on thaw its overdue
  * timers fire first, then the answers, then the network input. Chosen by `k` among the live
- * devices running agents (else among all live ones), where a pause matters.
+ * devices running auto-revival agents, else those running any, else all live ones: where a
+ * pause matters most.
  */
 class PauseDevice implements Cmd {
   constructor (readonly k: number, readonly leadMs: number, readonly ms: number) {}
@@ -263,8 +266,10 @@ class PauseDevice implements Cmd {
   async run (m: Model, r: Real): Promise<void> {
     await new Promise(resolve => setTimeout(resolve, this.leadMs))
     const up = m.up.flatMap((u, i) => u ? [i] : [])
-    const busy = up.filter(i => r.c.node(i).agents.runs().length > 0)
-    const pool = busy.length > 0 ? busy : up
+    const runs = (i: number): AgentRun[] => r.c.node(i).agents.runs()
+    const revivable = up.filter(i => runs(i).some(run => r.c.node(i).history.summary(run.conversation)?.autoRevival === true))
+    const busy = up.filter(i => runs(i).length > 0)
+    const pool = revivable.length > 0 ? revivable : busy.length > 0 ? busy : up
     const dev = pool[this.k % pool.length] as number
     r.c.pause(dev)
     try {
@@ -348,10 +353,15 @@ class Checked implements Cmd {
 }
 
 const devArb = fc.nat({ max: N - 1 })
+// A device pause starts anywhere in a slow step; it lasts below, near (both sides) or, half the time, well above the window.
+const pauseMs = fc.oneof(fc.constantFrom(150, SUSPECT_MS - 50, SUSPECT_MS + 50), fc.constant(3 * SUSPECT_MS))
+const pauseDevice = fc.tuple(fc.nat(), fc.nat({ max: SLOW_MS + 50 }), pauseMs).map(([k, lead, ms]) => new PauseDevice(k, lead, ms))
 // Weights by repetition (fc.commands picks uniformly): agents and their work most, faults often.
 const commands = [
   fc.tuple(devArb, fc.boolean()).map(([d, a]) => new StartAgent(d, a)),
   fc.tuple(devArb, fc.boolean()).map(([d, a]) => new StartAgent(d, a)),
+  // an auto-revival agent at work from the start, for the device pauses to meet
+  devArb.map(d => new StartAgent(d, true, true)),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'note')),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'slow')),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'long')),
@@ -360,9 +370,9 @@ const commands = [
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Resume(d, k)),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new ToggleRevival(d, k)),
   fc.constantFrom(0, 50, 300, 1000).map(ms => new Pause(ms)),
-  // a device pause: its start anywhere in a slow step; below, near (both sides) and well above the window
-  fc.tuple(fc.nat(), fc.nat({ max: SLOW_MS + 50 }), fc.constantFrom(150, SUSPECT_MS - 50, SUSPECT_MS + 50, 3 * SUSPECT_MS)).map(([k, lead, ms]) => new PauseDevice(k, lead, ms)),
-  fc.tuple(fc.nat(), fc.nat({ max: SLOW_MS + 50 }), fc.constantFrom(150, SUSPECT_MS - 50, SUSPECT_MS + 50, 3 * SUSPECT_MS)).map(([k, lead, ms]) => new PauseDevice(k, lead, ms)),
+  pauseDevice,
+  pauseDevice,
+  pauseDevice,
   devArb.map(d => new Kill(d)),
   devArb.map(d => new Restart(d)),
   devArb.map(d => new Isolate(d)),
