@@ -181,12 +181,22 @@ export class AgentCluster {
 
   /**
    * Wakes device i: its overdue timers fire at once, then it sees its tools' and model's answers,
-   * then its network input (as on SIGCONT: timers before sockets).
+   * then its network input (as on SIGCONT: timers before sockets). `input: false` keeps its
+   * input held (thawInput lets it go): its peers' transports backed off their retransmissions
+   * while it was silent, so what they send reaches it later than what it sends reaches them.
    */
-  thaw (i: number): void {
+  thaw (i: number, o: { input?: boolean } = {}): void {
     this.clockOf(i).thaw()
     const d = this.devices[i]
-    if (d != null) this.net.freeze(d.name, false)
+    if (d == null) return
+    this.net.freeze(d.name, false, ['out'])
+    if (o.input !== false) this.net.freeze(d.name, false, ['in'])
+  }
+
+  /** Lets device i's held network input go (after thaw with `input: false`). */
+  thawInput (i: number): void {
+    const d = this.devices[i]
+    if (d != null) this.net.freeze(d.name, false, ['in'])
   }
 
   private clockOf (i: number): PausableClock {

@@ -23,8 +23,8 @@ export class InProcessNetwork {
   /** the link of each pair, and its handing over to the nodes */
   private readonly links = new Map<string, { link: MemoryLink; attached: Promise<void>; a: string; b: string }>()
   private readonly delays = new Map<string, number>()
-  /** nodes whose network is frozen (pause) */
-  private readonly frozen = new Set<string>()
+  /** nodes whose sending (out) or receiving (in) is frozen (pause) */
+  private readonly frozen = { out: new Set<string>(), in: new Set<string>() }
   private closed = false
   /** links made so far (a heal counts as a new one) */
   connections = 0
@@ -78,8 +78,10 @@ export class InProcessNetwork {
       nodeB.attach(link.b)
     })()
     // a link made while a node is paused waits for it, from its handshake on
-    link.freeze('a', this.frozen.has(a))
-    link.freeze('b', this.frozen.has(b))
+    for (const way of WAYS) {
+      link.freeze('a', way, this.frozen[way].has(a))
+      link.freeze('b', way, this.frozen[way].has(b))
+    }
     this.links.set(key, { link, attached, a, b })
     this.connections++
     return attached
@@ -88,15 +90,18 @@ export class InProcessNetwork {
   /**
    * Freezes a node's network in both directions, as SIGSTOP would (pause) or lets it go again
    * (thaw): what it sent before stays on its way; what it sends and what comes for it while
-   * frozen is held and delivered after the thaw, in order. Its links stay up.
+   * frozen is held and delivered after the thaw, in order. Its links stay up. `ways`: what
+   * is frozen or let go (default both: a thaw may let its input go later than its output).
    */
-  freeze (name: string, on: boolean): void {
+  freeze (name: string, on: boolean, ways: readonly Way[] = WAYS): void {
     this.node(name)
-    if (on) this.frozen.add(name)
-    else this.frozen.delete(name)
-    for (const l of this.links.values()) {
-      if (l.a === name) l.link.freeze('a', on)
-      if (l.b === name) l.link.freeze('b', on)
+    for (const way of ways) {
+      if (on) this.frozen[way].add(name)
+      else this.frozen[way].delete(name)
+      for (const l of this.links.values()) {
+        if (l.a === name) l.link.freeze('a', way, on)
+        if (l.b === name) l.link.freeze('b', way, on)
+      }
     }
   }
 
@@ -163,6 +168,10 @@ export class InProcessNetwork {
   }
 }
 
+/** A direction of a node's traffic: what it sends, what it receives. */
+export type Way = 'out' | 'in'
+const WAYS: readonly Way[] = ['out', 'in']
+
 function pairKey (a: string, b: string): string {
   return a < b ? `${a}\u0000${b}` : `${b}\u0000${a}`
 }
@@ -199,8 +208,8 @@ export class MemoryLink {
 
   /** Date.now() when it was made */
   readonly createdAt = Date.now()
-  /** per side: its node is paused, its traffic held (freeze) */
-  readonly frozen = { a: false, b: false }
+  /** per side: its node is paused, what it sends (out) or what comes for it (in) held (freeze) */
+  readonly frozen = { a: { out: false, in: false }, b: { out: false, in: false } }
 
   constructor (keyA: KeyPair, keyB: KeyPair, o: { delayMs?: number; onDown?: () => void } = {}) {
     this.delayMs = o.delayMs ?? 0
@@ -237,11 +246,11 @@ export class MemoryLink {
    * Holds (or lets go) one side's traffic, as if its process were stopped: chunks it sends from
    * now on and chunks for it wait; chunks it sent before are delivered.
    */
-  freeze (side: 'a' | 'b', on: boolean): void {
-    if (this.frozen[side] === on) return
-    this.frozen[side] = on
+  freeze (side: 'a' | 'b', way: Way, on: boolean): void {
+    if (this.frozen[side][way] === on) return
+    this.frozen[side][way] = on
     const mine = side === 'a' ? this.endA : this.endB
-    if (!on) mine.release()
+    if (!on && way === 'out') mine.release()
     this.endA.kick()
     this.endB.kick()
   }
@@ -274,7 +283,7 @@ class RawEnd extends Duplex {
   }
 
   /** whether its peer's node is paused: nothing is delivered to it */
-  private get receiverFrozen (): boolean { return this.link.frozen[this.side === 'a' ? 'b' : 'a'] }
+  private get receiverFrozen (): boolean { return this.link.frozen[this.side === 'a' ? 'b' : 'a'].in }
 
   /** The sender was thawed: what it sent while paused may go. */
   release (): void {
@@ -324,7 +333,7 @@ class RawEnd extends Duplex {
     // Never before an earlier chunk: a delay added later must not reorder the stream.
     const at = Math.max(Date.now() + this.link.delayMs, this.lastAt)
     this.lastAt = at
-    this.queue.push({ at, chunk: chunk === null ? null : Buffer.from(chunk), held: this.link.frozen[this.side] })
+    this.queue.push({ at, chunk: chunk === null ? null : Buffer.from(chunk), held: this.link.frozen[this.side].out })
     this.schedule()
   }
 
