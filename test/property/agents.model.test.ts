@@ -257,29 +257,32 @@ class Pause implements Cmd {
  * from now, for `ms`: below, near or well above the detection window. Its timers, its network
  * (both ways; links stay up) and its tools' and model's answers are frozen; on thaw its overdue
  * timers fire first, then the answers, then the network input. Chosen by `k` among the live
- * devices running auto-revival agents, else those running any, else all live ones: where a
- * pause matters most.
+ * devices running an auto-revival agent that a linked device could revive, else those running
+ * one, else those running any agent, else all live ones: where a pause matters most.
  */
 class PauseDevice implements Cmd {
-  constructor (readonly k: number, readonly leadMs: number, readonly ms: number) {}
+  /** `lagMs`: how much later than its output its input flows again after the thaw (peers' transports backed off) */
+  constructor (readonly k: number, readonly leadMs: number, readonly ms: number, readonly lagMs: number) {}
   check (m: Readonly<Model>): boolean { return m.up.some(Boolean) }
   async run (m: Model, r: Real): Promise<void> {
     await new Promise(resolve => setTimeout(resolve, this.leadMs))
     const up = m.up.flatMap((u, i) => u ? [i] : [])
     const runs = (i: number): AgentRun[] => r.c.node(i).agents.runs()
-    const revivable = up.filter(i => runs(i).some(run => r.c.node(i).history.summary(run.conversation)?.autoRevival === true))
-    const busy = up.filter(i => runs(i).length > 0)
-    const pool = revivable.length > 0 ? revivable : busy.length > 0 ? busy : up
+    const revivable = (i: number): string[] => runs(i).map(run => run.conversation).filter(c => r.c.node(i).history.summary(c)?.autoRevival === true)
+    const reviverNear = (i: number): boolean => revivable(i).some(c => up.some(j => j !== i && r.c.linked(i, j) && r.c.node(j).history.summary(c) !== undefined))
+    const pool = [up.filter(reviverNear), up.filter(i => revivable(i).length > 0), up.filter(i => runs(i).length > 0), up].find(p => p.length > 0) ?? up
     const dev = pool[this.k % pool.length] as number
     r.c.pause(dev)
     try {
       await new Promise(resolve => setTimeout(resolve, this.ms))
+      r.c.thaw(dev, { input: this.lagMs === 0 })
+      await new Promise(resolve => setTimeout(resolve, this.lagMs))
     } finally {
       r.c.thaw(dev)
     }
   }
 
-  toString (): string { return `pauseDevice(#${this.k}, after ${this.leadMs} ms, for ${this.ms} ms)` }
+  toString (): string { return `pauseDevice(#${this.k}, after ${this.leadMs} ms, for ${this.ms} ms, input ${this.lagMs} ms later)` }
 }
 
 /** The device dies: cut off first, so nothing it writes while going down gets out until it restarts. */
@@ -355,12 +358,14 @@ class Checked implements Cmd {
 const devArb = fc.nat({ max: N - 1 })
 // A device pause starts anywhere in a slow step; it lasts below, near (both sides) or, half the time, well above the window.
 const pauseMs = fc.oneof(fc.constantFrom(150, SUSPECT_MS - 50, SUSPECT_MS + 50), fc.constant(3 * SUSPECT_MS))
-const pauseDevice = fc.tuple(fc.nat(), fc.nat({ max: SLOW_MS + 50 }), pauseMs).map(([k, lead, ms]) => new PauseDevice(k, lead, ms))
+// Its input flows again with its output, a step later, or two windows later (a sender's retransmissions backed off).
+const pauseDevice = fc.tuple(fc.nat(), fc.nat({ max: SLOW_MS + 50 }), pauseMs, fc.constantFrom(0, SLOW_MS + 50, 2 * SUSPECT_MS)).map(([k, lead, ms, lag]) => new PauseDevice(k, lead, ms, lag))
 // Weights by repetition (fc.commands picks uniformly): agents and their work most, faults often.
 const commands = [
   fc.tuple(devArb, fc.boolean()).map(([d, a]) => new StartAgent(d, a)),
   fc.tuple(devArb, fc.boolean()).map(([d, a]) => new StartAgent(d, a)),
   // an auto-revival agent at work from the start, for the device pauses to meet
+  devArb.map(d => new StartAgent(d, true, true)),
   devArb.map(d => new StartAgent(d, true, true)),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'note')),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'slow')),
