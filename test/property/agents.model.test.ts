@@ -48,7 +48,8 @@ const SCRIPT: FakeScript = {
 }
 const QUIET_MS = 30_000 // the final quiet period
 const QUIET_STABLE_MS = 1_500 // how long it must stay quiet: three detection windows
-// ARBOR_SEED=… ARBOR_PATH=… replays one failure (as printed) without shrinking
+// ARBOR_SEED=… ARBOR_PATH=… replays one failure without shrinking: the path's first number (the case as
+// generated); a shrunk path may not replay, since which commands run depends on timing
 const replay = process.env.ARBOR_SEED !== undefined ? { seed: Number(process.env.ARBOR_SEED), path: process.env.ARBOR_PATH ?? '', endOnFailure: true } : {}
 
 // ------------------------------------------------------------------ model and real system
