@@ -562,10 +562,11 @@ export class SyncNode extends EventEmitter {
         this.off('lease', done)
         this.off('online', done)
         signal.removeEventListener('abort', done)
-        clearTimeout(timer)
+        this.clock.clearTimeout(timer)
         resolve()
       }
-      const timer = setTimeout(done, ms)
+      // on the injected clock: a paused device's wait does not end while it is paused
+      const timer = this.clock.setTimeout(done, ms)
       this.on('lease', done)
       this.on('online', done)
       signal.addEventListener('abort', done)
