@@ -18,7 +18,7 @@ import { FileSecretStore, type SecretStore } from './secrets/secret-store'
 import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 import { defaultRegistryDir, registerDataDir } from './tools/sandbox/data-dir-registry'
 import type { ProtocolVersions } from '../shared/protocol-version'
-import type { Clock } from './runtime/clock'
+import type { Clock } from '../shared/clock'
 
 /** When a direct connection is not made, pairing falls back to polling DHT records this often. */
 const PAIRING_POLL_MS = 1000

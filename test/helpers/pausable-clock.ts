@@ -1,4 +1,4 @@
-import type { Clock, ClockTimer } from '../../src/main/runtime/clock'
+import type { Clock, ClockTimer } from '../../src/shared/clock'
 
 /**
  * The real clock of one node, which a test can pause as SIGSTOP pauses a process: while
