@@ -9,7 +9,7 @@ import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
 import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
-import { Lease } from '../runtime/placement/lease'
+import { Lease, type Instant } from '../runtime/placement/lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
@@ -68,6 +68,8 @@ export interface SyncNodeOptions {
   /** the versions this node says it speaks (default: this Arbor's, thisVersion()); tests set others */
   versions?: ProtocolVersions
   clock?: Clock
+  /** the lease's wall clock (default Date.now, or the injected clock's time); tests move it apart from the monotonic one */
+  wallClock?: () => number
   log?: Logger
 }
 
@@ -114,6 +116,8 @@ export class SyncNode extends EventEmitter {
   private readonly lease: Lease
   /** the lease's monotonic clock: the injected clock in tests, else performance.now (a wall-clock jump moves nothing) */
   private readonly mono: () => number
+  /** the lease's wall clock, which counts a suspend (the monotonic one stands still then) */
+  private readonly wall: () => number
   private readonly sessions = new Set<SyncSession>()
   private readonly versions: ProtocolVersions
   /** what each peer's last hello said of its versions */
@@ -153,6 +157,7 @@ export class SyncNode extends EventEmitter {
     this.lease = new Lease(this.detector.suspectAfterMs)
     const clock = opts.clock
     this.mono = clock !== undefined ? () => clock.now() : () => performance.now()
+    this.wall = opts.wallClock ?? (clock !== undefined ? () => clock.now() : () => Date.now())
     this.online = opts.online ?? true
     this.versions = opts.versions ?? thisVersion()
     this.life = new Lifecycle(() => this.open(), () => this.shut())
@@ -428,6 +433,9 @@ export class SyncNode extends EventEmitter {
     return this.detector.lastHeard(device) === undefined && this.clock.now() - this.startedAt >= this.detector.suspectAfterMs
   }
 
+  /** Now, on the lease's two clocks. */
+  private instant (): Instant { return { mono: this.mono(), wall: this.wall() } }
+
   /** The devices this one hears right now: connected and not suspected. */
   private hearing (): string[] {
     const out = new Set<string>()
@@ -441,7 +449,7 @@ export class SyncNode extends EventEmitter {
    */
   holdsLease (): boolean {
     const alone = !this.online || !this.cluster.devicesMessage().devices.some(d => d.key !== this.history.device)
-    return this.lease.holds(this.mono(), alone)
+    return this.lease.holds(this.instant(), alone)
   }
 
   /**
@@ -452,8 +460,12 @@ export class SyncNode extends EventEmitter {
   async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true): Promise<void> {
     if (this.holdsLease()) return
     const since = this.mono()
-    const from = this.lease.expiresAt()
-    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(since - from)} ms ago): until the peers answer`)
+    // Answers count from now: after a suspend the monotonic clock says nothing of how long it
+    // lasted, and heartbeats sent before it read earlier than this moment.
+    const from = since
+    const end = this.lease.expiresAt()
+    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(Math.max(since - end.mono, this.wall() - end.wall))} ms ago): until the peers answer`)
+    this.beat() // a heartbeat sent since: its echoes are the answers
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
     // Held again, and every peer connected (suspected or not: on waking all are) answered since.
     // Bounded by the abort, the node closing and `needed` (auto-revival turned off); rechecked
@@ -502,7 +514,7 @@ export class SyncNode extends EventEmitter {
   private beat (): void {
     const now = this.clock.now()
     const hears = this.hearing()
-    this.lease.sentHeartbeat(now, this.mono())
+    this.lease.sentHeartbeat(now, this.instant())
     for (const s of this.sessions) if (s.opened) s.heartbeat(now, hears)
   }
 
