@@ -56,6 +56,8 @@ export interface ArborNodeOptions {
 export interface NodeAgentEvents {
   event: [AgentEvent]
   running: [{ conversation: string; running: boolean }]
+  /** an agent here began or stopped waiting at a step (AgentRun.waiting) */
+  waiting: [{ conversation: string }]
 }
 
 /**
@@ -118,6 +120,21 @@ export class ArborNode implements NodeCommands {
       lease: async (run, signal) => {
         const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
         if (revivable()) await this.sync.waitForLease(signal, run.conversation, revivable)
+      },
+      // A step that must not run twice starts once another device holds its intent (and all
+      // before it in this device's feed), so whoever revives the agent sees it.
+      held: async (run, signal) => {
+        const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
+        const own = revivable() ? this.history.feeds(run.conversation).find(f => f.own) : undefined
+        if (own === undefined) return
+        await this.sync.waitForHeld(signal, own.key, this.history.availableLength(own.key), revivable, w => {
+          // on the host's record of the run (each attempt runs on a copy of it), which status reads
+          const shown = this.agents.runOf(run.conversation) ?? run
+          if (w === null) delete shown.waiting
+          else shown.waiting = { for: 'acknowledgement', since: shown.waiting?.since ?? Date.now(), ...w }
+          this.agentEvents.emit('waiting', { conversation: run.conversation })
+          if (w !== null) this.log.warn(`the agent of ${run.conversation.slice(0, 12)} waits for another device to hold its next step (${w.why}) before running it`)
+        })
       }
     })
     this.placement = new AgentPlacement({

@@ -16,10 +16,11 @@ export interface ProtocolVersions {
 }
 
 /**
- * This Arbor's protocol: 1.1 (1.0 had no versions in its hello, and refused entries of kinds
- * it did not know). Bump `minor` with every message type or message field added.
+ * This Arbor's protocol: 1.2 (1.0 had no versions in its hello, and refused entries of kinds
+ * it did not know; 1.1 had no `held` message, acknowledged intents). Bump `minor` with every
+ * message type or message field added.
  */
-export const PROTOCOL = { major: 1, minor: 1, oldest: 1 } as const
+export const PROTOCOL = { major: 1, minor: 2, oldest: 1 } as const
 
 /** A peer whose hello says nothing of versions: Arbor before 1.1. */
 export const UNVERSIONED = { major: 1, minor: 0, oldest: 1, schema: 1 } as const
