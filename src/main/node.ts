@@ -7,7 +7,7 @@ import { AgentHost, type AgentConfig, type StartOptions } from './runtime/agent/
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
 import type { Entry } from '../shared/entry'
-import type { AgentEvent } from './runtime/agent/agent-loop'
+import type { AgentDeps, AgentEvent } from './runtime/agent/agent-loop'
 import { Lifecycle } from '../shared/lifecycle'
 import { consoleLogger, type Logger } from '../shared/logger'
 import { ClusterStore, describeForget } from './sync/cluster-store'
@@ -50,6 +50,8 @@ export interface ArborNodeOptions {
   registryDir?: string
   /** the versions this node's hello says (default: this Arbor's); tests of devices on other versions set them */
   protocolVersions?: ProtocolVersions
+  /** test hook at the agents' step boundaries (AgentDeps.fault) */
+  fault?: AgentDeps['fault']
 }
 
 /** What the node's agent host reports: every agent event, and agents starting and ending. */
@@ -116,6 +118,7 @@ export class ArborNode implements NodeCommands {
         }
       },
       supersededBy: run => this.placement.supersededBy(run),
+      ...(opts.fault !== undefined ? { fault: opts.fault } : {}),
       // Only an agent a peer may revive acts under a lease; others are never slowed.
       lease: async (run, signal) => {
         const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true

@@ -181,6 +181,7 @@ describe('acknowledged intents: a workspace step of an auto-revival conversation
     // the intent is written, and nobody else holds it: the step waits (the lease alone let it run at once)
     await until(async () => [...(await laptop.node.history.open(id)).entries()].some(e => e.kind === 'tool.intent'), 'the intent', 10_000)
     await until(async () => (await laptop.api.request('agent.status', { conversation: id })).waiting !== null, 'the agent to say it waits', 10_000)
+    await new Promise(resolve => setTimeout(resolve, 1000)) // a second in which the step does not run (the lease still holds)
     expect(marker()).toBe(false)
     const st = await laptop.api.request('agent.status', { conversation: id })
     expect(st.waiting).toMatchObject({ for: 'acknowledgement', why: 'none-connected', text: expect.stringMatching(/^waiting for another device to hold the step before running it: no other device is connected/) })

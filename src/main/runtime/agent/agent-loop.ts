@@ -26,7 +26,7 @@ export type AgentEvent =
  * Step boundaries where a test can make the agent crash (let it crash, then check).
  * Crashes inside a step come from the step itself: a provider or a tool that throws.
  */
-export type FaultPoint = 'before-model' | 'after-model' | 'after-intent' | 'after-tool' | 'after-result'
+export type FaultPoint = 'before-model' | 'after-model' | 'after-intent' | 'before-tool' | 'after-tool' | 'after-result'
 
 export interface AgentDeps {
   history: HistoryStore
@@ -276,6 +276,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
         // The start of a tool call: under the lease, and only if nobody took over.
         const byAtStart = await outranked()
         if (byAtStart !== null && !signal.aborted) return await giveWay(byAtStart)
+        deps.fault?.('before-tool', { tool: step.call.name })
         const res = tool === undefined
           ? { status: 'error' as const, output: `there is no tool named "${step.call.name}"; the tools are: ${[...deps.tools.keys()].join(', ')}` }
           : await runOne(deps, run, tool, step.call, key, signal, ev => { journal.emit(ev) })
