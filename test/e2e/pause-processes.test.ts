@@ -66,7 +66,7 @@ beforeAll(async () => {
   await fs.writeFile(script, JSON.stringify({
     rules: [
       { match: '^short', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> short.txt; sleep 2' } }] }, { text: 'short done' }] },
-      { match: '^intent', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> intent.txt' } }] }, { text: 'intent done' }] },
+      { match: '^intent', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> first.txt; sleep 1' } }] }, { toolCalls: [{ name: 'bash', args: { command: 'echo ran >> intent.txt' } }] }, { text: 'intent done' }] },
       { match: '^long', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> long.txt; sleep 2' } }] }, { toolCalls: [{ name: 'bash', args: { command: 'echo ran >> next.txt' } }] }, { text: 'long done' }] }
     ],
     default: { text: 'You said: {{lastUser}}' }
@@ -159,9 +159,11 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
   it('(c) frozen as its step starts, just after the intent is written: a peer held the intent, so the reviver does not run the step again; on SIGCONT the laptop gives way', async () => {
     const conv = (await cluster.ok('laptop', 'new', '--title', 'intent pause', '--auto-revival', '--cwd', work)).trim()
     const stopAt = path.join(cluster.devices.get('laptop')?.dir as string, 'test-sigstop-at')
-    await fs.writeFile(stopAt, 'before-tool')
     cluster.spawnArbor('laptop', 'chat', conv, 'intent pause')
-    // the node deletes the file as it stops itself, at the start of the bash call
+    // the first call runs (its start and the agent's are everywhere by now); at the start of the second the node stops itself
+    await until(async () => (await lines('first.txt')) === 1, 'the first call to run', 30_000, 10)
+    await fs.writeFile(stopAt, 'before-tool')
+    // the node deletes the file as it stops itself
     await until(async () => !(await fs.access(stopAt).then(() => true, () => false)), 'the laptop to stop itself as the call starts', 30_000, 20)
     const pausedAt = Date.now()
     const revivals = async (): Promise<Array<EntryOf<'agent.started'>>> => [...(await entries('server', conv)), ...(await entries('cloud', conv))].filter((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started' && e.body.reason === 'revival')
@@ -183,7 +185,7 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
       return ids.every(x => x === ids[0])
     }, 'the laptop\'s agent to give way, the same history on all three', 30_000, 250)
     const history = all[0] as Entry[]
-    const intent = history.find((e): e is EntryOf<'tool.intent'> => e.kind === 'tool.intent') as EntryOf<'tool.intent'>
+    const intent = history.filter((e): e is EntryOf<'tool.intent'> => e.kind === 'tool.intent').find(e => JSON.stringify(e.body.args).includes('intent.txt')) as EntryOf<'tool.intent'>
     expect(intent.author.device).toBe(device.get('laptop'))
     expect(started(history).map(e => [nameOf(e.author.device), e.body.reason])).toEqual([['laptop', 'user'], [reviver, 'revival']])
     expect(history.filter(e => e.kind === 'tool.result' && e.body.callId === intent.body.callId).map(e => (e as EntryOf<'tool.result'>).body.status)).toEqual(['unknown'])
@@ -192,6 +194,7 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
     const afterIntent = laptops.slice(laptops.findIndex(e => e.id === intent.id) + 1)
     expect(afterIntent.map(e => e.kind === 'agent.stopped' ? `stopped:${e.body.reason}` : e.kind)).toEqual(['stopped:superseded'])
     expect(await runsEverywhere('intent.txt')).toBe(1) // the step ran once: the laptop's call
+    expect(await runsEverywhere('first.txt')).toBe(1)
     expect(history.some(e => e.kind === 'assistant' && e.body.text === 'intent done' && e.author.device === revival.author.device)).toBe(true)
   }, 50_000)
 })
