@@ -50,6 +50,12 @@ export class HeldAcks {
     return null
   }
 
+  /** Whether some device waits to hear about `key`. */
+  isWanted (key: string): boolean {
+    for (const m of this.wants.values()) if (m.has(key)) return true
+    return false
+  }
+
   /** This device now holds `key` through `have`: the questions it answers, by device (and forgets them). */
   grew (key: string, have: number): string[] {
     const out: string[] = []

@@ -156,7 +156,16 @@ export class SyncNode extends EventEmitter {
   /** when each session's connection came (for how long its arbor channel took to open) */
   private readonly attachedAt = new WeakMap<SyncSession, number>()
   /** a feed was added, or this device can serve more of it: peers hear of it */
-  private readonly onFeed = (rec: FeedRecord): void => { this.feedChanged(rec.key); this.answerHeld(rec.key) }
+  private readonly onFeed = (rec: FeedRecord): void => {
+    this.feedChanged(rec.key)
+    if (!this.held.isWanted(rec.key)) return
+    // Answered after the announcement of that length has gone to every peer (timers of one
+    // delay fire in order): a device that may revive the writer's agent hears of the blocks
+    // before the writer acts on the answer.
+    const t = this.clock.setTimeout(() => { this.answerTimers.delete(t); this.answerHeld(rec.key) }, this.opts.announceDelayMs ?? 10)
+    this.answerTimers.add(t)
+  }
+  private readonly answerTimers = new Set<ClockTimer>()
 
   constructor (opts: SyncNodeOptions) {
     super()
@@ -214,6 +223,7 @@ export class SyncNode extends EventEmitter {
     if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
     if (this.announceTimer !== null) this.clock.clearTimeout(this.announceTimer)
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
+    for (const t of this.answerTimers) this.clock.clearTimeout(t)
     for (const s of [...this.sessions]) s.close('this device is shutting down')
     if (this.swarm !== null) await this.swarm.destroy()
   }
