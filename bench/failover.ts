@@ -70,6 +70,9 @@ try {
   }))
 
   const ackConvs: Array<{ conv: string; dir: string; into: number[] }> = []
+  // Every node runs the scripted model by its own settings: a reviver never takes a model from a
+  // peer's entries (the conversation's `llm` setting names a file on the device that wrote it).
+  for (const n of NAMES) await fs.writeFile(path.join(cluster.devices.get(n)?.dir as string, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
   // Acknowledged intents: intent written → call started, with auto-revival (the step waits
   // for a peer to hold its intent) and without (the baseline), turns interleaved.
   await until(allConnected, 'every pair of devices to connect', 120_000, 250)
