@@ -3,6 +3,7 @@
 // events go to subscribers. When the transport drops, the client reconnects with backoff:
 // requests made meanwhile wait for the connection, requests in flight fail (their outcome
 // is unknown), and subscribers learn the state so the UI can say "reconnecting…" and reload.
+import { backoffDelay } from '../shared/backoff'
 import type { ApiEvent, ApiMethod, ApiMethods, ClientMessage, ServerMessage } from '../shared/api'
 
 /** A connected, message-oriented channel. `onClose` fires once, when it ends for any reason. */
@@ -57,10 +58,9 @@ const defaultTimers: Timers = {
   clearTimeout: h => clearTimeout(h as ReturnType<typeof setTimeout>)
 }
 
-/** The retry delay after `attempts` failures: exponential, capped, with up to 25% jitter off. */
-export function backoffDelay (attempts: number, initialMs: number, maxMs: number, random: number): number {
-  const base = Math.min(maxMs, initialMs * 2 ** Math.max(0, attempts - 1))
-  return Math.round(base * (1 - 0.25 * random))
+/** The retry delay after `attempts` failures: exponential, capped, with up to 25% jitter off (a reconnect never waits past the cap). */
+export function reconnectDelay (attempts: number, initialMs: number, maxMs: number, random: number): number {
+  return backoffDelay({ minMs: initialMs, maxMs, jitter: -0.25 }, attempts - 1, random)
 }
 
 type Params<M extends ApiMethod> = ApiMethods[M]['params']
@@ -195,7 +195,7 @@ export class ApiClient {
 
   private scheduleRetry (error?: string): void {
     const attempts = this.current.attempts + 1
-    const delay = backoffDelay(attempts, this.opts.initialDelayMs, this.opts.maxDelayMs, this.opts.random())
+    const delay = reconnectDelay(attempts, this.opts.initialDelayMs, this.opts.maxDelayMs, this.opts.random())
     const status: ConnectionStatus = { state: 'reconnecting', attempts, opened: this.current.opened, retryAt: this.opts.timers.now() + delay }
     if (error !== undefined && error !== '') status.error = error
     this.setStatus(status)

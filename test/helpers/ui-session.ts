@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { chromiumPath } from '../../scripts/test-preflight.js'
 
 const BIN = path.resolve(import.meta.dirname, '..', '..', 'bin', 'arbor.js')
 const URL_RE = /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]{64}/
@@ -74,7 +75,7 @@ export async function startServe (dataDir: string, o: ServeOptions = {}): Promis
 /** A fresh Chromium profile in `userDataDir` with a fixed viewport (and the OS colour scheme to emulate, if given). */
 export function launchChromium (userDataDir: string, o: { colorScheme?: 'light' | 'dark' } = {}): Promise<BrowserContext> {
   return chromium.launchPersistentContext(userDataDir, {
-    executablePath: '/usr/bin/chromium',
+    executablePath: chromiumPath(),
     viewport: { width: 1200, height: 800 },
     ...(o.colorScheme !== undefined ? { colorScheme: o.colorScheme } : {}),
     args: CHROMIUM_ARGS

@@ -2,7 +2,7 @@
 // reconnection with backoff, and what happens to requests when the connection drops.
 import { describe, expect, it } from 'vitest'
 import type { ClientMessage } from '../../src/shared/api'
-import { ApiClient, ApiError, backoffDelay, type ConnectionStatus, type Timers, type Transport } from '../../src/renderer/api-client'
+import { ApiClient, ApiError, reconnectDelay, type ConnectionStatus, type Timers, type Transport } from '../../src/renderer/api-client'
 import { apiSocketUrl, hashWithoutToken, tokenFromHash } from '../../src/renderer/transport-websocket'
 
 class FakeTransport implements Transport {
@@ -178,11 +178,11 @@ describe('ApiClient', () => {
   })
 })
 
-describe('backoffDelay', () => {
+describe('reconnectDelay', () => {
   it('doubles from the initial delay up to the cap, with jitter only downwards', () => {
-    expect([1, 2, 3, 4, 5, 6].map(n => backoffDelay(n, 500, 10_000, 0))).toEqual([500, 1000, 2000, 4000, 8000, 10_000])
-    expect(backoffDelay(100, 500, 10_000, 0)).toBe(10_000)
-    expect(backoffDelay(1, 500, 10_000, 1)).toBe(375)
+    expect([1, 2, 3, 4, 5, 6].map(n => reconnectDelay(n, 500, 10_000, 0))).toEqual([500, 1000, 2000, 4000, 8000, 10_000])
+    expect(reconnectDelay(100, 500, 10_000, 0)).toBe(10_000)
+    expect(reconnectDelay(1, 500, 10_000, 1)).toBe(375)
   })
 })
 

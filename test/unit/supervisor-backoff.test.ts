@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ManualClock } from '../../src/main/runtime/clock'
 import { Supervisor, supervisorSpec } from '../../src/main/runtime/supervisor/supervisor'
-import { backoffDelay, RestartWindow } from '../../src/main/runtime/supervisor/restart-policy'
+import { restartDelay, RestartWindow } from '../../src/main/runtime/supervisor/restart-policy'
 import type { SupervisorEvent } from '../../src/main/runtime/supervisor/types'
 import { ChildLab } from '../helpers/controlled-child'
 
@@ -56,7 +56,7 @@ describe('backoff between restarts (Pekko BackoffSupervisor)', () => {
       fc.nat(40), fc.double({ min: 0, max: 0.9999, noNaN: true }),
       (minMs, extra, randomFactor, attempt, random) => {
         const maxMs = minMs + extra
-        const d = backoffDelay({ minMs, maxMs, randomFactor }, attempt, random)
+        const d = restartDelay({ minMs, maxMs, randomFactor }, attempt, random)
         const base = Math.min(maxMs, minMs * 2 ** attempt)
         expect(d).toBeGreaterThanOrEqual(Math.floor(base))
         expect(d).toBeLessThanOrEqual(Math.ceil(base * (1 + randomFactor)))

@@ -3,7 +3,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import zlib from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { decodeEntities, htmlToText } from '../../src/main/tools/html-text'
+import { htmlToText, linkTarget } from '../../src/main/tools/html-text'
 import { createHttpGetTool, guardedLookup } from '../../src/main/tools/http-get-tool'
 import { isPrivateAddress } from '../../src/main/tools/private-address'
 import type { ToolContext } from '../../src/main/tools/tool'
@@ -30,6 +30,7 @@ beforeAll(async () => {
     else if (url === '/redirect') { res.statusCode = 302; res.setHeader('location', '/text'); res.end() }
     else if (url === '/loop') { res.statusCode = 302; res.setHeader('location', '/loop'); res.end() }
     else if (url === '/to-file') { res.statusCode = 302; res.setHeader('location', 'file:///etc/passwd'); res.end() }
+    else if (url === '/links') { res.setHeader('content-type', 'text/html'); res.end('<p onclick="x>LEAK">see <a href="next/page">the next page</a> &amp;</p>') }
     else if (url === '/missing') { res.statusCode = 404; res.setHeader('content-type', 'text/html'); res.end('<p>Not here</p>') }
     else if (url === '/hang') { res.setHeader('content-type', 'text/plain'); res.write('partial'); hanging.add(res) }
     else { res.statusCode = 500; res.end() }
@@ -51,7 +52,7 @@ const get = (url: string): ReturnType<typeof tool.run> => tool.run({ url }, ctx(
 describe('html to text', () => {
   it('drops scripts, styles and comments, keeps structure, decodes entities', () => {
     expect(htmlToText(PAGE)).toBe('T & co\n\nHello\n\nA para with bold <tag> é😀\n\n- one\n- two')
-    expect(decodeEntities('&amp;lt; &#0; &unknown; &#x110000;')).toBe('&lt; \ufffd &unknown; \ufffd')
+    expect(htmlToText('<p>&amp;lt; &#0; &unknown; &#x110000;</p>')).toBe('&lt; \ufffd &unknown; \ufffd')
     expect(htmlToText('<script>never closed')).toBe('')
   })
 })
@@ -124,5 +125,49 @@ describe('http_get', () => {
 describe('html to text, <pre>', () => {
   it('keeps line breaks and indentation inside pre', () => {
     expect(htmlToText('<p>x</p><pre>def f():\n    return 1 &lt; 2\n</pre><p>y</p>')).toBe('x\n\ndef f():\n    return 1 < 2\n\ny')
+  })
+})
+
+describe('html to text, hostile pages', () => {
+  it('never shows attribute text, even where a value holds ">"', () => {
+    const text = htmlToText(`<p title="a>LEAK1" data-x='b>LEAK2' onclick="f(1>LEAK3)">visible</p><img alt="x>LEAK4" src="y>LEAK5"><input value="LEAK6"><div hidden-note="LEAK7">seen</div>`)
+    expect(text).toBe('visible\n\nseen')
+  })
+
+  it('drops scripts and styles however their tags are written, and keeps what follows them', () => {
+    const text = htmlToText(`<script data-x="a>b">LEAK1()</script ><p>one</p><script>var s = "</div>LEAK2"</script foo><p>two</p><style media="x>y">p{color:LEAK3}</style><script type="text/template"><p>LEAK4</p></script><!--[if IE]><p>LEAK5</p><![endif]--><p>three</p>`)
+    expect(text).toBe('one\n\ntwo\n\nthree')
+  })
+
+  it('decodes every named entity as a browser does, once', () => {
+    expect(htmlToText('<p>&hearts; &notin; &Eacute;cole &amp;amp; &#x26;lt; &NotNestedGreaterGreater; &frac13;</p>')).toBe('\u2665 \u2209 \u00c9cole &amp; &lt; \u2aa2\u0338 \u2153')
+  })
+
+  it('keeps links as their text with the absolute URL, nested links included, and no javascript: URL', () => {
+    const page = 'https://site.test/docs/page.html'
+    expect(htmlToText('<p>Read <a href="guide/start?a=1&amp;b=2#top">the <b>guide</b></a>, <a href="/faq">FAQ</a> or <a href="https://x.test/">https://x.test/</a>.</p>', page))
+      .toBe('Read the guide [https://site.test/docs/guide/start?a=1&b=2#top], FAQ [https://site.test/faq] or https://x.test/.')
+    const nested = htmlToText('<a href="https://outer.test/">outer <a href="https://inner.test/">inner</a> tail</a>', page)
+    expect(nested).toContain('outer')
+    expect(nested).toContain('inner [https://inner.test/]')
+    expect(nested).toContain('[https://outer.test/]')
+    expect(htmlToText('<a href="javascript:alert(1)">run</a> <a href=" data:text/html,x">data</a> <a href="mailto:a@b.test">mail</a>', page)).toBe('run data mail [mailto:a@b.test]')
+    expect(linkTarget('notes/a.html', undefined)).toBe('notes/a.html')
+    expect(linkTarget('vbscript:x', undefined)).toBe('')
+  })
+
+  it('survives nesting without end (cut, not a stack overflow), within a bounded time', () => {
+    const deep = '<div>'.repeat(100_000) + 'deep' + '</div>'.repeat(100_000) + '<p>after</p>'
+    const started = Date.now()
+    const text = htmlToText('<p>before</p>' + deep)
+    expect(text.startsWith('before')).toBe(true)
+    expect(text).not.toContain('deep')
+    expect(text.endsWith('after')).toBe(true)
+    expect(Date.now() - started).toBeLessThan(10_000)
+  })
+
+  it('http_get resolves a page\'s links against the address it read the page from', async () => {
+    const page = (await get(`${base}/links`)).output
+    expect(page).toBe(`[HTTP 200 ${base}/links, text/html]\nsee the next page [${base}/next/page] &`)
   })
 })

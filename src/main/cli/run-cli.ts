@@ -1,6 +1,5 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import { parseArgs, type ParseArgsConfig } from 'node:util'
 import type { ConversationDag } from '../../shared/conversation-dag'
 import { conversationJson, transcriptMarkdown, transcriptText } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
@@ -12,6 +11,7 @@ import type { HistoryStore } from '../history/history-store'
 import type { SecretStore } from '../secret-store'
 import type { NodeCommandOptions } from './node-commands'
 import { asciiTree } from './ascii-tree'
+import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
 import { dataDir } from './data-dir'
 import { agentStatusText } from './agent-status'
 import { terminalJson, terminalSafeWriter } from './terminal-text'
@@ -64,36 +64,12 @@ const USAGE = `usage: arbor <command> [options]
   resume <conv>                         run the conversation's agent on this device from now on
   status <conv>                         where its agent runs, its epoch, and how it moved
 
+  Each command takes only the options shown beside it (and --data).
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
   --data DIR (or ARBOR_DATA) picks the data directory; --bootstrap (or ARBOR_BOOTSTRAP)
   a private DHT instead of the public one. While \`arbor serve\` runs, every command goes through it.`
 
-const OPTIONS = {
-  data: { type: 'string' },
-  title: { type: 'string' },
-  cwd: { type: 'string' },
-  parent: { type: 'string' },
-  leaf: { type: 'string' },
-  format: { type: 'string' },
-  json: { type: 'boolean' },
-  bootstrap: { type: 'string' },
-  name: { type: 'string' },
-  port: { type: 'string' },
-  host: { type: 'string' },
-  new: { type: 'boolean' },
-  provider: { type: 'string' },
-  model: { type: 'string' },
-  'base-url': { type: 'string' },
-  script: { type: 'string' },
-  'no-sandbox': { type: 'boolean' },
-  'auto-revival': { type: 'boolean' },
-  offline: { type: 'boolean' },
-  sandbox: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean', short: 'v' }
-} satisfies ParseArgsConfig['options']
-
-type Values = { [K in keyof typeof OPTIONS]?: typeof OPTIONS[K]['type'] extends 'boolean' ? boolean : string }
+type Values = CliValues
 
 /** What a running node lends the CLI when a command runs inside it (through its local socket). */
 export interface CliContext {
@@ -153,21 +129,18 @@ export async function runCli (argv: string[], io: CliIo, ctx: CliContext = {}): 
 }
 
 async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<number> {
-  let values: Values
-  let positionals: string[]
+  let line: CommandLine
   try {
-    const parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
-    values = parsed.values as Values
-    positionals = parsed.positionals
+    line = parseCommandLine(argv)
   } catch (err) {
-    io.err(`arbor: ${(err as Error).message.split('\n')[0]}; see \`arbor --help\`\n`)
-    return 2
+    if (!(err instanceof CliUsageError)) throw err
+    io.err(`arbor: ${err.message}\n`)
+    return err.exitCode
   }
-  const [command, ...args] = positionals
+  const { command, args, values } = line
   if (values.version === true) { io.out(`${ARBOR_VERSION}\n`); return 0 }
   if (values.help === true || command === undefined || command === 'help') { io.out(USAGE + '\n'); return command === undefined && values.help !== true ? 2 : 0 }
   const handler = COMMANDS[command]
-  if (handler === undefined && !NODE_COMMANDS.has(command)) { io.err(`arbor: unknown command "${command}"; see \`arbor --help\`\n`); return 2 }
 
   const dir = dataDir(values.data, io.env)
   if (ctx.store === undefined) {

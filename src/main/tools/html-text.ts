@@ -1,62 +1,61 @@
+import { convert, type HtmlToTextOptions } from 'html-to-text'
+
 /**
- * HTML reduced to readable text, without a parser: scripts, styles and comments dropped,
- * block elements turned into line breaks, tags stripped, entities decoded, whitespace
- * collapsed. Good enough for a model to read a page; not a renderer. Pure.
+ * HTML reduced to readable text by html-to-text (htmlparser2 underneath): the page's title, then
+ * its body; links as their text followed by [absolute URL]; entities decoded as a browser does;
+ * scripts, styles, embedded content, form controls, images and every attribute dropped. For a
+ * model to read a page, not a renderer. Pure.
  */
-
-const NAMED_ENTITIES: Record<string, string> = {
-  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', shy: '', copy: '©', reg: '®', trade: '™',
-  hellip: '…', mdash: '—', ndash: '–', lsquo: '‘', rsquo: '’', sbquo: '‚', ldquo: '“', rdquo: '”', bdquo: '„',
-  laquo: '«', raquo: '»', lsaquo: '‹', rsaquo: '›', bull: '•', middot: '·', euro: '€', pound: '£', yen: '¥', cent: '¢',
-  deg: '°', plusmn: '±', times: '×', divide: '÷', para: '¶', sect: '§', micro: 'µ', frac12: '½', frac14: '¼', frac34: '¾',
-  larr: '←', rarr: '→', uarr: '↑', darr: '↓', harr: '↔', ne: '≠', le: '≤', ge: '≥', infin: '∞', minus: '−',
-  dagger: '†', Dagger: '‡', permil: '‰', prime: '′', Prime: '″', ensp: ' ', emsp: ' ', thinsp: ' ', zwnj: '', zwj: '',
-  iexcl: '¡', iquest: '¿', auml: 'ä', ouml: 'ö', uuml: 'ü', Auml: 'Ä', Ouml: 'Ö', Uuml: 'Ü', szlig: 'ß',
-  eacute: 'é', egrave: 'è', ecirc: 'ê', aacute: 'á', agrave: 'à', acirc: 'â', ccedil: 'ç', ntilde: 'ñ', oacute: 'ó', iacute: 'í', uacute: 'ú'
-}
-
-export function decodeEntities (text: string): string {
-  return text.replace(/&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});/g, (m, body: string) => {
-    if (body.startsWith('#')) {
-      const code = body[1] === 'x' || body[1] === 'X' ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10)
-      if (code === 0 || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return '\ufffd'
-      return String.fromCodePoint(code)
-    }
-    return NAMED_ENTITIES[body] ?? m
-  })
-}
-
-const DROPPED = 'script|style|noscript|template|svg|iframe|object|canvas|math'
-const BLOCKS = 'address|article|aside|blockquote|body|caption|details|dialog|div|dl|dt|dd|fieldset|figcaption|figure|footer|form|h[1-6]|head|header|hr|html|legend|main|nav|ol|p|pre|section|summary|table|tbody|tfoot|thead|title|tr|ul'
-
-function stripTags (s: string): string {
-  return s.replace(/<\/?[a-zA-Z][^>]*>/g, '')
-}
-
-export function htmlToText (html: string): string {
-  let s = html
-    .replace(/<!--[\s\S]*?(?:-->|$)/g, '')
-    .replace(/<!doctype[^>]*>/gi, '')
-    .replace(/<!\[CDATA\[[\s\S]*?\]\]>/g, '')
-    .replace(new RegExp(`<(${DROPPED})\\b[^>]*>[\\s\\S]*?(?:</\\1\\s*>|$)`, 'gi'), '')
-  // <pre> keeps its line breaks and indentation: set aside, brought back at the end.
-  const pres: string[] = []
-  s = s.replace(/<pre\b[^>]*>([\s\S]*?)(?:<\/pre\s*>|$)/gi, (_m, body: string) => {
-    pres.push(decodeEntities(stripTags(body.replace(/<br\b[^>]*>/gi, '\n'))).replace(/^\n|\n$/g, ''))
-    return `<div>\uE000${pres.length - 1}\uE000</div>`
-  })
-  s = s
-    .replace(/[ \t\n\r\f]+/g, ' ') // source line breaks are spaces in HTML
-    .replace(/<br\b[^>]*>/gi, '\n')
-    .replace(/<li\b[^>]*>/gi, '\n- ')
-    .replace(/<\/?(?:td|th)\b[^>]*>/gi, ' ')
-    .replace(new RegExp(`</?(?:${BLOCKS})\\b[^>]*>`, 'gi'), '\n')
-  s = decodeEntities(stripTags(s))
-  return s
+export function htmlToText (html: string, pageUrl?: string): string {
+  return convert(html, options(pageUrl))
+    // no-break and other wide spaces read as spaces (&nbsp; glues words for layout only)
+    .replace(/[\u00a0\u2000-\u200a\u202f\u205f\u3000]/g, ' ')
     .split('\n')
-    .map(line => line.replace(/[ \t\f\v\r\u00a0\u2000-\u200a\u202f\u205f\u3000]+/g, ' ').trim())
+    .map(line => line.trimEnd())
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')
     .trim()
-    .replace(/\uE000(\d+)\uE000/g, (_m, i: string) => pres[Number(i)] ?? '')
+}
+
+// What a reader of the text cannot use, or what the page hides from its readers.
+const SKIPPED = ['script', 'style', 'noscript', 'template', 'svg', 'math', 'iframe', 'object', 'embed', 'canvas', 'img', 'picture', 'video', 'audio', 'input', 'textarea', 'select', 'button']
+const HEADINGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6']
+
+/** Where a link points, for the text: absolute http(s) (resolved against the page), mailto, or a relative path kept when there is no page; '' (text only) for javascript:, data: and the like. */
+export function linkTarget (href: string, pageUrl: string | undefined): string {
+  const raw = href.trim()
+  if (/^mailto:/i.test(raw)) return raw
+  let url: URL
+  try {
+    url = pageUrl !== undefined ? new URL(raw, pageUrl) : new URL(raw)
+  } catch {
+    // no page to resolve against: a relative link is still worth showing, a malformed one is not
+    return pageUrl === undefined && !/^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : ''
+  }
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : ''
+}
+
+function options (pageUrl: string | undefined): HtmlToTextOptions {
+  return {
+    wordwrap: false,
+    baseElements: { selectors: ['title', 'body'], returnDomByDefault: true },
+    // a hostile page nests without end: deeper content is cut (with the ellipsis), not a stack overflow
+    limits: { maxDepth: 200, ellipsis: '…' },
+    selectors: [
+      ...SKIPPED.map(selector => ({ selector, format: 'skip' })),
+      { selector: 'title', format: 'block' },
+      {
+        selector: 'a',
+        options: {
+          hideLinkHrefIfSameAsText: true,
+          linkBrackets: ['[', ']'],
+          // the raw attribute, not the formatter's (it strips "mailto:" and joins paths by hand)
+          pathRewrite: (_path, _meta, elem) => linkTarget(elem.attribs?.href ?? '', pageUrl)
+        }
+      },
+      ...HEADINGS.map(selector => ({ selector, options: { uppercase: false, leadingLineBreaks: 2 } })),
+      { selector: 'ul', options: { itemPrefix: '- ' } },
+      { selector: 'table', format: 'dataTable', options: { uppercaseHeaderCells: false, maxColumnWidth: 80 } }
+    ]
+  }
 }

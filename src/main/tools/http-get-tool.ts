@@ -197,7 +197,7 @@ function render (r: Fetched, maxBytes: number, limits: OutputLimits | undefined)
   }
   const raw = decodeText(r.body, charsetOf(r.type, r.body))
   const isHtml = /html/i.test(r.type) || (r.type === '' && /^\s*<(!doctype html|html)/i.test(raw))
-  const text = isHtml ? htmlToText(raw) : raw
+  const text = isHtml ? htmlToText(raw, r.url) : raw
   const cutNote = r.cut ? `\n[stopped reading after ${groupDigits(maxBytes)} bytes]` : ''
   const limited = limitOutput(text, limits)
   const result: ToolResult = { status, output: `${head}\n${limited.text}${cutNote}` }

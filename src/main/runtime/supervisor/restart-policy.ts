@@ -1,3 +1,4 @@
+import { backoffDelay } from '../../../shared/backoff'
 import type { Backoff, ExitReason, Restart } from './types'
 import { isAbnormal } from './types'
 
@@ -28,8 +29,7 @@ export class RestartWindow {
   get recent (): number { return this.stamps.length }
 }
 
-/** delay = min(max, min·2^n)·(1 + random·randomFactor), as Pekko's BackoffSupervisor. */
-export function backoffDelay (b: Backoff, attempt: number, random: number): number {
-  const base = Math.min(b.maxMs, b.minMs * Math.pow(2, Math.max(0, attempt)))
-  return Math.round(base * (1 + random * Math.min(1, Math.max(0, b.randomFactor))))
+/** The delay before restart `attempt`: min(max, min·2^n)·(1 + random·randomFactor), as Pekko's BackoffSupervisor (jitter only upwards). */
+export function restartDelay (b: Backoff, attempt: number, random: number): number {
+  return backoffDelay({ minMs: b.minMs, maxMs: b.maxMs, jitter: Math.max(0, b.randomFactor) }, attempt, random)
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { systemClock, type Clock, type ClockTimer } from '../clock'
-import { RestartWindow, backoffDelay, shouldRestart } from './restart-policy'
+import { RestartWindow, restartDelay, shouldRestart } from './restart-policy'
 import {
   describeExit, type ChildSpec, type ChildState, type ExitReason, type RunningChild, type Shutdown,
   type Strategy, type SupervisorEvent, type SupervisorFlags, type SupervisorTree
@@ -346,7 +346,7 @@ export class Supervisor extends EventEmitter implements RunningChild {
     if (b !== undefined) {
       const ranLong = this.clock.now() - failed.startedAt >= (b.resetAfterMs ?? b.minMs)
       if (ranLong) failed.attempt = 0
-      const delay = backoffDelay(b, failed.attempt, this.random())
+      const delay = restartDelay(b, failed.attempt, this.random())
       failed.attempt++
       for (const r of group) r.state = 'restarting'
       this.emit('event', { type: 'restarting', child: failed.spec.id, delayMs: delay } satisfies SupervisorEvent)

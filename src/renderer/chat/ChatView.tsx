@@ -1,16 +1,19 @@
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX, type RefObject } from 'react'
-import type { RemoteAgentDto } from '../shared/api'
+// The chat screen: the conversation's title and usage, the agent bar, the transcript (or the
+// tree), what the agent is doing below it, and the message box; it sends, resumes and switches.
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX } from 'react'
+import type { RemoteAgentDto } from '../../shared/api'
 import { AgentBar } from './AgentBar'
-import { commandHelp, parseCommand, sentText, stillWaiting, unknownCommandText, type CommandName } from './agent-place'
-import { errorText, useApi } from './api-context'
+import { sentText, stillWaiting, unknownCommandText, type CommandName } from './agent-place'
+import { errorText, useApi } from '../api-context'
+import { Composer } from './Composer'
 import { continuePoints, type ContinuePoint } from './continue-from'
-import { formatCount, placesText } from './conversation-list'
+import { formatCount, placesText } from '../common/format'
 import type { ConversationStore } from './conversation-store'
-import { Markdown } from './Markdown'
-import { Transcript } from './Transcript'
-import { TreeView } from './TreeView'
-import { buildTranscript, groupTurns } from './transcript'
-import { nearBottom } from './transcript-window'
+import { StreamingReply } from './StreamingReply'
+import { Transcript } from '../transcript/Transcript'
+import { TreeView } from '../tree/TreeView'
+import { buildTranscript, groupTurns } from '../transcript/transcript-items'
+import { nearBottom } from '../transcript/transcript-window'
 import { useAgentStatus } from './use-agent-status'
 
 export function ChatView ({ store, connected, device }: { store: ConversationStore; connected: boolean; /** this device's key */ device?: string | undefined }): JSX.Element {
@@ -210,111 +213,5 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
         onUnknownCommand={name => setError(unknownCommandText(name))}
       />
     </div>
-  )
-}
-
-/** The reply being streamed: re-renders per token on its own, then keeps the end in view. */
-function StreamingReply ({ store, thinking, onFollow }: { store: ConversationStore; thinking: string; onFollow: () => void }): JSX.Element {
-  const text = useSyncExternalStore(store.subscribe, store.streamingText)
-  useLayoutEffect(onFollow, [text, thinking, onFollow])
-  return (
-    <section className="turn agent streaming" aria-label="Agent is writing" aria-busy="true">
-      <article className="assistant">
-        {thinking !== ''
-          ? <details className="reasoning" open><summary>Thinking…</summary><div className="reasoning-text">{thinking}</div></details>
-          : null}
-        {text !== '' ? <Markdown text={text} /> : null}
-        <span className="caret" aria-hidden="true" />
-      </article>
-    </section>
-  )
-}
-
-function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhere, continueFrom, branches, onCancelContinue, onSend, onStop, onCommand, onUnknownCommand }: {
-  textareaRef: RefObject<HTMLTextAreaElement | null>
-  canSend: boolean
-  connected: boolean
-  /** this device's agent runs (it can be stopped here) */
-  running: boolean
-  /** why sending waits, when another device's agent runs */
-  busy?: string | undefined
-  /** where the message will attach, when not at the tip */
-  continueFrom: ContinuePoint | undefined
-  /** whether sending there starts a new branch (the point already has a continuation) */
-  branches: boolean
-  onCancelContinue: () => void
-  onSend: (text: string) => Promise<void>
-  onStop: () => void
-  /** a command typed alone (`/resume`): carried out instead of sending */
-  onCommand: (name: CommandName) => Promise<void>
-  onUnknownCommand: (name: string) => void
-}): JSX.Element {
-  const [text, setText] = useState('')
-  const [busy, setBusy] = useState(false)
-
-  useLayoutEffect(() => {
-    const el = textareaRef.current
-    if (el === null) return
-    el.style.height = 'auto'
-    el.style.height = `${Math.min(el.scrollHeight, 240)}px`
-  }, [text, textareaRef])
-
-  const submit = (): void => {
-    const t = text
-    const command = parseCommand(t)
-    if (command?.kind === 'unknown') { onUnknownCommand(command.name); return }
-    // a command works whenever the node is there (/resume: even while another device's agent works)
-    if (command === null ? !canSend : !connected) return
-    if (busy || t.trim() === '') return
-    setBusy(true)
-    setText('')
-    ;(command !== null ? onCommand(command.name) : onSend(t)).then(
-      () => setBusy(false),
-      () => { setBusy(false); setText(cur => cur === '' ? t : cur) }
-    )
-  }
-
-  const cancelContinue = (): void => {
-    onCancelContinue()
-    textareaRef.current?.focus()
-  }
-
-  const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : busyElsewhere ?? 'Enter to send, Shift+Enter for a new line, / for commands'
-  const help = commandHelp(text)
-  return (
-    <form
-      className="composer"
-      aria-label="Message"
-      onSubmit={e => { e.preventDefault(); submit() }}
-      onKeyDown={e => { if (e.key === 'Escape' && continueFrom !== undefined) { e.preventDefault(); cancelContinue() } }}
-    >
-      {continueFrom !== undefined
-        ? (
-          <div className="continue-note" role="status">
-            <span>Continuing from “{continueFrom.label}” — {branches ? 'new branch' : 'continues that branch'}</span>
-            <button type="button" className="link" onClick={cancelContinue} aria-label="Cancel continuing from there (Esc)">Cancel</button>
-          </div>
-          )
-        : null}
-      {help !== undefined ? <div className="command-help" role="status">{help}</div> : null}
-      <textarea
-        ref={textareaRef}
-        value={text}
-        rows={1}
-        placeholder={continueFrom !== undefined && branches ? 'Message for the new branch…' : 'Message the agent…'}
-        aria-label="Message"
-        aria-describedby="composer-hint"
-        onChange={e => setText(e.target.value)}
-        onKeyDown={e => {
-          if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) { e.preventDefault(); submit() }
-        }}
-      />
-      <div className="composer-side">
-        {running
-          ? <button type="button" className="danger" onClick={onStop} aria-label="Stop the agent">Stop</button>
-          : <button type="submit" className="primary" disabled={(help !== undefined ? !connected : !canSend) || busy || text.trim() === ''} aria-label="Send message">Send</button>}
-      </div>
-      <div id="composer-hint" className="composer-hint">{hint}</div>
-    </form>
   )
 }

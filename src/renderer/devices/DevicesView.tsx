@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
-import type { DeviceDto, NetStateDto } from '../shared/api'
-import { errorText, useApi } from './api-context'
-import { formatWhen } from './conversation-list'
+import type { DeviceDto, NetStateDto } from '../../shared/api'
+import { errorText, useApi } from '../api-context'
+import { formatWhen } from '../common/format'
 import { netLine } from './net-state'
 
 function stateOf (d: DeviceDto): string {

@@ -1,10 +1,10 @@
 // The open conversation on the client: its DAG (from conversation.open, then live `entries`
 // events), the shown selection, whether the agent runs, and what is streaming right now
 // (assistant tokens, tool output) before the entries that record it arrive.
-import type { AgentPlaceDto, ApiEvent, ConversationDto } from '../shared/api'
-import { ConversationDag } from '../shared/conversation-dag'
-import type { Entry } from '../shared/entry'
-import { sumUsage } from './transcript'
+import type { AgentPlaceDto, ApiEvent, ConversationDto } from '../../shared/api'
+import { ConversationDag } from '../../shared/conversation-dag'
+import type { Entry } from '../../shared/entry'
+import { sumUsage, type LiveToolStatus } from '../transcript/transcript-items'
 
 /** Live tool output kept per call, from the end (the recorded result replaces it). */
 export const MAX_LIVE_OUTPUT = 200_000
@@ -28,7 +28,7 @@ export interface ConversationSnapshot {
   /** call id → output streamed while the tool runs */
   toolOutput: ReadonlyMap<string, string>
   /** call id → how a running tool stands per the agent's live events, until its result is recorded */
-  toolStatus: ReadonlyMap<string, 'running' | 'ok' | 'error'>
+  toolStatus: ReadonlyMap<string, LiveToolStatus>
   dag: ConversationDag
 }
 
@@ -54,7 +54,7 @@ export class ConversationStore {
   private stream: { run: string; parent: string } | undefined
   private agents: readonly AgentPlaceDto[]
   private toolOutput = new Map<string, string>()
-  private toolStatus = new Map<string, 'running' | 'ok' | 'error'>()
+  private toolStatus = new Map<string, LiveToolStatus>()
   private snap: ConversationSnapshot
   private viewSnap: ConversationView
   private readonly listeners = new Set<() => void>()

@@ -1,25 +1,19 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
-import type { ApiMethods, SettingsDto } from '../shared/api'
-import { errorText, useApi } from './api-context'
+import type { ApiMethods, SettingsDto } from '../../shared/api'
+import { errorText, useApi } from '../api-context'
+import { EMPTY_FORM, withLoaded, type ProviderChoice, type SettingsField, type SettingsForm } from './settings-form'
 
-type ProviderChoice = 'openai' | 'compatible' | 'fake'
 type Found = ApiMethods['settings.detect']['result']
-
-function choiceOf (s: SettingsDto): ProviderChoice {
-  if (s.provider === 'fake') return 'fake'
-  return s.baseURL !== undefined ? 'compatible' : 'openai'
-}
 
 /** Node settings: the model provider, its key, the default working directory; finds local servers. */
 export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClose: () => void; onSaved?: (s: SettingsDto) => void; autoDetect?: boolean }): JSX.Element {
   const client = useApi()
   const [loaded, setLoaded] = useState<SettingsDto | undefined>()
   const [loadError, setLoadError] = useState<string | undefined>()
-  const [provider, setProvider] = useState<ProviderChoice>('openai')
-  const [baseURL, setBaseURL] = useState('')
-  const [model, setModel] = useState('')
-  const [apiKey, setApiKey] = useState('')
-  const [cwd, setCwd] = useState('')
+  const [form, setForm] = useState<SettingsForm>(EMPTY_FORM)
+  const { provider, baseURL, model, apiKey, cwd } = form
+  // The fields the user changed since the form was last filled: a late load must not undo them.
+  const touched = useRef(new Set<SettingsField>())
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>()
   const [saved, setSaved] = useState(false)
@@ -29,13 +23,17 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
   const ids = { provider: useId(), baseURL: useId(), model: useId(), key: useId(), cwd: useId() }
   const headingRef = useRef<HTMLHeadingElement>(null)
 
-  const fill = useCallback((s: SettingsDto) => {
+  /** The user's own change of some fields. */
+  const edit = useCallback((change: Partial<SettingsForm>) => {
+    for (const f of Object.keys(change) as SettingsField[]) touched.current.add(f)
+    setForm(f => ({ ...f, ...change }))
+    setSaved(false)
+  }, [])
+
+  /** What the node stored (loaded, or saved): fills only what the user has not touched meanwhile. */
+  const load = useCallback((s: SettingsDto) => {
     setLoaded(s)
-    setProvider(choiceOf(s))
-    setBaseURL(s.baseURL ?? '')
-    setModel(s.model ?? '')
-    setCwd(s.defaultCwd ?? '')
-    setApiKey('')
+    setForm(f => withLoaded(f, touched.current, s))
   }, [])
 
   const detect = useCallback(() => {
@@ -49,9 +47,9 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
 
   useEffect(() => {
     headingRef.current?.focus()
-    client.call('settings.get', {}).then(fill, err => setLoadError(errorText(err)))
+    client.call('settings.get', {}).then(load, err => setLoadError(errorText(err)))
     if (autoDetect) detect()
-  }, [client, fill, autoDetect, detect])
+  }, [client, load, autoDetect, detect])
 
   const submit = (e: FormEvent): void => {
     e.preventDefault()
@@ -67,8 +65,10 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
       if (provider === 'compatible' && p.baseURL === '') { setBusy(false); setError('Enter the server’s base URL (for example http://127.0.0.1:11434/v1).'); return }
     }
     if (apiKey !== '') p.apiKey = apiKey
+    // what is sent now is what the answer fills in; a change typed while it saves stays
+    touched.current.clear()
     client.call('settings.set', p).then(
-      s => { fill(s); setBusy(false); setSaved(true); onSaved?.(s) },
+      s => { load(s); setBusy(false); setSaved(touched.current.size === 0); onSaved?.(s) },
       err => { setBusy(false); setError(errorText(err)) }
     )
   }
@@ -83,10 +83,7 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
   }
 
   const use = (server: Found[number], m: string | undefined): void => {
-    setProvider('compatible')
-    setBaseURL(server.baseURL)
-    if (m !== undefined) setModel(m)
-    setSaved(false)
+    edit({ provider: 'compatible', baseURL: server.baseURL, ...(m !== undefined ? { model: m } : {}) })
   }
 
   return (
@@ -96,10 +93,12 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
         <h2 id="settings-heading" ref={headingRef} tabIndex={-1}>Settings</h2>
         <button type="button" onClick={onClose}>Back to chat</button>
       </div>
-      {loadError !== undefined ? <p className="form-error" role="alert">Could not load the settings: {loadError}</p> : null}
+      {loadError !== undefined
+        ? <p className="form-error" role="alert">Could not load the settings: {loadError}</p>
+        : loaded === undefined ? <p role="status">Loading the stored settings… (what you change meanwhile is kept)</p> : null}
       <form className="new-form screen-form" aria-label="Node settings" onSubmit={submit}>
         <label htmlFor={ids.provider}>Provider</label>
-        <select id={ids.provider} value={provider} onChange={e => { setProvider(e.target.value as ProviderChoice); setSaved(false) }}>
+        <select id={ids.provider} value={provider} onChange={e => edit({ provider: e.target.value as ProviderChoice })}>
           <option value="openai">OpenAI</option>
           <option value="compatible">OpenAI-compatible server</option>
           <option value="fake">Fake (scripted, for testing)</option>
@@ -108,17 +107,17 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
           ? (
             <>
               <label htmlFor={ids.baseURL}>Base URL</label>
-              <input id={ids.baseURL} className="mono" value={baseURL} onChange={e => setBaseURL(e.target.value)} placeholder="http://127.0.0.1:11434/v1" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
+              <input id={ids.baseURL} className="mono" value={baseURL} onChange={e => edit({ baseURL: e.target.value })} placeholder="http://127.0.0.1:11434/v1" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
             </>
             )
           : null}
         <label htmlFor={ids.model}>Model</label>
-        <input id={ids.model} value={model} onChange={e => setModel(e.target.value)} placeholder="the provider’s default" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
+        <input id={ids.model} value={model} onChange={e => edit({ model: e.target.value })} placeholder="the provider’s default" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
         {provider !== 'fake'
           ? (
             <>
               <label htmlFor={ids.key}>API key</label>
-              <input id={ids.key} type="password" autoComplete="off" value={apiKey} onChange={e => setApiKey(e.target.value)}
+              <input id={ids.key} type="password" autoComplete="off" value={apiKey} onChange={e => edit({ apiKey: e.target.value })}
                 placeholder={loaded?.apiKeySet === true ? 'a key is stored; type to replace it' : provider === 'compatible' ? 'optional for local servers' : 'sk-…'} aria-describedby={`${ids.key}-state`} />
               <span id={`${ids.key}-state`} className="field-note">
                 {loaded?.apiKeySet === true
@@ -129,7 +128,7 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
             )
           : null}
         <label htmlFor={ids.cwd}>Default working directory</label>
-        <input id={ids.cwd} className="mono" value={cwd} onChange={e => setCwd(e.target.value)} placeholder="/home/you/projects" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
+        <input id={ids.cwd} className="mono" value={cwd} onChange={e => edit({ cwd: e.target.value })} placeholder="/home/you/projects" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
         {error !== undefined ? <p className="form-error" role="alert">{error}</p> : null}
         {saved ? <p role="status">Saved.</p> : null}
         <div className="form-actions">

@@ -1,7 +1,7 @@
 // Which turns of a long transcript to draw: heights (measured, else estimated from the
 // content), their running offsets, and the range of turns that covers the viewport.
 // Pure: the DOM side (measuring, scrolling) is in Transcript.tsx.
-import type { TranscriptItem, Turn } from './transcript'
+import type { TranscriptItem, Turn } from './transcript-items'
 
 const LINE = 22 // px per line of message text
 const CODE_LINE = 19

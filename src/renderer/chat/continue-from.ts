@@ -1,9 +1,9 @@
 // "Continue from here": where a message sent from an earlier turn attaches, and how the
 // composer names it. Pure: turns (or a tree row) in, points out. Sending is the same
 // `message.send` with a `parent` that edit-and-resend uses.
-import type { TreeNode } from './tree-layout'
-import { shortLabel } from './tree-layout'
-import type { Turn } from './transcript'
+import type { TreeNode } from '../tree/tree-layout'
+import { shortLabel } from '../tree/tree-layout'
+import type { Turn } from '../transcript/transcript-items'
 
 export interface ContinuePoint {
   /** the entry the next message becomes a child of */

@@ -1,8 +1,9 @@
 import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type JSX, type KeyboardEvent } from 'react'
-import type { ApiMethods, ConversationSummaryDto, NetStateDto } from '../shared/api'
-import { errorText, useApi } from './api-context'
-import { filterConversations, formatWhen, placesText, sortConversations } from './conversation-list'
-import { netText } from './net-state'
+import type { ApiMethods, ConversationSummaryDto, NetStateDto } from '../../shared/api'
+import { errorText, useApi } from '../api-context'
+import { formatWhen, placesText } from '../common/format'
+import { filterConversations, sortConversations } from './conversation-list'
+import { netText } from '../devices/net-state'
 
 interface SidebarProps {
   list: readonly ConversationSummaryDto[] | null

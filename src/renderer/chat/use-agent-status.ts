@@ -2,9 +2,9 @@
 // per burst) whenever an event may have moved it — a lifecycle entry, the agent starting or
 // ending, a device coming or going, the network switch.
 import { useCallback, useEffect, useRef, useState } from 'react'
-import type { AgentStatusDto } from '../shared/api'
-import type { ApiClient } from './api-client'
-import { errorText } from './api-context'
+import type { AgentStatusDto } from '../../shared/api'
+import type { ApiClient } from '../api-client'
+import { errorText } from '../api-context'
 import { affectsPlacement } from './agent-place'
 
 /** Events come in bursts (a turn's entries, a reconnect): ask once they settle. */

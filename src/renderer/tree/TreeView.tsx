@@ -2,9 +2,9 @@
 // the shown branch highlighted, each device in its own colour. Virtualised: only the rows
 // in view (plus a few) are drawn, so 10,000 entries scroll smoothly.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, type JSX, type KeyboardEvent } from 'react'
-import type { ConversationDag } from '../shared/conversation-dag'
-import { useApi } from './api-context'
-import { continuePointOf, type ContinuePoint } from './continue-from'
+import type { ConversationDag } from '../../shared/conversation-dag'
+import { useApi } from '../api-context'
+import { continuePointOf, type ContinuePoint } from '../chat/continue-from'
 import { ariaPositions } from './tree-aria'
 import { deviceColour, layoutTree, visibleWindow, type TreeNode } from './tree-layout'
 

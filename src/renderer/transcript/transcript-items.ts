@@ -1,8 +1,8 @@
 // The shown branch as things to draw: messages, tool calls joined with their intents and
 // results, and notices for lifecycle entries worth seeing. Pure: entries in, items out.
-import type { EffectClass, Entry, EntryOf } from '../shared/entry'
-import { unknownEntryNotice } from '../shared/entry-text'
+import type { EffectClass, Entry, EntryOf } from '../../shared/entry'
 import { forksOf, type ChildrenOf, type Fork } from './branch-nav'
+import { noticeFor, type NoticeContext, type NoticeTone } from './notices'
 
 export type ToolStatus = 'pending' | 'running' | 'ok' | 'error' | 'unknown' | 'cancelled' | 'interrupted'
 
@@ -17,7 +17,15 @@ export interface ToolCallView {
   truncated?: boolean
 }
 
-export type NoticeTone = 'info' | 'warn' | 'error'
+/** How a running tool stands per the agent's live events (before its result is recorded). */
+export type LiveToolStatus = 'running' | 'ok' | 'error'
+
+/** A call the entries show as not yet finished, as the agent's live events tell it (they run ahead of the entries). */
+export function withLiveStatus (tool: ToolCallView, live: ReadonlyMap<string, LiveToolStatus>): ToolCallView {
+  const status = live.get(tool.callId)
+  if (status === undefined || (tool.status !== 'pending' && tool.status !== 'running') || status === tool.status) return tool
+  return { ...tool, status }
+}
 
 interface ItemBase {
   /** the entry the item is drawn for (its key) */
@@ -43,14 +51,6 @@ export interface Turn {
 export interface TranscriptOptions extends NoticeContext {
   /** whether an agent is working on the conversation now (tool calls without results are running) */
   running: boolean
-}
-
-/** Who the devices in lifecycle lines are. */
-export interface NoticeContext {
-  /** this device's key ("this device" in the lines) */
-  self?: string | undefined
-  /** a device's name (default: the start of its key) */
-  name?: ((device: string) => string) | undefined
 }
 
 /** The items of a branch (root → tip), with the forks along it. */
@@ -132,49 +132,6 @@ export function buildTranscript (branch: readonly Entry[], children: ChildrenOf,
   const last = items[items.length - 1]
   if (pending.length > 0 && last !== undefined) last.forks.push(...pending)
   return items
-}
-
-type Notice = { tone: NoticeTone; text: string; detail?: string; system?: true }
-
-/** How a lifecycle entry (or one from a newer version) shows, or undefined when it is not worth a line. */
-export function noticeFor (e: Entry, ctx: NoticeContext = {}): Notice | undefined {
-  const where = (device: string): string => device === ctx.self ? 'this device' : ctx.name?.(device) ?? `device ${device.slice(0, 8)}`
-  switch (e.kind) {
-    case 'agent.started': {
-      const at = where(e.author.device)
-      const prev = e.body.previous
-      switch (e.body.reason) {
-        case 'user': return undefined
-        case 'resume': {
-          const from = prev !== undefined && prev.device !== e.author.device ? ` from ${where(prev.device)}` : ''
-          return { tone: 'info', text: `Agent moved to ${at} (resumed${from}) · epoch ${e.body.epoch}`, system: true }
-        }
-        case 'revival':
-          return { tone: 'warn', text: `Agent moved to ${at} (revived after ${prev !== undefined ? where(prev.device) : 'its device'} stopped responding) · epoch ${e.body.epoch}`, system: true }
-        case 'restart': return { tone: 'warn', text: `Agent restarted on ${at} after a crash · epoch ${e.body.epoch}`, system: true }
-      }
-      return undefined
-    }
-    case 'agent.stopped': {
-      const withMessage = (n: Notice): Notice =>
-        e.body.message !== undefined && e.body.message !== '' ? { ...n, detail: e.body.message } : n
-      switch (e.body.reason) {
-        case 'done': return e.body.message !== undefined && e.body.message !== '' ? { tone: 'info', text: `Agent finished: ${e.body.message}` } : undefined
-        case 'cancelled': return withMessage({ tone: 'info', text: 'Stopped' })
-        case 'superseded': {
-          const by = e.body.by !== undefined ? `${where(e.body.by.device)}'s agent (epoch ${e.body.by.epoch})` : 'an agent on another device'
-          return withMessage({ tone: 'warn', text: `Agent on ${where(e.author.device)} gave way: ${by} took over`, system: true })
-        }
-        case 'error': return withMessage({ tone: 'error', text: 'The agent stopped on an error' })
-        case 'crash-loop': return withMessage({ tone: 'error', text: ctx.name !== undefined ? `The agent on ${where(e.author.device)} kept crashing and was stopped` : 'The agent kept crashing and was stopped', system: true })
-      }
-      return undefined
-    }
-    case 'note': return { tone: 'info', text: e.body.text }
-    // a card in the transcript, so its children (on the same branch) read in context
-    case 'unknown': return { tone: 'info', ...unknownEntryNotice(e) }
-    default: return undefined
-  }
 }
 
 /** Groups items into turns: each user message is a turn; what follows it, up to the next one, is the agent's. */
