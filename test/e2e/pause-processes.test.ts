@@ -183,7 +183,12 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
       all = await Promise.all(NAMES.map(n => entries(n, conv)))
       const ids = all.map(es => es.map(e => e.id).sort().join())
       return ids.every(x => x === ids[0])
-    }, 'the laptop\'s agent to give way, the same history on all three', 30_000, 250)
+    }, 'the laptop\'s agent to give way, the same history on all three', 30_000, 250).catch(async (err: Error) => {
+      // what each device holds, to tell a slow machine from a laptop that did not give way
+      for (const n of NAMES) console.log(`${n} holds`, (await entries(n, conv)).map(e => `${e.kind}${e.kind === 'agent.stopped' ? ':' + e.body.reason : ''}@${nameOf(e.author.device)}`).join(' '))
+      console.log('laptop log', cluster.devices.get('laptop')?.log.slice(-2500))
+      throw err
+    })
     const history = all[0] as Entry[]
     const intent = history.filter((e): e is EntryOf<'tool.intent'> => e.kind === 'tool.intent').find(e => JSON.stringify(e.body.args).includes('intent.txt')) as EntryOf<'tool.intent'>
     expect(intent.author.device).toBe(device.get('laptop'))
