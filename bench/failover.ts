@@ -18,7 +18,7 @@ import { ProcessCluster } from '../test/helpers/arbor-processes'
 import { until } from '../test/helpers/temp-dir'
 import { emit, median, percentile, round } from './lib/util'
 import { DEFAULT_SUSPECT_AFTER_MS } from '../src/main/sync/sync-node'
-import { leaseMargin } from '../src/main/runtime/placement/lease'
+import { leaseMargin } from '../src/main/sync/lease'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const RUNS = Number(process.env.ARBOR_BENCH_FAILOVER_RUNS ?? 10)

@@ -9,7 +9,7 @@ import type { AgentRefDto, AgentStatusDto, ApiEvent, ApiMethod, ApiMethods, Conv
 import { orderedEntries } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../agent-config'
+import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../runtime/agent/agent-config'
 import type { EntriesEvent } from '../history/history-store'
 import { setMeta } from '../history/set-meta'
 import { detectLocalServers, type LocalServer } from '../llm/local-servers'
@@ -19,7 +19,7 @@ import { usageTotal } from '../runtime/agent/step-planner'
 import { compareRefs, topRef, workAt, type AgentRef } from '../runtime/placement/placement'
 import type { PeerEvent } from '../sync/sync-node'
 import { AgentLocations } from './agent-locations'
-import { ARBOR_VERSION } from '../app-version'
+import { ARBOR_VERSION } from '../../shared/app-version'
 import { streamEventFromPeer, streamEventOf } from './live-events'
 
 /** An answer to a request the node cannot carry out as asked: its message is for the user. */

@@ -1,7 +1,8 @@
 // What Electron main and the node (its utilityProcess) say to each other over the node's
 // parentPort (DESIGN.md, "Processes"). The API itself does not pass here: each window gets
 // a MessagePort of its own, handed over with a `connect` message.
-import type { SecretName, Secrets } from './secret-store'
+import type { MessagePortLike } from '../api/message-port'
+import type { SecretName, Secrets } from '../secrets/secret-store'
 
 /** main → node */
 export type ToNode =
@@ -22,15 +23,6 @@ export type FromNode =
   | { type: 'failed'; message: string }
   /** keep this secret (main encrypts it); null removes it */
   | { type: 'secret-set'; id: number; name: SecretName; value: string | null }
-
-/** A message port as Electron's MessagePortMain has it (Node's worker_threads ports through a thin adapter). */
-export interface MessagePortLike {
-  postMessage (message: unknown): void
-  on (event: 'message', listener: (e: { data: unknown }) => void): unknown
-  on (event: 'close', listener: () => void): unknown
-  start (): void
-  close (): void
-}
 
 /** `process.parentPort` in an Electron utilityProcess. */
 export interface ParentPortLike {

@@ -1,8 +1,9 @@
 // Where a node keeps its secrets (the model API key). One interface, two homes: a private
 // file for `arbor serve` and the CLI, and — in the desktop app — Electron's main process,
-// which encrypts them with the system keychain (src/main/electron/secret-vault.ts).
+// which encrypts them with the system keychain (src/main/electron/secret-vault.ts; the node
+// asks it through src/main/electron/parent-secret-store.ts).
 import path from 'node:path'
-import { readJsonFile, writeStateFile } from './disk/state-file'
+import { readJsonFile, writeStateFile } from '../disk/state-file'
 
 export type SecretName = 'apiKey'
 

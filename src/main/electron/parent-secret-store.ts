@@ -1,7 +1,7 @@
 // The node's SecretStore in the desktop app: main holds the secrets, encrypted with the
 // system keychain; the node gets them at start and asks main to store new ones.
 import type { FromNode } from './node-process-protocol'
-import type { SecretName, SecretStore, Secrets } from './secret-store'
+import type { SecretName, SecretStore, Secrets } from '../secrets/secret-store'
 
 const REPLY_TIMEOUT_MS = 15_000
 

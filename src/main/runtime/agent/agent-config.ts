@@ -6,15 +6,15 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
-import type { ConversationDag } from '../shared/conversation-dag'
-import type { HistoryStore } from './history/history-store'
-import { createProvider, sameBaseURL, type CreatedProvider } from './llm/provider-factory'
-import type { AgentConfig } from './runtime/agent/agent-host'
-import { systemPrompt } from './runtime/agent/system-prompt'
-import { defaultHiddenPaths } from './tools/sandbox/hidden-paths'
-import { sandboxProbe } from './tools/sandbox/sandbox-probe'
-import { defaultTools } from './tools/tool-registry'
-import { readJsonFile, writeStateFile } from './disk/state-file'
+import type { ConversationDag } from '../../../shared/conversation-dag'
+import type { HistoryStore } from '../../history/history-store'
+import { createProvider, sameBaseURL, type CreatedProvider } from '../../llm/provider-factory'
+import type { AgentConfig } from './agent-host'
+import { systemPrompt } from './system-prompt'
+import { defaultHiddenPaths } from '../../tools/sandbox/hidden-paths'
+import { sandboxProbe } from '../../tools/sandbox/sandbox-probe'
+import { defaultTools } from '../../tools/tool-registry'
+import { readJsonFile, writeStateFile } from '../../disk/state-file'
 
 /** An error meant for the user (no model set up, unreadable settings). */
 export class AgentConfigError extends Error {
@@ -24,7 +24,7 @@ export class AgentConfigError extends Error {
   }
 }
 
-/** This device's settings (`<data>/settings.json`); the API key is kept apart, in a SecretStore (secret-store.ts). */
+/** This device's settings (`<data>/settings.json`); the API key is kept apart, in a SecretStore (src/main/secrets/secret-store.ts). */
 export const NodeSettingsSchema = z.object({
   provider: z.enum(['openai', 'fake']).optional(),
   baseURL: z.string().optional(),

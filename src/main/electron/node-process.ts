@@ -1,11 +1,12 @@
 // The node as the desktop app runs it: the body of the utilityProcess Electron main spawns
 // and supervises (DESIGN.md, "Processes"). Plain Node apart from the parentPort it is given,
 // so it runs and is tested without Electron; src/main/electron/node-entry.ts starts it.
-import { consoleLogger, type Logger } from '../shared/logger'
-import { ApiService } from './api/api-service'
-import { PortApiServer } from './api/port-server'
-import { ArborNode, parseBootstrap, type ArborNodeOptions } from './node'
-import type { FromNode, MessagePortLike, ParentPortLike, ToNode } from './node-process-protocol'
+import { consoleLogger, type Logger } from '../../shared/logger'
+import { ApiService } from '../api/api-service'
+import { PortApiServer } from '../api/port-server'
+import { ArborNode, parseBootstrap, type ArborNodeOptions } from '../node'
+import type { MessagePortLike } from '../api/message-port'
+import type { FromNode, ParentPortLike, ToNode } from './node-process-protocol'
 import { ParentSecretStore } from './parent-secret-store'
 
 export interface NodeProcessOptions {
