@@ -3,8 +3,11 @@
 // suspicion after 4 s of silence). Each run SIGKILLs the node running an auto-revival agent
 // in the middle of a bash call and measures, from the kill, when the survivors' failure
 // detectors suspected it (their own record: `arbor devices --json` suspectedSince) and when
-// the revival was written (the agent.started{revival} entry's time). JSON lines on stdout;
-// see bench/README.md.
+// the revival was written (the agent.started{revival} entry's time). Before that, with every
+// node up, it measures what acknowledged intents cost: the time from a bash call's intent
+// being written to the call starting, in an auto-revival conversation (the step waits until
+// a peer holds its intent) against one without (the baseline), interleaved. JSON lines on
+// stdout; see bench/README.md.
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import fs from 'node:fs/promises'
@@ -15,9 +18,13 @@ import { ProcessCluster } from '../test/helpers/arbor-processes'
 import { until } from '../test/helpers/temp-dir'
 import { emit, median, percentile, round } from './lib/util'
 import { DEFAULT_SUSPECT_AFTER_MS } from '../src/main/sync/sync-node'
+import { leaseMargin } from '../src/main/sync/lease'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const RUNS = Number(process.env.ARBOR_BENCH_FAILOVER_RUNS ?? 10)
+/** turns of ACK_CALLS bash calls each, per conversation, for the acknowledged-intent latency */
+const ACK_TURNS = Number(process.env.ARBOR_BENCH_FAILOVER_ACK_TURNS ?? 3)
+const ACK_CALLS = 10
 const NAMES = ['laptop', 'server', 'cloud'] as const
 /** The failure detector's window at default settings (SyncNode suspectAfterMs). */
 const WINDOW_MS = DEFAULT_SUSPECT_AFTER_MS
@@ -28,7 +35,7 @@ const note = (m: string): void => { process.stderr.write(`bench failover: ${m}\n
 
 if (spawnSync('bwrap', ['--version']).status !== 0) {
   // The agent is killed in the middle of a sandboxed bash call (the sandbox dies with its node).
-  for (const name of ['failover.detect', 'failover.revive']) emit({ name, value: 0, unit: 'ms', skipped: 'bwrap not installed' })
+  for (const name of ['failover.lease', 'failover.intent.acked', 'failover.detect', 'failover.revive']) emit({ name, value: 0, unit: 'ms', skipped: 'bwrap not installed' })
   process.exit(0)
 }
 if (!existsSync(path.join(ROOT, 'out', 'main', 'cli.js'))) {
@@ -53,9 +60,55 @@ try {
 
   const work = await cluster.tempDir('arbor-bench-failover-')
   const script = path.join(work, 'model.json')
+  // each call's first act writes the time it started (ms since the epoch, the clock the intent's ts is on)
+  const stamp = { toolCalls: [{ name: 'bash', args: { command: 'date +%s%3N >> started.txt' } }] }
   await fs.writeFile(script, JSON.stringify({
-    rules: [{ match: '^crash', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'sleep 300', timeoutMs: 400_000 } }] }, { text: 'revived: {{lastToolOutput}}' }] }]
+    rules: [
+      { match: '^crash', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'sleep 300', timeoutMs: 400_000 } }] }, { text: 'revived: {{lastToolOutput}}' }] },
+      { match: '^stamp', reply: [...Array.from({ length: ACK_CALLS }, () => stamp), { text: 'stamped' }] }
+    ]
   }))
+
+  const ackConvs: Array<{ conv: string; dir: string; into: number[] }> = []
+  // Every node runs the scripted model by its own settings: a reviver never takes a model from a
+  // peer's entries (the conversation's `llm` setting names a file on the device that wrote it).
+  for (const n of NAMES) await fs.writeFile(path.join(cluster.devices.get(n)?.dir as string, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
+  // Acknowledged intents: intent written → call started, with auto-revival (the step waits
+  // for a peer to hold its intent) and without (the baseline), turns interleaved.
+  await until(allConnected, 'every pair of devices to connect', 120_000, 250)
+  const acked: number[] = []
+  const plain: number[] = []
+  for (const [revival, into] of [[true, acked], [false, plain]] as const) {
+    const dir = path.join(work, revival ? 'acked' : 'plain')
+    await fs.mkdir(dir)
+    const conv = (await cluster.ok('laptop', 'new', '--title', `intents ${revival ? 'acked' : 'plain'}`, ...(revival ? ['--auto-revival'] : []), '--cwd', dir)).trim()
+    ackConvs.push({ conv, dir, into })
+  }
+  for (let turn = 0; turn < ACK_TURNS; turn++) {
+    for (const { conv } of ackConvs) await cluster.ok('laptop', 'chat', conv, `stamp ${turn}`, '--provider', 'fake', '--script', script)
+  }
+  for (const { conv, dir, into } of ackConvs) {
+    const { entries } = JSON.parse(await cluster.ok('laptop', 'export', conv, '--format', 'json')) as { entries: Entry[] }
+    const intents = entries.filter(e => e.kind === 'tool.intent').map(e => e.ts).sort((a, b) => a - b)
+    const starts = (await fs.readFile(path.join(dir, 'started.txt'), 'utf8')).split('\n').filter(Boolean).map(Number)
+    if (intents.length !== starts.length) throw new Error(`${intents.length} intents but ${starts.length} calls started in ${dir}`)
+    intents.forEach((t, i) => into.push((starts[i] as number) - t))
+  }
+  const margin = leaseMargin(WINDOW_MS)
+  emit({ name: 'failover.lease', value: margin, unit: 'ms', windowMs: WINDOW_MS, durationMs: WINDOW_MS - margin, note: 'an auto-revival agent acts only while a peer echoed one of its heartbeats less than durationMs ago, on both the monotonic and the wall clock' })
+  emit({
+    name: 'failover.intent.acked',
+    value: round(median(acked)),
+    unit: 'ms',
+    p90: round(percentile(acked, 90)),
+    n: acked.length,
+    baseline: round(median(plain)),
+    baselineP90: round(percentile(plain, 90)),
+    baselineIs: 'the same bash calls in a conversation without auto-revival (no acknowledgement)',
+    extraMs: round(median(acked) - median(plain)),
+    extraP90Ms: round(percentile(acked, 90) - percentile(plain, 90)),
+    ratio: round(median(acked) / median(plain), 3)
+  })
 
   const detect: number[] = []
   const revive: number[] = []

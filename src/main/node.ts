@@ -7,7 +7,7 @@ import { AgentHost, type AgentConfig, type StartOptions } from './runtime/agent/
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
 import type { Entry } from '../shared/entry'
-import type { AgentEvent } from './runtime/agent/agent-loop'
+import type { AgentDeps, AgentEvent } from './runtime/agent/agent-loop'
 import { Lifecycle } from '../shared/lifecycle'
 import { consoleLogger, type Logger } from '../shared/logger'
 import { ClusterStore, describeForget } from './sync/cluster-store'
@@ -56,12 +56,16 @@ export interface ArborNodeOptions {
    * agents' supervisors (default: the system's); the model test pauses a device through it
    */
   clock?: Clock
+  /** test hook at the agents' step boundaries (AgentDeps.fault) */
+  fault?: AgentDeps['fault']
 }
 
 /** What the node's agent host reports: every agent event, and agents starting and ending. */
 export interface NodeAgentEvents {
   event: [AgentEvent]
   running: [{ conversation: string; running: boolean }]
+  /** an agent here began or stopped waiting at a step (AgentRun.waiting) */
+  waiting: [{ conversation: string }]
 }
 
 /**
@@ -122,10 +126,26 @@ export class ArborNode implements NodeCommands {
       },
       supersededBy: run => this.placement.supersededBy(run),
       ...(opts.clock !== undefined ? { clock: opts.clock } : {}),
+      ...(opts.fault !== undefined ? { fault: opts.fault } : {}),
       // Only an agent a peer may revive acts under a lease; others are never slowed.
       lease: async (run, signal) => {
         const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
         if (revivable()) await this.sync.waitForLease(signal, run.conversation, revivable)
+      },
+      // A step that must not run twice starts once another device holds its intent (and all
+      // before it in this device's feed), so whoever revives the agent sees it.
+      held: async (run, signal) => {
+        const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
+        const own = revivable() ? this.history.feeds(run.conversation).find(f => f.own) : undefined
+        if (own === undefined) return
+        await this.sync.waitForHeld(signal, own.key, this.history.availableLength(own.key), revivable, w => {
+          // on the host's record of the run (each attempt runs on a copy of it), which status reads
+          const shown = this.agents.runOf(run.conversation) ?? run
+          if (w === null) delete shown.waiting
+          else shown.waiting = { for: 'acknowledgement', since: shown.waiting?.since ?? Date.now(), ...w }
+          this.agentEvents.emit('waiting', { conversation: run.conversation })
+          if (w !== null) this.log.warn(`the agent of ${run.conversation.slice(0, 12)} waits for another device to hold its next step (${w.why}) before running it`)
+        })
       }
     })
     this.placement = new AgentPlacement({

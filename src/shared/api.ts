@@ -2,6 +2,7 @@
 // Transport-neutral: the same messages go over a WebSocket (browser, `arbor serve`) or an
 // Electron MessagePort. Requests get exactly one response; events stream in between.
 import type { AgentMove } from './agent-moves'
+import type { AgentWait } from './agent-wait'
 import type { Entry } from './entry'
 import type { PeerVersion } from './protocol-version'
 
@@ -102,6 +103,8 @@ export interface AgentStatusDto {
   ownerDown: boolean
   /** this node's network switch */
   online: boolean
+  /** what the agent here waits for before its next step (`text`: the words to show), or null */
+  waiting: (AgentWait & { text: string }) | null
   /** where the agent ran and why it moved, oldest first, each with the words `arbor status` prints */
   moves: Array<AgentMove & { text: string }>
   /** the names of the devices the moves and agents name, by key */

@@ -199,7 +199,7 @@ type Where = FaultPoint | 'mid-model' | 'mid-tool'
 
 describe('faults at any step boundary and mid-step (fast-check)', () => {
   it('never runs an external step twice, and the history is a valid continuation', async () => {
-    const points: Where[] = ['before-model', 'after-model', 'after-intent', 'after-tool', 'after-result', 'mid-model', 'mid-tool']
+    const points: Where[] = ['before-model', 'after-model', 'after-intent', 'before-tool', 'after-tool', 'after-result', 'mid-model', 'mid-tool']
     await fc.assert(fc.asyncProperty(
       fc.array(fc.record({ point: fc.constantFrom(...points), nth: fc.nat(3) }), { maxLength: 4 }),
       async faults => {

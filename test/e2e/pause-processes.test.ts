@@ -1,9 +1,12 @@
 // A slow device is not a dead one (issue 13; DESIGN.md "Placement", guarantees 4 and 5):
 // three `arbor serve` nodes on a HyperDHT testnet on loopback. The node running an
-// auto-revival agent is frozen with SIGSTOP in the middle of a bash call and woken with
-// SIGCONT: (b) for less than the detection window, nothing happens and the turn ends there;
-// (a) for longer, a peer revives the agent, and the woken node gives way before it takes
-// another step (its result is not written, the next step is not run twice).
+// auto-revival agent is frozen with SIGSTOP and woken with SIGCONT: (b) in the middle of a
+// bash call for less than the detection window, nothing happens and the turn ends there; (a)
+// for longer, a peer revives the agent, and the woken node gives way before it takes another
+// step (its result is not written, the next step is not run twice); (c) the node stops itself
+// (ARBOR_TEST_SIGSTOP) as the bash call starts, just after its intent was written: the step
+// started only once a peer held the intent, so the reviver records it unknown instead of
+// running it again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs/promises'
@@ -43,6 +46,7 @@ const nameOf = (key: string): string => [...device].find(([, k]) => k === key)?.
 const laptopProc = (): NonNullable<ReturnType<typeof cluster.devices.get>>['proc'] => cluster.devices.get('laptop')?.proc ?? null
 
 beforeAll(async () => {
+  process.env.ARBOR_TEST_SIGSTOP = '1' // (c): a node stops itself at the step boundary its data directory names
   await cluster.ready()
   await Promise.all(NAMES.map(n => cluster.serve(n)))
   await cluster.pair('laptop', 'server', 'cloud')
@@ -62,6 +66,7 @@ beforeAll(async () => {
   await fs.writeFile(script, JSON.stringify({
     rules: [
       { match: '^short', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> short.txt; sleep 2' } }] }, { text: 'short done' }] },
+      { match: '^intent', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> first.txt; sleep 1' } }] }, { toolCalls: [{ name: 'bash', args: { command: 'echo ran >> intent.txt' } }] }, { text: 'intent done' }] },
       { match: '^long', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> long.txt; sleep 2' } }] }, { toolCalls: [{ name: 'bash', args: { command: 'echo ran >> next.txt' } }] }, { text: 'long done' }] }
     ],
     default: { text: 'You said: {{lastUser}}' }
@@ -74,21 +79,30 @@ afterAll(async () => {
   await cluster.close()
 }, 30_000)
 
-/** Posts on the laptop and waits until server and cloud hold the bash call's intent (and it runs). */
-async function startOnLaptop (title: string, message: string, marker: string): Promise<{ conv: string, intent: EntryOf<'tool.intent'> }> {
+/**
+ * Posts on the laptop, waits until its bash call runs (the marker file: cheap to poll, so the
+ * pause that follows comes early in the call even on a loaded machine) and freezes it.
+ */
+async function startAndPause (title: string, message: string, marker: string): Promise<string> {
   const conv = (await cluster.ok('laptop', 'new', '--title', title, '--auto-revival', '--cwd', work)).trim()
   cluster.spawnArbor('laptop', 'chat', conv, message)
+  await until(async () => (await lines(marker)) === 1, 'the call to run', 30_000, 10)
+  laptopProc()?.kill('SIGSTOP')
+  return conv
+}
+
+/** The call started only once a peer held its intent: server and cloud have it with the laptop frozen (from each other). */
+async function heldIntent (conv: string): Promise<EntryOf<'tool.intent'>> {
   const intentOn = async (n: string): Promise<EntryOf<'tool.intent'> | undefined> => (await entries(n, conv)).find((e): e is EntryOf<'tool.intent'> => e.kind === 'tool.intent')
-  await until(async () => (await intentOn('server')) !== undefined && (await intentOn('cloud')) !== undefined && (await lines(marker)) === 1, 'server and cloud to hold the intent, the call to run', 30_000, 100)
+  await until(async () => (await intentOn('server')) !== undefined && (await intentOn('cloud')) !== undefined, 'server and cloud to hold the intent', 10_000, 100)
   const intent = await intentOn('server') as EntryOf<'tool.intent'>
   expect(intent.author.device).toBe(device.get('laptop'))
-  return { conv, intent }
+  return intent
 }
 
 describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival agent', () => {
   it('(b) paused for less than the window: no revival, the turn ends normally on the laptop', async () => {
-    const { conv } = await startOnLaptop('short pause', 'short pause', 'short.txt')
-    laptopProc()?.kill('SIGSTOP')
+    const conv = await startAndPause('short pause', 'short pause', 'short.txt')
     await sleep(1500)
     laptopProc()?.kill('SIGCONT')
     const done = async (n: string): Promise<boolean> => stopped(await entries(n, conv)).some(e => e.body.reason === 'done')
@@ -102,9 +116,9 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
   }, 40_000)
 
   it('(a) paused past the window while its call finishes: revived once elsewhere; on SIGCONT the laptop gives way before any further step', async () => {
-    const { conv, intent } = await startOnLaptop('long pause', 'long pause', 'long.txt')
+    const conv = await startAndPause('long pause', 'long pause', 'long.txt')
     const pausedAt = Date.now()
-    laptopProc()?.kill('SIGSTOP')
+    const intent = await heldIntent(conv)
     const revivals = async (): Promise<Array<EntryOf<'agent.started'>>> => [...(await entries('server', conv)), ...(await entries('cloud', conv))].filter((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started' && e.body.reason === 'revival')
     await until(async () => (await revivals()).length > 0, 'server or cloud to revive the agent', 20_000, 200)
     const revival = (await revivals())[0] as EntryOf<'agent.started'>
@@ -140,5 +154,52 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
       expect(s, n).toContain(`agent: ${n === reviver ? 'this device' : reviver} (epoch 1)`)
       expect(s, n).not.toMatch(/working now|also running/)
     }
+  }, 50_000)
+
+  it('(c) frozen as its step starts, just after the intent is written: a peer held the intent, so the reviver does not run the step again; on SIGCONT the laptop gives way', async () => {
+    const conv = (await cluster.ok('laptop', 'new', '--title', 'intent pause', '--auto-revival', '--cwd', work)).trim()
+    const stopAt = path.join(cluster.devices.get('laptop')?.dir as string, 'test-sigstop-at')
+    cluster.spawnArbor('laptop', 'chat', conv, 'intent pause')
+    // the first call runs (its start and the agent's are everywhere by now); at the start of the second the node stops itself
+    await until(async () => (await lines('first.txt')) === 1, 'the first call to run', 30_000, 10)
+    await fs.writeFile(stopAt, 'before-tool')
+    // the node deletes the file as it stops itself
+    await until(async () => !(await fs.access(stopAt).then(() => true, () => false)), 'the laptop to stop itself as the call starts', 30_000, 20)
+    const pausedAt = Date.now()
+    const revivals = async (): Promise<Array<EntryOf<'agent.started'>>> => [...(await entries('server', conv)), ...(await entries('cloud', conv))].filter((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started' && e.body.reason === 'revival')
+    await until(async () => (await revivals()).length > 0, 'server or cloud to revive the agent', 20_000, 200)
+    const revival = (await revivals())[0] as EntryOf<'agent.started'>
+    const reviver = nameOf(revival.author.device)
+    console.log(`(c) revived on ${reviver} ${revival.ts - pausedAt} ms after the laptop stopped`)
+    const turnOver = async (n: string): Promise<boolean> => stopped(await entries(n, conv)).some(e => e.author.device === revival.author.device && e.body.reason === 'done')
+    await until(async () => turnOver(reviver), 'the revived turn to end', 20_000, 200)
+    // the reviver held the call's intent: it recorded the outcome as unknown instead of running it
+    expect(await runsEverywhere('intent.txt')).toBe(0)
+    laptopProc()?.kill('SIGCONT')
+
+    let all: Entry[][] = []
+    await until(async () => {
+      if (!stopped(await entries('laptop', conv)).some(e => e.author.device === device.get('laptop') && e.body.reason !== 'done')) return false
+      all = await Promise.all(NAMES.map(n => entries(n, conv)))
+      const ids = all.map(es => es.map(e => e.id).sort().join())
+      return ids.every(x => x === ids[0])
+    }, 'the laptop\'s agent to give way, the same history on all three', 30_000, 250).catch(async (err: Error) => {
+      // what each device holds, to tell a slow machine from a laptop that did not give way
+      for (const n of NAMES) console.log(`${n} holds`, (await entries(n, conv)).map(e => `${e.kind}${e.kind === 'agent.stopped' ? ':' + e.body.reason : ''}@${nameOf(e.author.device)}`).join(' '))
+      console.log('laptop log', cluster.devices.get('laptop')?.log.slice(-2500))
+      throw err
+    })
+    const history = all[0] as Entry[]
+    const intent = history.filter((e): e is EntryOf<'tool.intent'> => e.kind === 'tool.intent').find(e => JSON.stringify(e.body.args).includes('intent.txt')) as EntryOf<'tool.intent'>
+    expect(intent.author.device).toBe(device.get('laptop'))
+    expect(started(history).map(e => [nameOf(e.author.device), e.body.reason])).toEqual([['laptop', 'user'], [reviver, 'revival']])
+    expect(history.filter(e => e.kind === 'tool.result' && e.body.callId === intent.body.callId).map(e => (e as EntryOf<'tool.result'>).body.status)).toEqual(['unknown'])
+    // woken mid-call (past its last check), the laptop finishes that one call, writes no result and gives way
+    const laptops = history.filter(e => e.author.device === device.get('laptop'))
+    const afterIntent = laptops.slice(laptops.findIndex(e => e.id === intent.id) + 1)
+    expect(afterIntent.map(e => e.kind === 'agent.stopped' ? `stopped:${e.body.reason}` : e.kind)).toEqual(['stopped:superseded'])
+    expect(await runsEverywhere('intent.txt')).toBe(1) // the step ran once: the laptop's call
+    expect(await runsEverywhere('first.txt')).toBe(1)
+    expect(history.some(e => e.kind === 'assistant' && e.body.text === 'intent done' && e.author.device === revival.author.device)).toBe(true)
   }, 50_000)
 })

@@ -155,7 +155,8 @@ describe('placement across devices', () => {
     const c = await startCluster({ n: 3, slowMs: 60_000 })
     const conv = await conversationOn(c, 0, { autoRevival: true })
     const msg = await c.post(0, conv, 'slow 1')
-    await until(async () => (await entriesOf(c.node(1), conv, 'tool.intent')).length === 1 && (await entriesOf(c.node(2), conv, 'tool.intent')).length === 1, 'the intent on d1 and d2')
+    // the step starts once another device holds its intent (acknowledged intents)
+    await until(async () => (await entriesOf(c.node(1), conv, 'tool.intent')).length === 1 && (await entriesOf(c.node(2), conv, 'tool.intent')).length === 1 && c.ledger.length === 1, 'the intent on d1 and d2, the step started on d0')
     const t0 = Date.now()
     // d0 dies mid-step: cut off first, so nothing it writes while stopping gets out
     c.net.isolate('d0')

@@ -1,4 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import fs from 'node:fs'
+import path from 'node:path'
+import type { ProtocolVersions } from '../../src/shared/protocol-version'
+import { agentStatusText } from '../../src/main/cli/agent-status'
 import type { AgentStatusDto } from '../../src/shared/api'
 import type { Entry } from '../../src/shared/entry'
 import { apiNodes, rejection, scriptedModel, type ApiNode } from '../helpers/api-nodes'
@@ -30,7 +34,7 @@ describe('agent.status, agent.resume and agent.autoRevival on one device', () =>
     const fresh = await d.api.request('agent.status', { conversation: id.slice(0, 10) })
     expect(fresh).toEqual({
       conversation: id, owner: null, runningHere: null, announced: [], givingWay: [], autoRevival: false,
-      ownerConnected: false, ownerDown: false, online: true, moves: [], names: {}
+      ownerConnected: false, ownerDown: false, online: true, waiting: null, moves: [], names: {}
     } satisfies AgentStatusDto)
     expect(await rejection(d.api.request('agent.resume', { conversation: id }))).toBe('no agent has run in this conversation yet: send a message and it starts on this device')
 
@@ -143,4 +147,94 @@ describe('agent.resume across two paired devices', () => {
     expect(await server.api.request('agent.status', { conversation: id })).toMatchObject({ ownerConnected: false, ownerDown: true, online: true, autoRevival: true })
     expect(await laptop.api.request('agent.status', { conversation: id })).toMatchObject({ owner: { self: true, epoch: 1 }, ownerConnected: true, online: false })
   }, 90_000)
+})
+
+describe('acknowledged intents: a workspace step of an auto-revival conversation starts once another device holds its intent', () => {
+  const WRITE = { rules: [{ match: '^write', reply: [{ toolCalls: [{ name: 'write_file', args: { path: 'marker.txt', content: 'ran\n' } }] }, { text: 'written' }] }], default: { text: 'You said: {{lastUser}}' } }
+  /** where the laptop's agent works (not its data directory, which tools never see) */
+  let work = ''
+  const marker = (): boolean => fs.existsSync(path.join(work, 'marker.txt'))
+  const waits = (d: ApiNode, id: string): number => d.events.filter(e => e.type === 'agent' && e.conversation === id && e.running).length
+
+  async function pair (versions?: ProtocolVersions): Promise<[ApiNode, ApiNode]> {
+    const [laptop, server] = await Promise.all([start('laptop', true), nodes.start('server', { heartbeatMs: 200, ...(versions !== undefined ? { protocolVersions: versions } : {}) })])
+    const { code } = await laptop.api.request('devices.invite', {})
+    await server.api.request('devices.join', { code })
+    await until(() => laptop.node.sync.peers().some(p => p.connected && !p.suspected) && server.node.sync.peers().some(p => p.connected && !p.suspected), 'the two devices to connect', 30_000)
+    return [laptop, server]
+  }
+  async function conversation (laptop: ApiNode, server: ApiNode, autoRevival: boolean): Promise<string> {
+    work = await nodes.dirs.make()
+    const { id } = await laptop.api.request('conversation.create', { title: 'acked', cwd: work, autoRevival })
+    await scriptedModel(laptop.node, id, laptop.dir, WRITE)
+    await until(() => server.node.history.summary(id)?.size === 2, 'the server to hold the conversation', 20_000)
+    return id
+  }
+  const doneAfter = async (d: ApiNode, id: string, n: number): Promise<boolean> => [...(await d.node.history.open(id)).entries()].filter(e => e.kind === 'agent.stopped' && e.body.reason === 'done').length >= n
+
+  it('with the only other device gone it waits at the step and says so (never runs it unseen); it runs once the device is back; without auto-revival nothing waits', async () => {
+    const [laptop, server] = await pair()
+    const id = await conversation(laptop, server, true)
+    await server.api.request('net.set', { on: false })
+    await until(() => !laptop.node.sync.peers().some(p => p.connected), 'the laptop to lose the server')
+    await laptop.api.request('message.send', { conversation: id, text: 'write it' })
+    // the intent is written, and nobody else holds it: the step waits (the lease alone let it run at once)
+    await until(async () => [...(await laptop.node.history.open(id)).entries()].some(e => e.kind === 'tool.intent'), 'the intent', 10_000)
+    await until(async () => (await laptop.api.request('agent.status', { conversation: id })).waiting !== null, 'the agent to say it waits', 10_000)
+    await new Promise(resolve => setTimeout(resolve, 1000)) // a second in which the step does not run (the lease still holds)
+    expect(marker()).toBe(false)
+    const st = await laptop.api.request('agent.status', { conversation: id })
+    expect(st.waiting).toMatchObject({ for: 'acknowledgement', why: 'none-connected', text: expect.stringMatching(/^waiting for another device to hold the step before running it: no other device is connected/) })
+    expect(st.runningHere).toMatchObject({ self: true })
+    const text = agentStatusText({ dag: await laptop.node.history.open(id), status: await laptop.node.agentStatus(id), self: laptop.node.device, name: d => laptop.node.deviceName(d), autoRevival: true })
+    expect(text).toMatch(/\nwaiting: waiting for another device to hold the step before running it: no other device is connected/)
+    expect(marker()).toBe(false)
+
+    // a conversation without auto-revival is not held back
+    const plainDir = await nodes.dirs.make()
+    const plain = await laptop.api.request('conversation.create', { title: 'plain', cwd: plainDir })
+    await scriptedModel(laptop.node, plain.id, laptop.dir, WRITE)
+    await laptop.api.request('message.send', { conversation: plain.id, text: 'write it' })
+    await until(() => doneAfter(laptop, plain.id, 1), 'the plain conversation\'s turn', 10_000)
+    expect(fs.existsSync(path.join(plainDir, 'marker.txt'))).toBe(true)
+    expect((await laptop.api.request('agent.status', { conversation: plain.id })).waiting).toBeNull()
+
+    await server.api.request('net.set', { on: true })
+    await until(() => doneAfter(laptop, id, 1), 'the step to run once the server holds it, and the turn to end', 30_000)
+    expect(marker()).toBe(true)
+    expect((await laptop.api.request('agent.status', { conversation: id })).waiting).toBeNull()
+    const es = [...(await server.node.history.open(id)).entries()]
+    await until(async () => [...(await server.node.history.open(id)).entries()].some(e => e.kind === 'agent.stopped'), 'the turn on the server')
+    expect(es.filter(e => e.kind === 'agent.started').map(e => e.author.device)).toEqual([laptop.node.device]) // nobody revived it
+  }, 90_000)
+
+  it('a device of an older Arbor cannot hold it: the step waits and says which device to update; turning auto-revival off runs it, on the same branch', async () => {
+    const [laptop, server] = await pair({ major: 1, minor: 1, oldest: 1, schema: 1 })
+    const id = await conversation(laptop, server, true)
+    await laptop.api.request('message.send', { conversation: id, text: 'write it' })
+    await until(async () => (await laptop.api.request('agent.status', { conversation: id })).waiting !== null, 'the agent to say it waits', 10_000)
+    expect((await laptop.api.request('agent.status', { conversation: id })).waiting).toMatchObject({ why: 'older-only', older: [server.node.device], text: expect.stringContaining('server runs an older Arbor that cannot (update Arbor there, or turn auto-revival off to run it now)') })
+    await new Promise(resolve => setTimeout(resolve, 500))
+    expect(marker()).toBe(false)
+
+    const off = await laptop.api.request('agent.autoRevival', { conversation: id, on: false })
+    expect(off.autoRevival).toBe(false)
+    await until(() => doneAfter(laptop, id, 1), 'the step to run and the turn to end', 10_000)
+    expect(marker()).toBe(true)
+    const dag = await laptop.node.history.open(id)
+    const meta = [...dag.entries()].find(e => e.kind === 'meta' && e.body.key === 'autoRevival') as Entry
+    const result = [...dag.entries()].find(e => e.kind === 'tool.result') as Entry
+    expect(dag.get(meta.parents[0] as string)?.kind).toBe('tool.intent') // the setting went below the waiting step
+    expect(result.parents).toEqual([meta.id]) // and the step's result follows it: one branch
+    expect(waits(laptop, id)).toBeGreaterThan(0)
+  }, 90_000)
+
+  it('network off by choice: nobody can revive it, so nothing waits (Available)', async () => {
+    const [laptop, server] = await pair()
+    const id = await conversation(laptop, server, true)
+    await laptop.api.request('net.set', { on: false })
+    await laptop.api.request('message.send', { conversation: id, text: 'write it' })
+    await until(() => doneAfter(laptop, id, 1), 'the turn to end offline', 10_000)
+    expect(marker()).toBe(true)
+  }, 60_000)
 })

@@ -5,6 +5,7 @@ import type { AgentRefDto, AgentStatusDto, ApiEvent } from '../../src/shared/api
 import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { affectsPlacement, commandHelp, parseCommand, placeView, sentText, stillWaiting, unknownCommandText } from '../../src/renderer/chat/agent-place'
 import { noticeFor } from '../../src/renderer/transcript/notices'
+import { waitText } from '../../src/shared/agent-wait'
 
 const LAPTOP = 'a'.repeat(64)
 const SERVER = 'b'.repeat(64)
@@ -13,7 +14,7 @@ const laptop = (epoch: number): AgentRefDto => ({ device: LAPTOP, name: 'laptop'
 const server = (epoch: number): AgentRefDto => ({ device: SERVER, name: 'server', self: false, epoch })
 
 function status (over: Partial<AgentStatusDto>): AgentStatusDto {
-  return { conversation: C, owner: null, runningHere: null, announced: [], givingWay: [], autoRevival: false, ownerConnected: false, ownerDown: false, online: true, moves: [], names: {}, ...over }
+  return { conversation: C, owner: null, runningHere: null, announced: [], givingWay: [], autoRevival: false, ownerConnected: false, ownerDown: false, online: true, waiting: null, moves: [], names: {}, ...over }
 }
 
 describe('placeView', () => {
@@ -26,6 +27,14 @@ describe('placeView', () => {
     expect(placeView(status({ owner: server(1), ownerDown: true }))).toMatchObject({ text: 'Agent: server · epoch 1 (not responding)', tone: 'warn', canResume: true })
     expect(placeView(status({ owner: server(1) })).text).toBe('Agent: server · epoch 1 (not connected)')
     expect(placeView(status({ owner: server(1), ownerDown: true, online: false })).text).toBe('Agent: server · epoch 1 (not connected: this device is offline)')
+  })
+
+  it('says when the agent here waits for another device to hold its step, and why', () => {
+    const wait = { for: 'acknowledgement' as const, since: 1, why: 'older-only' as const, older: [SERVER] }
+    const text = waitText(wait, d => d === SERVER ? 'server' : d)
+    expect(text).toBe('waiting for another device to hold the step before running it: server runs an older Arbor that cannot (update Arbor there, or turn auto-revival off to run it now)')
+    expect(placeView(status({ owner: laptop(0), runningHere: laptop(0), ownerConnected: true, autoRevival: true, waiting: { ...wait, text } }))).toEqual({ text: 'Agent: this device · epoch 0 · waiting', tone: 'warn', healing: [], canResume: false, waiting: text })
+    expect(waitText({ ...wait, why: 'none-connected', older: [] }, d => d)).toMatch(/: no other device is connected \(it goes on when one connects, or turn auto-revival off to run it now\)$/)
   })
 
   it('names the agents giving way while two sides heal', () => {

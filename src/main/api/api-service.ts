@@ -4,6 +4,7 @@
 import path from 'node:path'
 import { z } from 'zod'
 import { agentMoves, moveText } from '../../shared/agent-moves'
+import { waitText } from '../../shared/agent-wait'
 import type { AgentRefDto, AgentStatusDto, ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSummaryDto, DeviceDto, NetStateDto, SettingsDto } from '../../shared/api'
 import { orderedEntries } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
@@ -201,6 +202,8 @@ export class ApiService {
       if (out !== null) this.emit(out)
     }
     const onRunning = (ev: { conversation: string; running: boolean }): void => { this.emitAgent(ev.conversation, ev.running) }
+    // an agent here began or stopped waiting at a step: UIs ask agent.status again
+    const onWaiting = (ev: { conversation: string }): void => { this.emitAgent(ev.conversation) }
     const onPeer = (ev: PeerEvent): void => {
       this.emit({ type: 'peer', device: ev.device, state: ev.state })
       this.presenceChanged()
@@ -214,6 +217,7 @@ export class ApiService {
     const onOnline = (): void => { this.netChanged() }
     node.agentEvents.on('event', onAgent)
     node.agentEvents.on('running', onRunning)
+    node.agentEvents.on('waiting', onWaiting)
     node.sync.on('peer', onPeer)
     node.sync.on('presence', onPresence)
     node.sync.on('live', onLive)
@@ -221,6 +225,7 @@ export class ApiService {
     this.unhook.push(() => {
       node.agentEvents.off('event', onAgent)
       node.agentEvents.off('running', onRunning)
+      node.agentEvents.off('waiting', onWaiting)
       node.sync.off('peer', onPeer)
       node.sync.off('presence', onPresence)
       node.sync.off('live', onLive)
@@ -431,6 +436,7 @@ export class ApiService {
       ownerConnected: top !== null && (top.device === node.device || (peer?.connected === true && !peer.suspected)),
       ownerDown: top !== null && top.device !== node.device && node.sync.isDown(top.device),
       online: node.sync.isOnline,
+      waiting: st.waiting === null ? null : { ...st.waiting, text: waitText(st.waiting, named) },
       moves,
       names
     }
@@ -447,6 +453,14 @@ export class ApiService {
     if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
     if ((node.history.summary(id)?.autoRevival === true) !== on) {
       const working = this.locations.of(id)
+      // An agent here waiting for another device to hold its step may be let go: the setting
+      // goes below its tip, and it runs the step once it sees auto-revival off.
+      const waiting = node.agents.runOf(id)?.waiting
+      if (!on && waiting !== undefined && working.every(a => a.self)) {
+        const run = node.agents.runOf(id)
+        await setMeta(node.history, dag, 'autoRevival', on, run?.cursor.tip)
+        return this.agentStatus(id)
+      }
       if (working.length > 0 || this.starting.has(id)) {
         const where = working.some(a => a.self) || working.length === 0 ? 'here' : `on ${working.map(a => a.name).join(' and ')}`
         throw new ApiError(`the agent is working ${where}: change auto-revival when it has finished its turn (or stop it)`)

@@ -1,6 +1,7 @@
 import type { ConversationDag } from '../../shared/conversation-dag'
 import { agentMoves as movesOf, moveText } from '../../shared/agent-moves'
 import type { Entry } from '../../shared/entry'
+import { waitText } from '../../shared/agent-wait'
 import type { PlacementStatus } from '../runtime/placement/agent-placement'
 import { ownerOf } from '../runtime/placement/placement'
 
@@ -28,6 +29,7 @@ export function agentStatusText (o: AgentStatusInput): string {
     }
     lines.push(`agent: ${where} (epoch ${owner.epoch}${state})`)
   }
+  if (o.status?.waiting != null) lines.push(`waiting: ${waitText(o.status.waiting, o.name)}`)
   for (const a of o.status?.announced ?? []) {
     if (owner !== null && a.device === owner.device && a.epoch === owner.epoch) continue
     lines.push(`also running: ${o.name(a.device)} (epoch ${a.epoch}) — healing: the lower one stops at its next step`)

@@ -1,3 +1,4 @@
+import fs from 'node:fs'
 import path from 'node:path'
 import type { CliIo, NodeCommands } from './run-cli'
 import type { ArborNode } from '../node'
@@ -30,12 +31,29 @@ function bootstrapOf (o: NodeCommandOptions, io: CliIo): string | undefined {
 async function withNode<T> (o: NodeCommandOptions, io: CliIo, fn: (node: ArborNode) => Promise<T>, api = false): Promise<T> {
   const { ArborNode, parseBootstrap } = await import('../node')
   const b = bootstrapOf(o, io)
-  const node = new ArborNode({ dataDir: o.dir, api, ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.name !== undefined ? { name: o.name } : {}), ...(o.offline === true ? { online: false } : {}) })
+  const fault = process.env.ARBOR_TEST_SIGSTOP === '1' ? sigstopAt(o.dir) : undefined
+  const node = new ArborNode({ dataDir: o.dir, api, ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.name !== undefined ? { name: o.name } : {}), ...(o.offline === true ? { online: false } : {}), ...(fault !== undefined ? { fault } : {}) })
   await node.ready()
   try {
     return await fn(node)
   } finally {
     await node.close()
+  }
+}
+
+/**
+ * Tests of pauses only (ARBOR_TEST_SIGSTOP=1): at the step boundary named in the file
+ * `<data>/test-sigstop-at`, the node deletes the file and stops itself (SIGSTOP), so a test
+ * freezes it at an exact moment and wakes it with SIGCONT.
+ */
+function sigstopAt (dir: string): (point: string) => void {
+  const file = path.join(dir, 'test-sigstop-at')
+  return point => {
+    let at: string
+    try { at = fs.readFileSync(file, 'utf8').trim() } catch { return }
+    if (at !== point) return
+    fs.unlinkSync(file)
+    process.kill(process.pid, 'SIGSTOP')
   }
 }
 

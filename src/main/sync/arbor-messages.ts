@@ -79,6 +79,13 @@ export const PresenceMessage = z.object({ agents: z.array(RunningAgent).max(10_0
 export const HeartbeatMessage = z.object({ t: z.number(), hears: z.array(Hex32).max(1000).optional(), echo: z.number().optional() })
 /** Live events for other devices' UIs (streamed tokens, tool output): never history. */
 export const LiveMessage = z.object({ conversation: Hex32, event: z.record(z.string(), z.unknown()) })
+const FeedLength = z.object({ key: Hex32, length: z.number().int().nonnegative() })
+/**
+ * Acknowledged intents (held-acks.ts; protocol 1.3): `want` asks the peer to answer once it
+ * holds these feeds through `length`; `held` answers: the sender holds them (stored in its copy,
+ * indexed) through `length`, which covers every block below. Older versions ignore the type.
+ */
+export const HeldMessage = z.object({ want: z.array(FeedLength).max(1000).optional(), held: z.array(FeedLength).max(1000).optional() })
 
 export type Hello = z.infer<typeof Hello>
 export type FeedsMessage = z.infer<typeof FeedsMessage>
@@ -90,3 +97,4 @@ export type RunningAgent = z.infer<typeof RunningAgent>
 export type PresenceMessage = z.infer<typeof PresenceMessage>
 export type HeartbeatMessage = z.infer<typeof HeartbeatMessage>
 export type LiveMessage = z.infer<typeof LiveMessage>
+export type HeldMessage = z.infer<typeof HeldMessage>

@@ -8,9 +8,10 @@ import type { FeedRecord } from '../history/history-index'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../../shared/clock'
-import type { DevicesMessage, LiveMessage, RunningAgent } from './arbor-messages'
+import type { DevicesMessage, HeldMessage, LiveMessage, RunningAgent } from './arbor-messages'
+import { HeldAcks } from './held-acks'
 import { FailureDetector } from './failure-detector'
-import { Lease } from './lease'
+import { Lease, type Instant } from './lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, type SessionHost } from './sync-session'
 import { FeedList } from './feed-list'
@@ -41,6 +42,15 @@ export interface BootstrapNode { host: string; port: number }
  * memberlist's LAN profile (~4 s at 3 nodes), so an opt-in agent is revived within 5 s.
  */
 export const DEFAULT_SUSPECT_AFTER_MS = 4000
+
+/** The first protocol minor (of major 1) whose devices answer `held` questions (acknowledged intents). */
+export const HELD_SINCE_MINOR = 3
+
+/** How long an unacknowledged step waits before it says so (an answer takes a round trip and a disk write). */
+export const HELD_QUIET_MS = 500
+
+/** Why a step's intent is not acknowledged yet: no device connected, only devices of an older Arbor (`older`), or none answered yet. */
+export interface HeldWait { why: 'none-connected' | 'older-only' | 'unanswered'; older: string[] }
 
 /** Where a node keeps what its peers hold (peer-feeds.ts), in its history's directory. */
 export const PEER_FEEDS_FILE = 'sync-peers.json'
@@ -77,6 +87,8 @@ export interface SyncNodeOptions {
   /** the versions this node says it speaks (default: this Arbor's, thisVersion()); tests set others */
   versions?: ProtocolVersions
   clock?: Clock
+  /** the lease's wall clock (default Date.now, or the injected clock's time); tests move it apart from the monotonic one */
+  wallClock?: () => number
   log?: Logger
 }
 
@@ -119,10 +131,14 @@ export class SyncNode extends EventEmitter {
   private readonly clock: Clock
   private readonly life: Lifecycle
   private readonly detector: FailureDetector
+  /** acknowledged intents: what peers said they hold of this device's feeds, and what they asked (held-acks.ts) */
+  private readonly held = new HeldAcks()
   /** what auto-revival agents here act under: renewed by peers echoing this device's heartbeats (lease.ts) */
   private readonly lease: Lease
   /** the lease's monotonic clock: the injected clock in tests, else performance.now (a wall-clock jump moves nothing) */
   private readonly mono: () => number
+  /** the lease's wall clock, which counts a suspend (the monotonic one stands still then) */
+  private readonly wall: () => number
   private readonly sessions = new Set<SyncSession>()
   private readonly versions: ProtocolVersions
   /** what each peer's last hello said of its versions */
@@ -153,7 +169,16 @@ export class SyncNode extends EventEmitter {
   /** when each session's connection came (for how long its arbor channel took to open) */
   private readonly attachedAt = new WeakMap<SyncSession, number>()
   /** a feed was added, or this device can serve more of it: peers hear of it */
-  private readonly onFeed = (rec: FeedRecord): void => { this.feedChanged(rec.key) }
+  private readonly onFeed = (rec: FeedRecord): void => {
+    this.feedChanged(rec.key)
+    if (!this.held.isWanted(rec.key)) return
+    // Answered after the announcement of that length has gone to every peer (timers of one
+    // delay fire in order): a device that may revive the writer's agent hears of the blocks
+    // before the writer acts on the answer.
+    const t = this.clock.setTimeout(() => { this.answerTimers.delete(t); this.answerHeld(rec.key) }, this.opts.announceDelayMs ?? 10)
+    this.answerTimers.add(t)
+  }
+  private readonly answerTimers = new Set<ClockTimer>()
 
   constructor (opts: SyncNodeOptions) {
     super()
@@ -166,6 +191,7 @@ export class SyncNode extends EventEmitter {
     this.lease = new Lease(this.detector.suspectAfterMs)
     const clock = opts.clock
     this.mono = clock !== undefined ? () => clock.now() : () => performance.now()
+    this.wall = opts.wallClock ?? (clock !== undefined ? () => clock.now() : () => Date.now())
     this.online = opts.online ?? true
     this.versions = opts.versions ?? thisVersion()
     this.life = new Lifecycle(() => this.open(), () => this.shut())
@@ -211,6 +237,7 @@ export class SyncNode extends EventEmitter {
     if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
     if (this.announceTimer !== null) this.clock.clearTimeout(this.announceTimer)
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
+    for (const t of this.answerTimers) this.clock.clearTimeout(t)
     for (const s of [...this.sessions]) s.close('this device is shutting down')
     if (this.swarm !== null) await this.swarm.destroy()
     if (this.peerFeedsTimer !== null) { clearTimeout(this.peerFeedsTimer); void this.savePeerFeeds() }
@@ -503,6 +530,9 @@ export class SyncNode extends EventEmitter {
     return this.detector.lastHeard(device) === undefined && this.clock.now() - this.startedAt >= this.detector.suspectAfterMs
   }
 
+  /** Now, on the lease's two clocks. */
+  private instant (): Instant { return { mono: this.mono(), wall: this.wall() } }
+
   /** The devices this one hears right now: connected and not suspected. */
   private hearing (): string[] {
     const out = new Set<string>()
@@ -515,8 +545,91 @@ export class SyncNode extends EventEmitter {
    * them (the network is off by choice, or no other device is paired).
    */
   holdsLease (): boolean {
-    const alone = !this.online || !this.cluster.devicesMessage().devices.some(d => d.key !== this.history.device)
-    return this.lease.holds(this.mono(), alone)
+    return this.lease.holds(this.instant(), this.alone())
+  }
+
+  /** Whether nobody could revive this device's agents: its network is off by choice, or no other device is paired. */
+  private alone (): boolean {
+    return !this.online || !this.cluster.devicesMessage().devices.some(d => d.key !== this.history.device)
+  }
+
+  /** Whether a peer's Arbor answers `held` questions (protocol 1.3 on). */
+  private speaksHeld (device: string): boolean {
+    const v = this.peerVersions.get(device)
+    return v !== undefined && v !== 'unreadable' && (v.major > 1 || v.minor >= HELD_SINCE_MINOR)
+  }
+
+  /** The live peers (connected, not suspected) that said they hold this device's feed `key` through `length`. */
+  heldBy (key: string, length: number): string[] {
+    return this.held.heldBy(key, length, this.hearing())
+  }
+
+  /**
+   * Resolves once a live peer holds this device's feed `key` through `length` (acknowledged
+   * over arbor/1), at once when nobody could revive this device's agents (network off by
+   * choice, no other device), or when `signal` aborts or `needed` turns false (auto-revival
+   * turned off). Asks every connected peer that can answer, again on each new connection.
+   * Past HELD_QUIET_MS without an answer it reports why (`onWait`), and null when it ends.
+   */
+  async waitForHeld (signal: AbortSignal, key: string, length: number, needed: () => boolean, onWait: (w: HeldWait | null) => void): Promise<void> {
+    const done = (): boolean => this.alone() || this.heldBy(key, length).length > 0
+    if (done()) return
+    const asked = new WeakSet<SyncSession>()
+    const since = this.mono()
+    let said: string | null = null
+    try {
+      while (!done() && !signal.aborted && !this.life.closed && needed()) {
+        for (const s of this.openSessions()) {
+          if (asked.has(s) || !this.speaksHeld(s.remoteDevice)) continue
+          asked.add(s)
+          s.sendHeld({ want: [{ key, length }] })
+        }
+        const waited = this.mono() - since
+        if (waited >= HELD_QUIET_MS) {
+          const w = this.heldWait()
+          const k = JSON.stringify(w)
+          if (k !== said) { said = k; onWait(w) }
+        }
+        await this.nextEvent(signal, said === null ? Math.max(1, HELD_QUIET_MS - waited) : 1000, ['held', 'peer', 'online'])
+      }
+    } finally {
+      if (said !== null) onWait(null)
+    }
+  }
+
+  /** Why no live peer acknowledges yet. */
+  private heldWait (): HeldWait {
+    const live = this.hearing()
+    if (live.length === 0) return { why: 'none-connected', older: [] }
+    const older = live.filter(d => !this.speaksHeld(d))
+    return { why: older.length === live.length ? 'older-only' : 'unanswered', older }
+  }
+
+  /** How much of a peer's feed this device holds: stored in its copy and indexed (its own feeds are not acknowledged). */
+  private heldLength (key: string): number {
+    const rec = this.history.feedRecord(key)
+    return rec === undefined || rec.own ? 0 : rec.indexed
+  }
+
+  /** A feed's copy here grew: the questions about it that this answers. */
+  private answerHeld (key: string): void {
+    const have = this.heldLength(key)
+    if (have === 0) return
+    for (const device of this.held.grew(key, have)) {
+      for (const s of this.openSessions()) if (s.remoteDevice === device) s.sendHeld({ held: [{ key, length: have }] })
+    }
+  }
+
+  private onHeld (s: SyncSession, m: HeldMessage): void {
+    let grew = false
+    for (const f of m.held ?? []) if (this.held.ack(s.remoteDevice, f.key, f.length)) grew = true
+    if (grew) this.emit('held')
+    const now: Array<{ key: string; length: number }> = []
+    for (const f of m.want ?? []) {
+      const n = this.held.want(s.remoteDevice, f.key, f.length, this.heldLength(f.key))
+      if (n !== null) now.push({ key: f.key, length: n })
+    }
+    if (now.length > 0) s.sendHeld({ held: now })
   }
 
   /**
@@ -527,8 +640,12 @@ export class SyncNode extends EventEmitter {
   async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true): Promise<void> {
     if (this.holdsLease()) return
     const since = this.mono()
-    const from = this.lease.expiresAt()
-    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(since - from)} ms ago): until the peers answer`)
+    // Answers count from now: after a suspend the monotonic clock says nothing of how long it
+    // lasted, and heartbeats sent before it read earlier than this moment.
+    const from = since
+    const end = this.lease.expiresAt()
+    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(Math.max(since - end.mono, this.wall() - end.wall))} ms ago): until the peers answer`)
+    this.beat() // a heartbeat sent since: its echoes are the answers
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
     // Held again, and every peer connected (suspected or not: on waking all are) answered since.
     // Bounded by the abort, the node closing and `needed` (auto-revival turned off); rechecked
@@ -555,20 +672,18 @@ export class SyncNode extends EventEmitter {
     return out
   }
 
-  /** Resolves on a lease renewal, the network switched, the abort, or after `ms`. */
-  private async nextEvent (signal: AbortSignal, ms: number): Promise<void> {
+  /** Resolves on one of `events` (default: a lease renewal, the network switched), the abort, or after `ms`. */
+  private async nextEvent (signal: AbortSignal, ms: number, events: readonly string[] = ['lease', 'online']): Promise<void> {
     await new Promise<void>(resolve => {
       const done = (): void => {
-        this.off('lease', done)
-        this.off('online', done)
+        for (const e of events) this.off(e, done)
         signal.removeEventListener('abort', done)
         this.clock.clearTimeout(timer)
         resolve()
       }
       // on the injected clock: a paused device's wait does not end while it is paused
       const timer = this.clock.setTimeout(done, ms)
-      this.on('lease', done)
-      this.on('online', done)
+      for (const e of events) this.on(e, done)
       signal.addEventListener('abort', done)
     })
   }
@@ -578,7 +693,7 @@ export class SyncNode extends EventEmitter {
   private beat (): void {
     const now = this.clock.now()
     const hears = this.hearing()
-    this.lease.sentHeartbeat(now, this.mono())
+    this.lease.sentHeartbeat(now, this.instant())
     for (const s of this.sessions) if (s.opened) s.heartbeat(now, hears)
   }
 
@@ -704,12 +819,14 @@ export class SyncNode extends EventEmitter {
       onHears: s => { this.emit('hears', { device: s.remoteDevice, hears: [...s.remoteHears] }) },
       onEcho: (s, t, hearsMe) => { if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease') },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
+      onHeld: (s, msg) => { this.onHeld(s, msg) },
       onClose: s => {
         this.sessions.delete(s)
         if (s.hello === null || !s.compatible) return
         this.cluster.seen(s.remoteDevice, Date.now())
         const stillConnected = [...this.sessions].some(o => o.remoteDevice === s.remoteDevice && o.opened)
         if (stillConnected) return
+        this.held.forgetWants(s.remoteDevice)
         this.peerEvent({ device: s.remoteDevice, state: 'disconnected' })
         this.lookupSoon(LOOKUP_FIRST_MS)
         if (this.detector.lost(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })

@@ -5,7 +5,7 @@ import type { z } from 'zod'
 import type { HistoryStore } from '../history/history-store'
 import type { Logger } from '../../shared/logger'
 import {
-  DevicesMessage, FeedsDigest, FeedsMessage, FeedsSince, HeartbeatMessage, Hello, LiveMessage, PresenceMessage, WantFeeds, helloVersions,
+  DevicesMessage, FeedsDigest, FeedsMessage, FeedsSince, HeartbeatMessage, HeldMessage, Hello, LiveMessage, PresenceMessage, WantFeeds, helloVersions,
   type FeedAnnouncement, type RunningAgent
 } from './arbor-messages'
 import { compareVersions, speaksFeedsSince, type Compat, type ProtocolVersions } from '../../shared/protocol-version'
@@ -36,6 +36,8 @@ export interface SessionHost {
   /** the peer's heartbeat echoed `t`, a heartbeat time this device sent it; `hearsMe`: it says it hears this device */
   onEcho (s: SyncSession, t: number, hearsMe: boolean): void
   onLive (s: SyncSession, msg: LiveMessage): void
+  /** acknowledged intents: the peer asks what this device holds of a feed, or says what it holds (held-acks.ts) */
+  onHeld (s: SyncSession, msg: HeldMessage): void
   onClose (s: SyncSession): void
   /** how long a new connection may take to open the arbor channel before it is dropped */
   openTimeoutMs: number
@@ -131,7 +133,8 @@ export class SyncSession {
         { encoding: c.json, onmessage: on(LiveMessage, 'live', m => host.onLive(this, m)) },
         { encoding: c.json, onmessage: on(FeedsDigest, 'feeds digest', m => this.onDigest(m)) },
         { encoding: c.json, onmessage: on(WantFeeds, 'want feeds', () => this.sendAllFeeds()) },
-        { encoding: c.json, onmessage: on(FeedsSince, 'feeds since', m => this.onFeedsSince(m)) }
+        { encoding: c.json, onmessage: on(FeedsSince, 'feeds since', m => this.onFeedsSince(m)) },
+        { encoding: c.json, onmessage: on(HeldMessage, 'held', m => host.onHeld(this, m)) }
       ],
       onopen: (remoteProof: unknown) => this.onOpen(remoteProof as Buffer),
       onclose: () => this.close('the peer closed the arbor channel')
@@ -264,6 +267,7 @@ export class SyncSession {
     this.send(4, (this.remoteT !== undefined ? { t, hears, echo: this.remoteT } : { t, hears }) satisfies HeartbeatMessage)
   }
   sendLive (msg: LiveMessage): void { this.send(5, msg) }
+  sendHeld (msg: HeldMessage): void { this.send(9, msg) }
 
   /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
   behind (conversation?: string): number {

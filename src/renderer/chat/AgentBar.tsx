@@ -29,10 +29,13 @@ export function AgentBar ({ status, error, onResume, resuming, onAutoRevival, re
     )
   }
   const v = placeView(status)
+  // An agent waiting for another device to hold its step may be let go by turning auto-revival off.
+  const canSwitch = !working || (status.waiting !== null && status.autoRevival)
   return (
     <section className="agent-bar" aria-label="Where the agent runs">
       <div className="agent-where" role="status">
         <span className={`agent-place ${v.tone}`}>{v.text}</span>
+        {v.waiting !== undefined ? <span className="agent-waiting">{v.waiting}</span> : null}
         {v.healing.map(h => <span key={h} className="agent-healing">{h}</span>)}
       </div>
       {v.canResume
@@ -43,14 +46,14 @@ export function AgentBar ({ status, error, onResume, resuming, onAutoRevival, re
           type="checkbox"
           role="switch"
           checked={revivalAsked ?? status.autoRevival}
-          disabled={revivalAsked !== undefined || disabled || working}
+          disabled={revivalAsked !== undefined || disabled || !canSwitch}
           aria-describedby={hintId}
           onChange={e => onAutoRevival(e.target.checked)}
         />
         Auto-revival
       </label>
       <span id={hintId} className="sr-only">
-        {working
+        {!canSwitch
           ? 'Can be changed when the agent has finished its turn.'
           : 'When the device running the agent stops responding, a connected device takes it over.'}
       </span>

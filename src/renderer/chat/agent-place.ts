@@ -14,6 +14,8 @@ export interface PlaceView {
   healing: string[]
   /** whether the agent can be moved here (it belongs to another device and none works here) */
   canResume: boolean
+  /** what the agent here waits for before its next step ("waiting for another device to hold the step…"), if anything */
+  waiting?: string
 }
 
 /** The agent bar's view of a status. */
@@ -22,7 +24,10 @@ export function placeView (s: AgentStatusDto): PlaceView {
   const o = s.owner
   if (o === null) return { text: 'Agent: not started yet — your first message starts it on this device', tone: 'muted', healing, canResume: false }
   const epoch = ` · epoch ${o.epoch}`
-  if (o.self) return { text: `Agent: this device${epoch}${s.runningHere !== null ? ' · working' : ''}`, tone: 'ok', healing, canResume: false }
+  if (o.self) {
+    if (s.waiting !== null) return { text: `Agent: this device${epoch} · waiting`, tone: 'warn', healing, canResume: false, waiting: s.waiting.text }
+    return { text: `Agent: this device${epoch}${s.runningHere !== null ? ' · working' : ''}`, tone: 'ok', healing, canResume: false }
+  }
   const working = s.announced.some(a => a.device === o.device && a.epoch === o.epoch)
   const state = !s.online
     ? { text: ' (not connected: this device is offline)', tone: 'warn' as const }

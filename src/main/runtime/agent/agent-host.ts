@@ -28,6 +28,8 @@ export interface AgentHostOptions {
   supersededBy?: AgentDeps['supersededBy']
   /** waits until a running agent may act (the lease of auto-revival agents; see agent-loop) */
   lease?: AgentDeps['lease']
+  /** waits until a step that must not run twice may start (acknowledged intents; see agent-loop) */
+  held?: AgentDeps['held']
 }
 
 export interface StartOptions {
@@ -108,7 +110,8 @@ export class AgentHost {
       onEvent,
       ...(this.opts.fault !== undefined ? { fault: this.opts.fault } : {}),
       ...(this.opts.supersededBy !== undefined ? { supersededBy: this.opts.supersededBy } : {}),
-      ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {})
+      ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {}),
+      ...(this.opts.held !== undefined ? { held: this.opts.held } : {})
     }
 
     let attempts = 0

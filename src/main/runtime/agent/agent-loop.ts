@@ -7,6 +7,7 @@ import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
 import { idemKey, planNext, rerunnable, toIrMessages, type UnknownWhy } from './step-planner'
 import { compareRefs, ownerOf, type AgentRef } from '../placement/placement'
+import type { AgentWait } from '../../../shared/agent-wait'
 
 /**
  * What an agent reports while it works, for the UI and the CLI. `run` names the agent's run
@@ -25,7 +26,7 @@ export type AgentEvent =
  * Step boundaries where a test can make the agent crash (let it crash, then check).
  * Crashes inside a step come from the step itself: a provider or a tool that throws.
  */
-export type FaultPoint = 'before-model' | 'after-model' | 'after-intent' | 'after-tool' | 'after-result'
+export type FaultPoint = 'before-model' | 'after-model' | 'after-intent' | 'before-tool' | 'after-tool' | 'after-result'
 
 export interface AgentDeps {
   history: HistoryStore
@@ -44,6 +45,13 @@ export interface AgentDeps {
    * where no lease applies); awaited at every step boundary and before every tool call.
    */
   lease?: (run: AgentRun, signal: AbortSignal) => Promise<void>
+  /**
+   * Resolves once a step that must not run twice (workspace, external) may start: another
+   * device holds its intent (acknowledged intents, ARCHITECTURE §14; at once where that does
+   * not apply). Awaited once the intent is stored, before the tool starts; it may set
+   * `run.waiting` while it waits.
+   */
+  held?: (run: AgentRun, signal: AbortSignal) => Promise<void>
 }
 
 export interface AgentRun {
@@ -56,6 +64,8 @@ export interface AgentRun {
   previous?: AgentRef
   /** the entry the agent continues from; moved forward as it appends (survives restarts) */
   cursor: { tip: string }
+  /** what it waits for before its next step, if it says so (the agent bar, `arbor status`) */
+  waiting?: AgentWait
 }
 
 /** Why an agent loop ended without crashing. */
@@ -138,6 +148,22 @@ class Journal {
   /** Resolves once every entry appended so far is stored; rejects if one could not be. */
   stored (): Promise<void> {
     return this.last
+  }
+
+  /**
+   * Settings this device wrote below the agent's tip while it waited (auto-revival turned off
+   * at a step waiting for another device): the branch goes on from them, not beside them.
+   */
+  async adoptSettings (): Promise<void> {
+    const { history } = this.deps
+    const dag = await history.open(this.run.conversation)
+    for (;;) {
+      const next = dag.children(this.tip).find(e => e.kind === 'meta' && e.author.device === history.device)
+      if (next === undefined) return
+      this.tip = next.id
+      this.branch.push(next)
+      this.run.cursor.tip = next.id
+    }
   }
 }
 
@@ -237,9 +263,20 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
         // anyway (planNext), so it need not wait for the disk.
         if (!rerunnable(step.effect)) await journal.stored()
         deps.fault?.('after-intent', { tool: step.call.name })
+        if (!rerunnable(step.effect) && deps.held !== undefined) {
+          // Only once another device holds the intent: whoever revives this agent sees it.
+          await deps.held(run, signal)
+          await journal.adoptSettings()
+          if (signal.aborted) {
+            await append({ kind: 'tool.result', body: { callId: step.call.id, status: 'cancelled', output: 'stopped before it started' }, parents: [] })
+            await stop('cancelled')
+            return 'cancelled'
+          }
+        }
         // The start of a tool call: under the lease, and only if nobody took over.
         const byAtStart = await outranked()
         if (byAtStart !== null && !signal.aborted) return await giveWay(byAtStart)
+        deps.fault?.('before-tool', { tool: step.call.name })
         const res = tool === undefined
           ? { status: 'error' as const, output: `there is no tool named "${step.call.name}"; the tools are: ${[...deps.tools.keys()].join(', ')}` }
           : await runOne(deps, run, tool, step.call, key, signal, ev => { journal.emit(ev) })

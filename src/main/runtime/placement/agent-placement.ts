@@ -6,6 +6,7 @@ import { systemClock, type Clock, type ClockTimer } from '../../../shared/clock'
 import { writeStateFile } from '../../disk/state-file'
 import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
+import type { AgentWait } from '../../../shared/agent-wait'
 import { compareRefs, decide, EpochLedger, nextEpoch, openWork, topRef, type AgentRef, type PlacementAction } from './placement'
 
 /** What placement needs to know of the other devices (the sync layer provides it). */
@@ -45,6 +46,8 @@ export interface PlacementStatus {
   runningHere: AgentRef | null
   autoRevival: boolean
   ownerDown: boolean
+  /** what the agent here waits for before its next step, if it says so */
+  waiting: AgentWait | null
 }
 
 /** What a message posted on this device leads to. */
@@ -128,7 +131,8 @@ export class AgentPlacement {
       announced: this.announced(conversation),
       runningHere: run === undefined ? null : { device: this.opts.history.device, epoch: run.epoch },
       autoRevival: this.autoRevival(conversation),
-      ownerDown: owner !== null && owner.device !== this.opts.history.device && this.opts.peers.down(owner.device)
+      ownerDown: owner !== null && owner.device !== this.opts.history.device && this.opts.peers.down(owner.device),
+      waiting: run?.waiting ?? null
     }
   }
 
