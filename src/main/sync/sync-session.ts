@@ -50,6 +50,9 @@ export interface SessionHost {
  */
 export const PROTOCOL = 'arbor/1'
 
+/** How often at most a peer's changing feed list is digested for the reconnect cache. */
+const FEED_CACHE_EVERY_MS = 1000
+
 /**
  * One connection to a paired device: Corestore replication plus the `arbor/1` Protomux
  * channel (hello, feeds, devices, presence, heartbeats, live events). The channel's
@@ -76,6 +79,9 @@ export class SyncSession {
   private msgs: Protomux.Message[] = []
   private closed = false
   private openTimer: NodeJS.Timeout | null = null
+  /** while set, changes of the peer's list wait to be cached (feedsChanged) */
+  private cacheTimer: NodeJS.Timeout | null = null
+  private cacheStale = false
 
   constructor (readonly stream: NoiseSecretStream, private readonly host: SessionHost) {
     this.remoteDevice = (stream.remotePublicKey as Buffer).toString('hex')
@@ -210,12 +216,26 @@ export class SyncSession {
 
   sendFeeds (feeds: FeedAnnouncement[]): void { if (feeds.length > 0) this.send(1, { full: false, feeds } satisfies FeedsMessage) }
 
-  /** Remembers the peer's list (after processing) under its digest, for the next reconnect. */
+  /**
+   * Remembers the peer's list (after processing) under its digest, for the next reconnect: at
+   * once, then at most once a FEED_CACHE_EVERY_MS while it keeps changing, and when the
+   * connection closes. A digest costs the whole list, and a syncing peer announces its growing
+   * feeds every few ms: digesting each time made a sync's CPU grow with the history.
+   */
   private feedsChanged (): void {
-    queueMicrotask(() => {
-      const list = [...this.remoteFeeds].map(([key, f]) => ({ conversation: f.conversation, key, length: f.length }))
-      this.host.feedCache.set(this.remoteDevice, { digest: feedsDigest(list), feeds: new Map(this.remoteFeeds) })
-    })
+    if (this.cacheTimer !== null) { this.cacheStale = true; return }
+    queueMicrotask(() => { this.cacheFeeds() })
+    this.cacheTimer = setTimeout(() => {
+      this.cacheTimer = null
+      if (this.cacheStale) this.feedsChanged()
+    }, FEED_CACHE_EVERY_MS)
+    this.cacheTimer.unref()
+  }
+
+  private cacheFeeds (): void {
+    this.cacheStale = false
+    const list = [...this.remoteFeeds].map(([key, f]) => ({ conversation: f.conversation, key, length: f.length }))
+    this.host.feedCache.set(this.remoteDevice, { digest: feedsDigest(list), feeds: new Map(this.remoteFeeds) })
   }
   sendDevices (): void { this.send(2, this.host.devices()) }
   sendPresence (agents: RunningAgent[]): void { this.send(3, { agents }) }
@@ -253,6 +273,9 @@ export class SyncSession {
     if (this.closed) return
     this.closed = true
     this.clearOpenTimer()
+    if (this.cacheTimer !== null) clearTimeout(this.cacheTimer)
+    this.cacheTimer = null
+    if (this.cacheStale) this.cacheFeeds()
     this.host.onClose(this)
   }
 }
