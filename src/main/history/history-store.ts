@@ -122,6 +122,8 @@ export class HistoryStore extends EventEmitter {
   private readonly cache: EntryCache
   private readonly view: ViewState
   private keyPair_: DeviceKeyPair | null = null
+  /** the key pair's public key in hex, made once: every entry written and summarised asks for it */
+  private device_: string | null = null
   private manifest: Hypercore.Core | null = null
   private state: IndexState = emptyIndex('')
   private readonly cores = new Map<string, Hypercore.Core>()
@@ -200,8 +202,8 @@ export class HistoryStore extends EventEmitter {
 
   /** This device's public key (hex): the author of every entry it writes. */
   get device (): string {
-    if (this.keyPair_ === null) throw new Error('HistoryStore is not ready')
-    return this.keyPair_.publicKey.toString('hex')
+    if (this.device_ === null) throw new Error('HistoryStore is not ready')
+    return this.device_
   }
 
   /** The key of this device's manifest feed, for peers to replicate. */
@@ -218,6 +220,7 @@ export class HistoryStore extends EventEmitter {
       throw storageError(err, this.dir)
     }
     this.keyPair_ = await this.corestore.createKeyPair('arbor/device')
+    this.device_ = this.keyPair_.publicKey.toString('hex')
     this.manifest = this.corestore.get({ name: 'arbor/manifest' })
     await this.manifest.ready()
     if (this.manifest.length === 0) {
