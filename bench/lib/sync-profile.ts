@@ -58,6 +58,7 @@ export async function profileSync (holderDir: string, work: string, save?: strin
   let p: CpuProfile
   let t
   const reloads = { count: 0, entries: 0 }
+  let batches = 0
   if (raw) {
     const store = new Corestore(path.join(work, 'fresh'))
     await store.ready()
@@ -80,6 +81,10 @@ export async function profileSync (holderDir: string, work: string, save?: strin
     const cache = (fresh.history as unknown as { cache: { read: (c: string) => Promise<{ entries: unknown[] }> } }).cache
     const read = cache.read.bind(cache)
     cache.read = async (c: string) => { const r = await read(c); reloads.count++; reloads.entries += r.entries.length; return r }
+    // batches indexed (the work per batch: summary, cache write, watermark)
+    const store = fresh.history as unknown as { indexEntries: (...args: unknown[]) => Promise<void> }
+    const index = store.indexEntries.bind(store)
+    store.indexEntries = (...args: unknown[]) => { batches++; return index(...args) }
     await session.post('Profiler.start')
     const took = start()
     const conn = await connect(holder, fresh)
@@ -102,6 +107,7 @@ export async function profileSync (holderDir: string, work: string, save?: strin
     cpuUsPerEntry: round(t.cpuMs * 1000 / entries, 1),
     gcMs: s.gcMs,
     reloads,
+    batches,
     byCategory: cats,
     byArborFunction: s.byArborFunction,
     byFunction: s.byFunction

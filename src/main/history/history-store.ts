@@ -632,15 +632,20 @@ export class HistoryStore extends EventEmitter {
    * Reads, checks and indexes the blocks of a feed past its watermark that this device's
    * storage holds (its contiguous prefix). It never asks a peer for a block: the feed's
    * download range fetches them, and each one downloaded runs the reader again (watchFeed).
+   * Following a peer (`whole`), it reads a batch once it is complete (readChunk blocks, or
+   * up to the feed's length), as a reader waiting for those blocks did: a sync of thousands
+   * of feeds at once would otherwise index each a block or two at a time, and the work per
+   * batch (summary, cache write, watermark) would be done per block.
    */
-  private async readFeed (rec: FeedRecord, core: Hypercore.Core): Promise<void> {
+  private async readFeed (rec: FeedRecord, core: Hypercore.Core, whole = true): Promise<void> {
     while (rec.indexed < core.contiguousLength && !this.closing && !this.refused.has(rec.key)) {
+      const start = rec.indexed
+      const end = Math.min(core.contiguousLength, start + this.readChunk)
+      if (whole && end < Math.min(core.length, start + this.readChunk)) return
       // Before anything read here is shown, the index on disk must say it may lag the feeds:
       // only then does recovery after a crash read them past its watermarks.
       await this.markDirty()
       // The header comes with the first blocks: one read, not two.
-      const start = rec.indexed
-      const end = Math.min(core.contiguousLength, start + this.readChunk)
       const blocks = await readLocalBlocks(core, start, end)
       let first = 0
       if (start === 0) {
@@ -908,7 +913,7 @@ export class HistoryStore extends EventEmitter {
     for (const rec of Object.values(this.state.feeds)) {
       const core = await this.core(rec.key)
       // Only what is on this disk: replication resumes the rest when peers are back.
-      if (rec.indexed < core.contiguousLength) await this.readFeed(rec, core)
+      if (rec.indexed < core.contiguousLength) await this.readFeed(rec, core, false)
     }
     for (const id of new Set(Object.values(this.state.feeds).map(f => f.conversation))) {
       const dag = await this.load(id)
