@@ -704,7 +704,7 @@ export class HistoryStore extends EventEmitter {
     for (const e of entries) {
       if (dag.has(e.id)) continue
       fresh.push(e)
-      joined.push(...dag.add(e))
+      for (const j of dag.add(e)) joined.push(j)
       bytes += entryBytes(Buffer.byteLength(encodeEntry(e))) // the encoding is remembered: the feed or the cache has it
     }
     this.grew(dag, bytes)
@@ -712,8 +712,8 @@ export class HistoryStore extends EventEmitter {
     // only once the cache holds the entries below it.
     this.summarise(dag)
     if (fresh.length > 0) {
-      const joinedIds = new Set(joined.map(e => e.id))
-      const ev: EntriesEvent = { conversation: rec.conversation, joined, waiting: fresh.filter(e => !joinedIds.has(e.id) && !dag.isJoined(e.id)), feed: rec.key, local }
+      // what joined is joined in the DAG: the fresh entries not joined there are those waiting
+      const ev: EntriesEvent = { conversation: rec.conversation, joined, waiting: fresh.filter(e => !dag.isJoined(e.id)), feed: rec.key, local }
       try {
         this.emit('entries', ev)
       } catch (err) {
