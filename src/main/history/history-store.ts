@@ -12,6 +12,7 @@ import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { makeFeedHeader, verifyFeedHeader, type DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
+import { readLocalBlocks } from './feed-blocks'
 import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { parseManifestRecord, type ManifestRecord } from './manifest-record'
@@ -26,6 +27,8 @@ export interface HistoryStoreOptions {
   now?: () => number
   /** Most entries written in one Hypercore append. */
   maxBatch?: number
+  /** Most blocks of a feed read, checked and indexed in one batch (tests split feeds with it). */
+  readChunk?: number
   /** How long feed-length updates may wait before they are written to the manifest. */
   manifestDelayMs?: number
   /** How long index changes may wait before the index file is rewritten. */
@@ -84,6 +87,7 @@ export class ConversationNotFoundError extends Error {
 }
 
 const FEED_PREFIX = 'arbor/conversation/'
+/** blocks read and indexed in one batch: one storage read, one cache write, one summary */
 const READ_CHUNK = 256
 /** feeds per manifest record: a peer's list of thousands is split into blocks of a few tens of KB */
 const MANIFEST_RECORD_FEEDS = 256
@@ -110,6 +114,7 @@ export class HistoryStore extends EventEmitter {
   private readonly log: Logger
   private readonly now: () => number
   private readonly maxBatch: number
+  private readonly readChunk: number
   private readonly manifestDelayMs: number
   private readonly indexDelayMs: number
   private readonly life: Lifecycle
@@ -117,6 +122,8 @@ export class HistoryStore extends EventEmitter {
   private readonly cache: EntryCache
   private readonly view: ViewState
   private keyPair_: DeviceKeyPair | null = null
+  /** the key pair's public key in hex, made once: every entry written and summarised asks for it */
+  private device_: string | null = null
   private manifest: Hypercore.Core | null = null
   private state: IndexState = emptyIndex('')
   private readonly cores = new Map<string, Hypercore.Core>()
@@ -151,6 +158,8 @@ export class HistoryStore extends EventEmitter {
   private readonly writing = new Map<string, Pending[]>()
   private readonly pumping = new Map<string, Promise<void>>()
   private readonly pumpAgain = new Set<string>()
+  /** feeds whose header was refused this session: not read again */
+  private readonly refused = new Set<string>()
   private readonly manifestDirty = new Set<string>()
   /** learned feeds whose manifest record is being written: nothing of them is indexed before it is on disk */
   private readonly recording = new Map<string, Promise<void>>()
@@ -169,6 +178,7 @@ export class HistoryStore extends EventEmitter {
     this.log = opts.log ?? consoleLogger('history')
     this.now = opts.now ?? Date.now
     this.maxBatch = opts.maxBatch ?? 1000
+    this.readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
     this.manifestDelayMs = opts.manifestDelayMs ?? 1000
     this.indexDelayMs = opts.indexDelayMs ?? 1000
     this.watchPeers = opts.watchPeers ?? true
@@ -191,8 +201,8 @@ export class HistoryStore extends EventEmitter {
 
   /** This device's public key (hex): the author of every entry it writes. */
   get device (): string {
-    if (this.keyPair_ === null) throw new Error('HistoryStore is not ready')
-    return this.keyPair_.publicKey.toString('hex')
+    if (this.device_ === null) throw new Error('HistoryStore is not ready')
+    return this.device_
   }
 
   /** The key of this device's manifest feed, for peers to replicate. */
@@ -209,6 +219,7 @@ export class HistoryStore extends EventEmitter {
       throw storageError(err, this.dir)
     }
     this.keyPair_ = await this.corestore.createKeyPair('arbor/device')
+    this.device_ = this.keyPair_.publicKey.toString('hex')
     this.manifest = this.corestore.get({ name: 'arbor/manifest' })
     await this.manifest.ready()
     if (this.manifest.length === 0) {
@@ -597,7 +608,10 @@ export class HistoryStore extends EventEmitter {
       if (!this.closing) this.log.warn(`cannot open feed ${rec.key.slice(0, 12)}: ${(err as Error).message}`)
       return
     }
-    core.on('append', () => { this.lastUsed.set(rec.key, Date.now()); this.pump(rec, core) })
+    const more = (): void => { this.lastUsed.set(rec.key, Date.now()); this.pump(rec, core) }
+    core.on('append', more)
+    // The reader reads only what is stored here: it runs again as each block arrives.
+    core.on('download', more)
     // Keep the whole history locally, for offline use.
     core.download({ start: 0, end: -1 })
     this.pump(rec, core)
@@ -619,17 +633,25 @@ export class HistoryStore extends EventEmitter {
     void run.finally(() => this.pumping.delete(rec.key))
   }
 
-  /** Reads, checks and indexes a feed's blocks past its watermark; `wait` for blocks still replicating. */
-  private async readFeed (rec: FeedRecord, core: Hypercore.Core, wait = true): Promise<void> {
-    const length = (): number => wait ? core.length : core.contiguousLength
-    while (rec.indexed < length() && !this.closing) {
+  /**
+   * Reads, checks and indexes the blocks of a feed past its watermark that this device's
+   * storage holds (its contiguous prefix). It never asks a peer for a block: the feed's
+   * download range fetches them, and each one downloaded runs the reader again (watchFeed).
+   * Following a peer (`whole`), it reads a batch once it is complete (readChunk blocks, or
+   * up to the feed's length), as a reader waiting for those blocks did: a sync of thousands
+   * of feeds at once would otherwise index each a block or two at a time, and the work per
+   * batch (summary, cache write, watermark) would be done per block.
+   */
+  private async readFeed (rec: FeedRecord, core: Hypercore.Core, whole = true): Promise<void> {
+    while (rec.indexed < core.contiguousLength && !this.closing && !this.refused.has(rec.key)) {
+      const start = rec.indexed
+      const end = Math.min(core.contiguousLength, start + this.readChunk)
+      if (whole && end < Math.min(core.length, start + this.readChunk)) return
       // Before anything read here is shown, the index on disk must say it may lag the feeds:
       // only then does recovery after a crash read them past its watermarks.
       await this.markDirty()
-      // The header comes with the first blocks: one round of requests, not two.
-      const start = rec.indexed
-      const end = Math.min(length(), start + READ_CHUNK)
-      const blocks = await Promise.all(range(start, end).map(i => core.get(i, { wait })))
+      // The header comes with the first blocks: one read, not two.
+      const blocks = await readLocalBlocks(core, start, end)
       let first = 0
       if (start === 0) {
         const block = blocks[0]
@@ -642,7 +664,9 @@ export class HistoryStore extends EventEmitter {
           if (rec.own && h.device !== this.device) throw new Error(`feed ${rec.key.slice(0, 12)} was listed as this device's but is signed by ${h.device.slice(0, 12)}`)
           rec.device = h.device
         } catch (err) {
-          // Without a valid header nothing in the feed can be attributed: refuse it whole.
+          // Without a valid header nothing in the feed can be attributed: refuse it whole,
+          // once (every block that arrives runs the reader again).
+          this.refused.add(rec.key)
           this.reportInvalid({ feed: rec.key, seq: 0, error: (err as Error).message })
           return
         }
@@ -685,7 +709,7 @@ export class HistoryStore extends EventEmitter {
     for (const e of entries) {
       if (dag.has(e.id)) continue
       fresh.push(e)
-      joined.push(...dag.add(e))
+      for (const j of dag.add(e)) joined.push(j)
       bytes += entryBytes(Buffer.byteLength(encodeEntry(e))) // the encoding is remembered: the feed or the cache has it
     }
     this.grew(dag, bytes)
@@ -693,8 +717,8 @@ export class HistoryStore extends EventEmitter {
     // only once the cache holds the entries below it.
     this.summarise(dag)
     if (fresh.length > 0) {
-      const joinedIds = new Set(joined.map(e => e.id))
-      const ev: EntriesEvent = { conversation: rec.conversation, joined, waiting: fresh.filter(e => !joinedIds.has(e.id) && !dag.isJoined(e.id)), feed: rec.key, local }
+      // what joined is joined in the DAG: the fresh entries not joined there are those waiting
+      const ev: EntriesEvent = { conversation: rec.conversation, joined, waiting: fresh.filter(e => !dag.isJoined(e.id)), feed: rec.key, local }
       try {
         this.emit('entries', ev)
       } catch (err) {
@@ -821,8 +845,8 @@ export class HistoryStore extends EventEmitter {
       await this.pinWhile(rec.key, async () => {
         const core = await this.core(rec.key)
         const end = rec.own ? core.length : rec.indexed
-        for (let start = 1; start < end; start += READ_CHUNK) {
-          const blocks = await Promise.all(range(start, Math.min(end, start + READ_CHUNK)).map(i => core.get(i)))
+        for (let start = 1; start < end; start += this.readChunk) {
+          const blocks = await readLocalBlocks(core, start, Math.min(end, start + this.readChunk))
           for (const block of blocks) {
             // Invalid blocks were reported when the feed was first read: skipped quietly here.
             const d = block === null ? null : decodeBlock(block, from)
@@ -1062,12 +1086,6 @@ function isQueued (queue: Pending[], id: string): boolean {
 
 function hex (core: Hypercore.Core): string {
   return (core.key as Buffer).toString('hex')
-}
-
-function range (start: number, end: number): number[] {
-  const out: number[] = []
-  for (let i = start; i < end; i++) out.push(i)
-  return out
 }
 
 /** A block of a conversation feed as an entry of that feed's device and conversation, or why it is not one. */
