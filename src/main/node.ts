@@ -7,12 +7,13 @@ import { AgentHost, type AgentConfig, type StartOptions } from './runtime/agent/
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
 import type { Entry } from '../shared/entry'
-import type { AgentDeps, AgentEvent } from './runtime/agent/agent-loop'
+import type { AgentDeps, AgentEvent, AgentRun } from './runtime/agent/agent-loop'
 import { Lifecycle } from '../shared/lifecycle'
 import { consoleLogger, type Logger } from '../shared/logger'
 import { ClusterStore, describeForget } from './sync/cluster-store'
 import { PairingHost, createInvite, joinCluster } from './sync/pairing'
-import { SyncNode, type BootstrapNode } from './sync/sync-node'
+import { SyncNode, type BootstrapNode, type HeldWait } from './sync/sync-node'
+import type { AgentWait } from '../shared/agent-wait'
 import { LocalApiServer } from './api/local-socket'
 import { FileSecretStore, type SecretStore } from './secrets/secret-store'
 import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
@@ -130,7 +131,7 @@ export class ArborNode implements NodeCommands {
       // Only an agent a peer may revive acts under a lease; others are never slowed.
       lease: async (run, signal) => {
         const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
-        if (revivable()) await this.sync.waitForLease(signal, run.conversation, revivable)
+        if (revivable()) await this.sync.waitForLease(signal, run.conversation, revivable, w => { this.showWait(run, 'lease', w) })
       },
       // A step that must not run twice starts once another device holds its intent (and all
       // before it in this device's feed), so whoever revives the agent sees it.
@@ -138,14 +139,7 @@ export class ArborNode implements NodeCommands {
         const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
         const own = revivable() ? this.history.feeds(run.conversation).find(f => f.own) : undefined
         if (own === undefined) return
-        await this.sync.waitForHeld(signal, own.key, this.history.availableLength(own.key), revivable, w => {
-          // on the host's record of the run (each attempt runs on a copy of it), which status reads
-          const shown = this.agents.runOf(run.conversation) ?? run
-          if (w === null) delete shown.waiting
-          else shown.waiting = { for: 'acknowledgement', since: shown.waiting?.since ?? Date.now(), ...w }
-          this.agentEvents.emit('waiting', { conversation: run.conversation })
-          if (w !== null) this.log.warn(`the agent of ${run.conversation.slice(0, 12)} waits for another device to hold its next step (${w.why}) before running it`)
-        })
+        await this.sync.waitForHeld(signal, own.key, this.history.availableLength(own.key), revivable, w => { this.showWait(run, 'acknowledgement', w) })
       }
     })
     this.placement = new AgentPlacement({
@@ -175,6 +169,14 @@ export class ArborNode implements NodeCommands {
   ready (): Promise<void> { return this.life.ready() }
 
   /** A component's logger: the one given to the node (tests), else the console. */
+  /** An agent here began (w) or stopped (null) waiting before acting: shown on the host's record of the run (each attempt runs on a copy of it), which status reads. */
+  private showWait (run: AgentRun, kind: AgentWait['for'], w: HeldWait | null): void {
+    const shown = this.agents.runOf(run.conversation) ?? run
+    if (w === null) { if (shown.waiting?.for === kind) delete shown.waiting } else shown.waiting = { for: kind, since: shown.waiting?.for === kind ? shown.waiting.since : Date.now(), ...w }
+    this.agentEvents.emit('waiting', { conversation: run.conversation })
+    if (w !== null) this.log.warn(kind === 'lease' ? `the agent of ${run.conversation.slice(0, 12)} waits to hear from the other devices before acting (${w.why})` : `the agent of ${run.conversation.slice(0, 12)} waits for another device to hold its next step (${w.why}) before running it`)
+  }
+
   private logFor (component: string): Logger {
     return this.opts.log ?? consoleLogger(component)
   }

@@ -238,3 +238,36 @@ describe('acknowledged intents: a workspace step of an auto-revival conversation
     expect(marker()).toBe(true)
   }, 60_000)
 })
+
+describe('the lease: a device that cannot hear its peers records what the user asks and waits before acting', () => {
+  it('a resume on a device cut off from the others (not by choice) is written at once; its agent says it waits for them and acts once it hears one', async () => {
+    const [laptop, server] = await Promise.all([start('laptop', true), start('server', true)])
+    const { code } = await laptop.api.request('devices.invite', {})
+    await server.api.request('devices.join', { code })
+    await until(() => laptop.node.sync.peers().some(p => p.connected && !p.suspected) && server.node.sync.peers().some(p => p.connected && !p.suspected), 'the two devices to connect', 30_000)
+    const { id } = await server.api.request('conversation.create', { title: 'moving', cwd: await nodes.dirs.make(), autoRevival: true })
+    await server.api.request('message.send', { conversation: id, text: 'hello' })
+    const stopped = async (d: ApiNode): Promise<number> => [...(await d.node.history.open(id)).entries()].filter(e => e.kind === 'agent.stopped').length
+    await until(async () => (await stopped(server)) === 1, 'the server\'s first turn', 20_000)
+    await until(async () => laptop.node.history.summary(id) !== undefined && (await stopped(laptop)) === 1, 'the laptop to hold the turn', 20_000)
+
+    // the laptop acts under a lease the server renews (its echoes reached it)
+    const expiry = (): number => (laptop.node.sync as unknown as { lease: { expiresAt: () => { mono: number } } }).lease.expiresAt().mono
+    await until(() => Number.isFinite(expiry()), 'the server to echo the laptop\'s heartbeats', 20_000)
+    // the server leaves the network: the laptop is alone, but not by choice (its network is on)
+    await server.api.request('net.set', { on: false })
+    await until(() => !laptop.node.sync.peers().some(p => p.connected), 'the laptop to lose the server', 20_000)
+    const lease = (): string => { const l = laptop.node.sync as unknown as { lease: { expiresAt: () => unknown }, instant: () => unknown }; return JSON.stringify({ expires: l.lease.expiresAt(), now: l.instant(), peers: laptop.node.sync.peers() }) }
+    await until(() => !laptop.node.sync.holdsLease(), 'the laptop\'s lease to expire', 20_000).catch(err => { throw new Error(`${(err as Error).message}: ${lease()}`) })
+    expect(await laptop.api.request('agent.resume', { conversation: id })).toMatchObject({ device: laptop.node.device, epoch: 1 })
+    // the move is in its history at once, whatever the lease: the user asked for it here
+    await until(async () => [...(await laptop.node.history.open(id)).entries()].some(e => e.kind === 'agent.started' && e.author.device === laptop.node.device && e.body.epoch === 1), 'the resumed agent\'s start', 5_000)
+    await until(async () => (await laptop.api.request('agent.status', { conversation: id })).waiting !== null, 'the agent to say it waits', 10_000)
+    expect((await laptop.api.request('agent.status', { conversation: id })).waiting).toMatchObject({ for: 'lease', why: 'none-connected', text: expect.stringMatching(/^waiting to hear from the other devices before going on/) })
+    expect(await stopped(laptop)).toBe(1) // it has not acted
+
+    await server.api.request('net.set', { on: true })
+    await until(async () => (await stopped(laptop)) === 2, 'the agent to go on once it hears the server (and find nothing to answer)', 30_000)
+    expect((await laptop.api.request('agent.status', { conversation: id })).waiting).toBeNull()
+  }, 120_000)
+})

@@ -637,7 +637,7 @@ export class SyncNode extends EventEmitter {
    * After a stall the lease has expired: it waits for a peer to echo a heartbeat sent after
    * the wake, so what peers sent before that echo (presence, a revival) has been read.
    */
-  async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true): Promise<void> {
+  async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true, onWait: (w: HeldWait | null) => void = () => {}): Promise<void> {
     if (this.holdsLease()) return
     const since = this.mono()
     // Answers count from now: after a suspend the monotonic clock says nothing of how long it
@@ -651,7 +651,22 @@ export class SyncNode extends EventEmitter {
     // Bounded by the abort, the node closing and `needed` (auto-revival turned off); rechecked
     // each second.
     const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
-    while (!answered() && waiting()) await this.nextEvent(signal, 1000)
+    // Said after HELD_QUIET_MS, as the acknowledgement's wait: a stall noticed and answered at
+    // once (the usual wake) shows nothing.
+    let said: string | null = null
+    try {
+      while (!answered() && waiting()) {
+        const waited = this.mono() - since
+        if (waited >= HELD_QUIET_MS) {
+          const w: HeldWait = { why: this.peersToHear().size === 0 ? 'none-connected' : 'unanswered', older: [] }
+          const k = JSON.stringify(w)
+          if (k !== said) { said = k; onWait(w) }
+        }
+        await this.nextEvent(signal, said === null ? Math.max(1, HELD_QUIET_MS - waited) : 1000, ['lease', 'online', 'peer'])
+      }
+    } finally {
+      if (said !== null) onWait(null)
+    }
     // Entries replicate beside the arbor channel: the blocks of this conversation that peers
     // announced before their echo (a revival among them) are read before the agent acts. At
     // most two windows: a peer that never serves them must not stall the agent for ever.

@@ -196,8 +196,11 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
     return 'superseded'
   }
 
-  // Outranked before it began (a higher agent arrived meanwhile): start nothing.
-  if (await outranked() != null) return 'superseded'
+  // Outranked before it began (a higher agent arrived meanwhile): start nothing. Not under the
+  // lease: the start is what the user or placement asked for and only says so in the history;
+  // acting waits for the lease at the loop's first step (a device cut off from its peers records
+  // a resume at once and says it waits).
+  if (deps.supersededBy?.(run) != null) return 'superseded'
   const dag = await history.open(conversation)
   journal.branch = dag.pathTo(run.cursor.tip)
   await append({ kind: 'agent.started', body: run.previous === undefined ? { epoch: run.epoch, reason: run.reason } : { epoch: run.epoch, reason: run.reason, previous: run.previous }, parents: [] })
