@@ -2,11 +2,13 @@
 // ArborNode. Transport-neutral: the WebSocket server (`arbor serve`) and the Electron
 // MessagePort both hand requests to call() and forward subscribe()'s events.
 import path from 'node:path'
-import { z } from 'zod'
+import type { z } from 'zod'
+import { API_PARAMS, describeParamIssues, type ApiParamsOut } from '../../shared/api-params'
 import { agentMoves, moveText } from '../../shared/agent-moves'
 import type { AgentRefDto, AgentStatusDto, ApiEvent, ApiMethod, ApiMethods, ConversationDto, ConversationSummaryDto, DeviceDto, NetStateDto, SettingsDto } from '../../shared/api'
 import { orderedEntries } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
+import { entryByRef } from '../../shared/entry-ref'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../agent-config'
 import type { EntriesEvent } from '../history/history-store'
@@ -21,6 +23,15 @@ import { AgentLocations } from './agent-locations'
 import { ARBOR_VERSION } from '../app-version'
 import { streamEventFromPeer, streamEventOf } from './live-events'
 
+/** What `p` resolves to; its rejection as an ApiError (the node's own words are for the user). */
+async function asApiError<T> (p: Promise<T>): Promise<T> {
+  try {
+    return await p
+  } catch (err) {
+    throw err instanceof ApiError ? err : new ApiError((err as Error).message)
+  }
+}
+
 /** An answer to a request the node cannot carry out as asked: its message is for the user. */
 export class ApiError extends Error {
   constructor (message: string) {
@@ -31,53 +42,10 @@ export class ApiError extends Error {
 
 export const AGENT_BUSY_MESSAGE = 'the agent is busy with this conversation; stop it or wait'
 
-/** Longest user message accepted (entries are capped at 1 MiB encoded). */
-const MAX_MESSAGE_CHARS = 200_000
+// Every method has its params' schema (api.ts infers ApiMethods' params from them).
+const PARAMS = API_PARAMS satisfies { [M in ApiMethod]: z.ZodType }
 
-const none = z.strictObject({})
-const ref = z.string().trim().min(1, 'is empty').max(64).regex(/^[0-9a-fA-F]+$/, 'must be a hex id (or a prefix of one)')
-const entryId = z.string().regex(/^[0-9a-f]{64}$/, 'must be an entry id (64 lower-case hex characters)')
-const absolutePath = z.string().min(1).max(4096).refine(p => path.isAbsolute(p), 'must be an absolute path')
-/** '' clears a setting (JSON has no undefined) */
-const orClear = <T extends z.ZodType>(t: T) => z.union([t, z.literal('')])
-
-const PARAMS = {
-  hello: none,
-  'conversations.list': z.strictObject({ query: z.string().max(1000).optional() }),
-  'conversation.open': z.strictObject({ id: ref }),
-  'conversation.create': z.strictObject({
-    title: z.string().max(1000).optional(),
-    cwd: absolutePath.optional(),
-    model: z.string().min(1).max(200).optional(),
-    autoRevival: z.boolean().optional()
-  }),
-  'conversation.select': z.strictObject({ id: ref, entry: entryId }),
-  'message.send': z.strictObject({
-    conversation: ref,
-    text: z.string().max(MAX_MESSAGE_CHARS, `is longer than ${MAX_MESSAGE_CHARS} characters`).refine(t => t.trim() !== '', 'is empty'),
-    parent: entryId.optional()
-  }),
-  'agent.cancel': z.strictObject({ conversation: ref }),
-  'agent.resume': z.strictObject({ conversation: ref }),
-  'agent.status': z.strictObject({ conversation: ref }),
-  'agent.autoRevival': z.strictObject({ conversation: ref, on: z.boolean() }),
-  'devices.list': none,
-  'devices.invite': none,
-  'devices.join': z.strictObject({ code: z.string().trim().min(1, 'is empty').max(1000) }),
-  'net.get': none,
-  'net.set': z.strictObject({ on: z.boolean() }),
-  'settings.get': none,
-  'settings.set': z.strictObject({
-    provider: z.enum(['openai', 'fake']).optional(),
-    baseURL: orClear(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000)).optional(),
-    model: orClear(z.string().max(200)).optional(),
-    apiKey: orClear(z.string().max(4096)).optional(),
-    defaultCwd: orClear(absolutePath).optional()
-  }),
-  'settings.detect': none
-} satisfies { [M in ApiMethod]: z.ZodType }
-
-type Params<M extends ApiMethod> = z.infer<typeof PARAMS[M]>
+type Params<M extends ApiMethod> = ApiParamsOut<M>
 type Handlers = { [M in ApiMethod]: (p: Params<M>, ctx: CallContext) => Promise<ApiMethods[M]['result']> }
 
 export interface CallContext {
@@ -135,6 +103,7 @@ export class ApiService {
         return {}
       },
       'message.send': async p => this.send(p.conversation, p.text, p.parent),
+      'message.post': async p => this.post(p.conversation, p.text, p.parent),
       'agent.cancel': async p => {
         const id = this.resolve(p.conversation)
         const elsewhere = this.locations.of(id, false)[0]
@@ -148,6 +117,7 @@ export class ApiService {
       'devices.list': async () => this.devices(),
       'devices.invite': async () => node.invite({}),
       'devices.join': async (p, ctx) => node.join(p.code, ctx.signal ?? new AbortController().signal),
+      'devices.forget': async p => ({ text: await asApiError(node.forget(p.device)) }),
       'net.get': async () => this.netState(),
       'net.set': async p => { await node.setOnline(p.on); return this.netState() },
       'settings.get': async () => this.settings(),
@@ -178,7 +148,7 @@ export class ApiService {
     if (typeof method !== 'string' || !Object.hasOwn(PARAMS, method)) throw new ApiError(`unknown method ${JSON.stringify(method)}; the methods are ${Object.keys(PARAMS).join(', ')}`)
     const m = method as ApiMethod
     const parsed = PARAMS[m].safeParse(params ?? {})
-    if (!parsed.success) throw new ApiError(`invalid params for ${m}: ${describeIssues(parsed.error)}`)
+    if (!parsed.success) throw new ApiError(`invalid params for ${m}: ${describeParamIssues(parsed.error)}`)
     const handler = this.handlers[m] as (p: unknown, ctx: CallContext) => Promise<unknown>
     return handler(parsed.data, ctx)
   }
@@ -373,6 +343,24 @@ export class ApiService {
     }
   }
 
+  /** A user message for the history only (`arbor post`): no agent is asked; a new branch when `parent` is not a tip. */
+  private async post (ref: string, text: string, parent: string | undefined): Promise<{ entry: Entry }> {
+    const { node } = this
+    const id = this.resolve(ref)
+    const dag = await node.history.open(id)
+    if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
+    let after: Entry
+    if (parent !== undefined) {
+      after = await asApiError(Promise.resolve().then(() => entryByRef(dag, parent)))
+      if (!dag.isJoined(after.id)) throw new ApiError(`entry ${after.id.slice(0, 8)} waits for a parent that has not arrived; continue from another entry`)
+    } else {
+      after = dag.branch(node.history.selected(id)).at(-1) as Entry
+    }
+    const [entry] = await node.history.append(id, [{ kind: 'user', body: { text, reply: false }, parents: [after.id] }])
+    node.history.select(id, (entry as Entry).id)
+    return { entry: entry as Entry }
+  }
+
   // ------------------------------------------------------------ placement
 
   /**
@@ -483,11 +471,4 @@ export class ApiService {
     if (p.apiKey !== undefined) await this.node.secrets.set('apiKey', p.apiKey)
     return this.settings()
   }
-}
-
-function describeIssues (err: z.ZodError): string {
-  return err.issues.map(i => {
-    const where = i.path.length > 0 ? i.path.join('.') : 'params'
-    return i.code === 'unrecognized_keys' ? `${where}: unknown field(s) ${i.keys.map(k => JSON.stringify(k)).join(', ')}` : `${where} ${i.message}`
-  }).join('; ')
 }

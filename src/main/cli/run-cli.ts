@@ -3,6 +3,7 @@ import path from 'node:path'
 import type { ConversationDag } from '../../shared/conversation-dag'
 import { conversationJson, transcriptMarkdown, transcriptText } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
+import { entryByRef } from '../../shared/entry-ref'
 import { consoleLogger } from '../../shared/logger'
 import type { PeerVersion } from '../../shared/protocol-version'
 import { ARBOR_VERSION } from '../app-version'
@@ -226,14 +227,11 @@ function need (args: string[], n: number, what: string): void {
 
 /** An entry of a conversation named by id or unique prefix. */
 function resolveEntry (dag: ConversationDag, ref: string): Entry {
-  const r = ref.toLowerCase()
-  const exact = dag.get(r)
-  if (exact !== undefined) return exact
-  const matches: Entry[] = []
-  for (const e of dag.entries()) if (e.id.startsWith(r)) matches.push(e)
-  if (matches.length === 1) return matches[0] as Entry
-  if (matches.length === 0) throw new CliError(`no entry of this conversation matches "${ref}"; \`arbor tree\` shows the entry ids`)
-  throw new CliError(`"${ref}" matches ${matches.length} entries; give more of the id`)
+  try {
+    return entryByRef(dag, ref)
+  } catch (err) {
+    throw new CliError((err as Error).message)
+  }
 }
 
 /** The branch to show: --leaf, else the device's selection, else the newest head. */
