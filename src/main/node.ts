@@ -14,6 +14,7 @@ import { ClusterStore, describeForget } from './sync/cluster-store'
 import { PairingHost, createInvite, joinCluster } from './sync/pairing'
 import { SyncNode, type BootstrapNode } from './sync/sync-node'
 import { LocalApiServer } from './api/local-socket'
+import { ApiService } from './api/api-service'
 import { FileSecretStore, type SecretStore } from './secret-store'
 import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 import { defaultRegistryDir, registerDataDir } from './tools/sandbox/data-dir-registry'
@@ -79,6 +80,8 @@ export class ArborNode implements NodeCommands {
   private readonly life: Lifecycle
   private pairing: PairingHost | null = null
   private api: LocalApiServer | null = null
+  /** the API the local socket serves (null with `api: false`); one per node, `arbor serve`'s web UI shares it */
+  private service: ApiService | null = null
   /** joining a cluster: the inviting device (not trusted yet) must get through the firewall */
   private joining = false
 
@@ -170,6 +173,7 @@ export class ArborNode implements NodeCommands {
     await this.startPairingHost()
     await this.placement.ready()
     if (this.opts.api !== false) {
+      this.service = new ApiService(this, { log: this.logFor('api') })
       this.api = new LocalApiServer(this.dataDir, {
         cli: async (params, ctx) => {
           const p = params as { argv: string[]; cwd: string; env: NodeJS.ProcessEnv }
@@ -178,7 +182,7 @@ export class ArborNode implements NodeCommands {
           const cliCtx: CliContext = { store: this.history, node: this, secrets: this.secrets }
           return runCli(p.argv, io, cliCtx)
         }
-      }, this.logFor('api'))
+      }, this.logFor('api'), this.service)
       await this.api.listen()
     }
   }
@@ -201,8 +205,12 @@ export class ArborNode implements NodeCommands {
     await this.pairing.ready()
   }
 
+  /** The API this node's local socket serves (null when it serves none). */
+  get apiService (): ApiService | null { return this.service }
+
   private async shut (): Promise<void> {
     await this.api?.close()
+    this.service?.close()
     await this.placement.close()
     await this.agents.close() // each agent records its stop while the history is still open
     await this.pairing?.close()
