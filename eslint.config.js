@@ -1,5 +1,38 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import { ALLOWED, MAY_IMPORT_ELECTRON, NO_NODE_BUILTINS, PENDING_ONE_API_EXCEPTIONS, UNITS } from './scripts/dependency-rule.js'
+
+/**
+ * The dependency rule (scripts/dependency-rule.js) as no-restricted-imports, a block per unit:
+ * a unit may not import any unit its ALLOWED list leaves out. Patterns match folder names in
+ * the specifier, so this is the editor's early warning; test/unit/dependency-rule.test.ts, which
+ * resolves every import to its file, is the authority.
+ */
+function dependencyRule () {
+  const inMain = unit => UNITS[unit].startsWith('src/main/')
+  // main's folders by name (the root by its file); outside main, a unit refuses main as a whole
+  const patternOf = (from, unit) => {
+    if (inMain(unit) && !inMain(from)) return '**/main/**'
+    if (unit === 'root') return '**/node'
+    return `**/${UNITS[unit].slice(inMain(unit) ? 'src/main/'.length : 'src/'.length)}**`
+  }
+  const pending = unit => PENDING_ONE_API_EXCEPTIONS.filter(p => p.from === UNITS[unit]).map(p => p.to)
+  return Object.entries(ALLOWED).filter(([unit]) => unit !== 'types').map(([unit, allowed]) => {
+    const refused = Object.keys(UNITS).filter(u => u !== unit && u !== 'types' && !allowed.includes(u) && !pending(unit).includes(UNITS[u]))
+    const patterns = [...new Set(refused.map(u => patternOf(unit, u)))]
+    if (NO_NODE_BUILTINS.includes(unit)) patterns.push('node:*')
+    const where = UNITS[unit]
+    return {
+      files: where.endsWith('/') ? [`${where}**/*.ts`, `${where}**/*.tsx`] : [where],
+      rules: {
+        'no-restricted-imports': ['error', {
+          paths: MAY_IMPORT_ELECTRON.includes(unit) ? [] : ['electron'],
+          patterns: [{ group: patterns, message: `${unit} may import only: ${allowed.join(', ') || 'nothing of ours'} (scripts/dependency-rule.js)` }]
+        }]
+      }
+    }
+  })
+}
 
 export default tseslint.config(
   { ignores: ['out/**', 'node_modules/**', 'scratch/**', 'test-results/**'] },
@@ -20,34 +53,12 @@ export default tseslint.config(
     }
   },
   {
-    // Only the Electron shell and the preload may touch Electron (DESIGN.md, Layout).
+    // Only the Electron shell and the preload may touch Electron (DESIGN.md, Layout); the unit blocks below repeat it.
     files: ['src/**/*.ts', 'src/**/*.tsx'],
     ignores: ['src/main/electron/**', 'src/preload/**'],
     rules: { 'no-restricted-imports': ['error', { paths: ['electron'] }] }
   },
-  {
-    // Dependency rule: shared imports nothing of ours, history only shared.
-    files: ['src/shared/**'],
-    rules: { 'no-restricted-imports': ['error', { paths: ['electron'], patterns: ['**/main/**', '**/renderer/**', 'node:*'] }] }
-  },
-  {
-    files: ['src/main/history/**'],
-    rules: { 'no-restricted-imports': ['error', { paths: ['electron'], patterns: ['**/sync/**', '**/runtime/**', '**/llm/**', '**/tools/**', '**/api/**', '**/cli/**', '**/node'] }] }
-  },
-  {
-    // disk: plain-Node file helpers for every folder of main (history too): it imports only shared.
-    files: ['src/main/disk/**'],
-    rules: {
-      'no-restricted-imports': ['error', {
-        paths: ['electron'],
-        patterns: [{ regex: '^\\.\\./(?!\\.\\./shared/)', message: 'src/main/disk imports only src/shared (and node:*)' }]
-      }]
-    }
-  },
-  {
-    files: ['src/renderer/**'],
-    rules: { 'no-restricted-imports': ['error', { paths: ['electron'], patterns: ['node:*', '**/main/**'] }] }
-  },
+  ...dependencyRule(),
   {
     files: ['bin/**/*.js', 'scripts/**/*.js'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } }

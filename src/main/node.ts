@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
-import { conversationCwd, readNodeSettings, resolveAgentConfig } from './agent-config'
+import { conversationCwd, readNodeSettings, resolveAgentConfig } from './runtime/agent/agent-config'
 import { AgentHost, type AgentConfig, type StartOptions } from './runtime/agent/agent-host'
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
@@ -15,10 +15,11 @@ import { PairingHost, createInvite, joinCluster } from './sync/pairing'
 import { SyncNode, type BootstrapNode } from './sync/sync-node'
 import { LocalApiServer } from './api/local-socket'
 import { ApiService } from './api/api-service'
-import { FileSecretStore, type SecretStore } from './secret-store'
+import { FileSecretStore, type SecretStore } from './secrets/secret-store'
 import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 import { defaultRegistryDir, registerDataDir } from './tools/sandbox/data-dir-registry'
 import type { ProtocolVersions } from '../shared/protocol-version'
+import type { Clock } from '../shared/clock'
 
 /** When a direct connection is not made, pairing falls back to polling DHT records this often. */
 const PAIRING_POLL_MS = 1000
@@ -51,6 +52,11 @@ export interface ArborNodeOptions {
   registryDir?: string
   /** the versions this node's hello says (default: this Arbor's); tests of devices on other versions set them */
   protocolVersions?: ProtocolVersions
+  /**
+   * the timers and the lease's monotonic time of sync, failure detection, placement and the
+   * agents' supervisors (default: the system's); the model test pauses a device through it
+   */
+  clock?: Clock
 }
 
 /** What the node's agent host reports: every agent event, and agents starting and ending. */
@@ -101,6 +107,7 @@ export class ArborNode implements NodeCommands {
       ...(opts.swarm === false ? { swarm: false } : {}),
       ...(opts.online === false ? { online: false } : {}),
       ...(opts.protocolVersions !== undefined ? { versions: opts.protocolVersions } : {}),
+      ...(opts.clock !== undefined ? { clock: opts.clock } : {}),
       // While an invite is open, unknown devices may connect, for pairing only.
       pairingOpen: () => this.joining || this.cluster.invites().some(i => i.usedBy === undefined && i.expiresAt > Date.now()),
       log: this.logFor('sync')
@@ -117,6 +124,7 @@ export class ArborNode implements NodeCommands {
         }
       },
       supersededBy: run => this.placement.supersededBy(run),
+      ...(opts.clock !== undefined ? { clock: opts.clock } : {}),
       // Only an agent a peer may revive acts under a lease; others are never slowed.
       lease: async (run, signal) => {
         const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
@@ -135,6 +143,7 @@ export class ArborNode implements NodeCommands {
       },
       name: () => this.cluster.name,
       stateFile: path.join(this.dataDir, 'runtime', 'agents.json'),
+      ...(opts.clock !== undefined ? { clock: opts.clock } : {}),
       log: this.logFor('placement')
     })
     // Any change in who is live, or in what peers run, may call for a placement decision.

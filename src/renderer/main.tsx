@@ -1,6 +1,6 @@
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
-import { App } from './App'
+import { App } from './app/App'
 import { ApiClient } from '../shared/api-client'
 import { ApiContext } from './api-context'
 import { MessagePortConnector } from './transport-messageport'

@@ -16,10 +16,16 @@ export interface ProtocolVersions {
 }
 
 /**
- * This Arbor's protocol: 1.1 (1.0 had no versions in its hello, and refused entries of kinds
- * it did not know). Bump `minor` with every message type or message field added.
+ * This Arbor's protocol: 1.2 (1.0 had no versions in its hello, and refused entries of kinds
+ * it did not know; 1.1 sent its whole feed list on every reconnect that a peer had not cached,
+ * 1.2 sends what changed: FeedsSince). Bump `minor` with every message type or message field added.
  */
-export const PROTOCOL = { major: 1, minor: 1, oldest: 1 } as const
+export const PROTOCOL = { major: 1, minor: 2, oldest: 1 } as const
+
+/** Whether a peer of these versions reads FeedsSince (protocol 1.2 on): else it is sent a FeedsDigest. */
+export function speaksFeedsSince (peer: ProtocolVersions): boolean {
+  return peer.major > 1 || peer.minor >= 2
+}
 
 /** A peer whose hello says nothing of versions: Arbor before 1.1. */
 export const UNVERSIONED = { major: 1, minor: 0, oldest: 1, schema: 1 } as const

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import { defaultWorkspace } from '../../src/main/agent-config'
+import { defaultWorkspace } from '../../src/main/runtime/agent/agent-config'
 import { ApiService } from '../../src/main/api/api-service'
 import { chat } from '../../src/main/cli/chat-command'
 import { setMeta } from '../../src/main/history/set-meta'

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import { defaultWorkspace } from '../../src/main/agent-config'
+import { defaultWorkspace } from '../../src/main/runtime/agent/agent-config'
 import type { Tool } from '../../src/main/tools/tool'
 import type { Entry, EntryOf } from '../../src/shared/entry'
 import { PeerNodes, type PeerNode } from '../helpers/peer-nodes'

@@ -12,7 +12,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { HistoryStore, type EntriesEvent } from '../../src/main/history/history-store'
-import type { IndexState } from '../../src/main/history/history-index'
+import { HistoryIndexFile, type IndexState } from '../../src/main/history/history-index'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry } from '../../src/shared/entry'
 import { memoryLogger } from '../../src/shared/logger'
@@ -131,7 +131,7 @@ async function runAndKill (dir: string, conversation: string): Promise<Kill> {
 }
 
 async function readIndex (dir: string): Promise<IndexState> {
-  return JSON.parse(await fs.readFile(path.join(dir, 'index', 'index.json'), 'utf8')) as IndexState
+  return (await new HistoryIndexFile(path.join(dir, 'index')).load(null)).state as IndexState
 }
 
 async function cachedIds (dir: string, conversation: string): Promise<Set<string>> {
@@ -280,7 +280,7 @@ describe('history store crash safety (SIGKILL of a real writer)', () => {
     const ids = new Set(dag.snapshot().entries)
     for (const id of [...expected.entries, ...kill.acked]) expect(ids.has(id), `${why}: ${id} lost`).toBe(true)
     expect(ids.size - expected.entries.length - kill.acked.size, why).toBeLessThanOrEqual(kill.inFlight)
-    await fs.access(path.join(indexDir, 'index.json'))
+    await fs.access(path.join(indexDir, 'index.snap'))
     const [added] = await rebuilt.store.append(conversation, [{ kind: 'note', body: { text: 'after rebuild' }, parents: [conversation] }])
     const snapshot = dag.snapshot()
     expect(snapshot.entries).toContain(added?.id)

@@ -16,8 +16,8 @@ import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ApiService } from '../../src/main/api/api-service'
-import { writeNodeSettings } from '../../src/main/agent-config'
-import { FileSecretStore } from '../../src/main/secret-store'
+import { writeNodeSettings } from '../../src/main/runtime/agent/agent-config'
+import { FileSecretStore } from '../../src/main/secrets/secret-store'
 import { EncryptedSecretStore } from '../../src/main/electron/secret-vault'
 import { HistoryIndexFile, emptyIndex } from '../../src/main/history/history-index'
 import { HistoryStore } from '../../src/main/history/history-store'
@@ -215,7 +215,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
       encryptStringAsync: async (s: string) => Buffer.from(`sealed:${s}`),
       decryptStringAsync: async (b: Buffer) => ({ shouldReEncrypt: false, result: b.toString().slice(7) })
     }, log)
-    const index = new HistoryIndexFile(path.join(data, 'index', 'index.json'))
+    const index = new HistoryIndexFile(path.join(data, 'index'))
     const view = new ViewState(path.join(data, 'view-state.json'))
     const registry = path.join(d.dir, 'registry')
     const socket = new LocalApiServer(data, {}, log)
@@ -231,7 +231,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     await view.save()
     registerDataDir(data, registry)
 
-    const files = [cluster.file, secrets.file, vault.file, path.join(data, 'settings.json'), index.file, view.file]
+    const files = [cluster.file, secrets.file, vault.file, path.join(data, 'settings.json'), index.files.snapshot, index.files.journal, view.file]
     const before = files.map(f => fs.readFileSync(f, 'utf8'))
     const registered = fs.readdirSync(registry).map(n => fs.readFileSync(path.join(registry, n), 'utf8'))
 
@@ -242,7 +242,10 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     expect(await rejection(secrets.set('apiKey', 'sk-second'))).toBe(full(secrets.file))
     expect(await rejection(vault.set('apiKey', 'sk-second'))).toBe(full(vault.file))
     expect(await rejection(writeNodeSettings(data, { provider: 'fake', model: 'second' }))).toBe(full(path.join(data, 'settings.json')))
-    expect(await rejection(index.save({ ...emptyIndex('a'.repeat(64)), manifestIndexed: 2 }))).toBe(full(index.file))
+    // the index appends the changed records to its journal: a save needing new pages fails, and the journal is cut back
+    const changed = { ...emptyIndex('a'.repeat(64)), manifestIndexed: 2, conversations: { ['d'.repeat(64)]: { id: 'd'.repeat(64), title: 'y'.repeat(16384), createdAt: 1, updatedAt: 1, heads: [], size: 1, waiting: 0 } } }
+    index.changed('conversation', 'd'.repeat(64))
+    expect(await rejection(index.save(changed))).toBe(full(index.files.journal))
     view.select('c'.repeat(64), 'second')
     expect(await rejection(view.save())).toBe(full(view.file))
     expect(() => { registerDataDir(data, registry) }).toThrow(full(path.join(registry, 'x')))
@@ -260,6 +263,8 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     await vault.set('apiKey', 'sk-second')
     await writeNodeSettings(data, { provider: 'fake', model: 'second' })
     await view.save() // still dirty: the selection made while the disk was full is saved now
+    await index.save(changed) // the record that was not saved goes with the next save
+    expect((await new HistoryIndexFile(index.dir).load(null)).state?.conversations['d'.repeat(64)]?.title).toHaveLength(16384)
     expect((await ClusterStore.open({ file: cluster.file })).name).toBe('second')
     expect(await secrets.get('apiKey')).toBe('sk-second')
     expect(await vault.get('apiKey')).toBe('sk-second')

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { fork, spawnSync, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import type { FromNode, ToNode } from '../../src/main/node-process-protocol'
+import type { FromNode, ToNode } from '../../src/main/electron/node-process-protocol'
 import { apiNodes } from '../helpers/api-nodes'
 import { until } from '../helpers/temp-dir'
 

@@ -18,10 +18,13 @@ import { PeerNodes } from '../helpers/peer-nodes'
 import { runCli } from '../../src/main/cli/run-cli'
 import { TestCluster } from '../helpers/test-cluster'
 import { perTest } from '../helpers/per-test'
+import { PROTOCOL } from '../../src/shared/protocol-version'
 import { until } from '../helpers/temp-dir'
 import { SyncSession as OldSyncSession, feedsDigest as oldFeedsDigest, localFeeds as oldLocalFeeds, type SessionHost as OldSessionHost } from '../fixtures/protocol-1.0/sync-session'
 
 const { dirs, defer } = perTest()
+/** this version's protocol, as the Devices screen shows it */
+const THIS = `${PROTOCOL.major}.${PROTOCOL.minor}`
 
 async function store (): Promise<HistoryStore & { invalid: InvalidEvent[] }> {
   const h = Object.assign(new HistoryStore({ dir: await dirs.make(), log: memoryLogger() }), { invalid: [] as InvalidEvent[] })
@@ -145,7 +148,7 @@ describe('devices whose hellos carry other versions', () => {
     expect(x).toMatchObject({ connected: true, version: { compat: 'newer', protocol: '1.4', schema: 3, app: '0.9.0' } })
     expect(x.version?.advice).toMatch(/runs Arbor 0\.9\.0 \(protocol 1\.4\), newer than this one; .*update Arbor on this device/)
     const y = await shown(newer, h.device)
-    expect(y).toMatchObject({ connected: true, version: { compat: 'older', protocol: '1.1' } })
+    expect(y).toMatchObject({ connected: true, version: { compat: 'older', protocol: THIS } })
     expect(y.version?.advice).toMatch(new RegExp(`update Arbor on ${h.device.slice(0, 6)}$`))
   })
 
@@ -166,7 +169,7 @@ describe('devices whose hellos carry other versions', () => {
     expect(y).toMatchObject({ connected: false, version: { compat: 'too-new', protocol: '3.0' } })
     expect(y.version?.advice).toMatch(/^not syncing: .* runs Arbor 3\.0\.0 \(protocol 3\.0\), too new for this one; update Arbor on this device$/)
     const x = await shown(tooNew, h.device)
-    expect(x).toMatchObject({ connected: false, version: { compat: 'too-old', protocol: '1.1' } })
+    expect(x).toMatchObject({ connected: false, version: { compat: 'too-old', protocol: THIS } })
     expect(x.version?.advice).toMatch(new RegExp(`^not syncing: .*too old for this one; update Arbor on ${h.device.slice(0, 6)}$`))
     expect(events).toContainEqual({ device: hy.device, state: 'incompatible' })
     expect(events.filter(e => e.state === 'connected')).toEqual([])
@@ -282,7 +285,7 @@ describe('what a newer version may send on arbor/1', () => {
     expect(shownAs).toMatchObject({ connected: true, version: { compat: 'newer', protocol: '1.7', schema: 4, app: '1.7.0' } })
     // this one's hello reached it, and its own messages went on
     await until(() => p.got.some(([t]) => t === 0), 'this device\'s hello')
-    expect(p.got.find(([t]) => t === 0)?.[1]).toMatchObject({ v: 1, device: p.h.device, protocol: { major: 1, minor: 1, oldest: 1 }, schema: 1 })
+    expect(p.got.find(([t]) => t === 0)?.[1]).toMatchObject({ v: 1, device: p.h.device, protocol: PROTOCOL, schema: 1 })
     await new Promise(resolve => setTimeout(resolve, 600)) // past the open timeout
     expect(p.link.down).toBe(false)
     expect(p.here.peers().find(q => q.device === p.device)?.connected).toBe(true)

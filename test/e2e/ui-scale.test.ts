@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
-import { layoutTree, type TreeNode } from '../../src/renderer/tree-layout'
+import { layoutTree, type TreeNode } from '../../src/renderer/tree/tree-layout'
 import { buildBigConversation, type BigConversation } from '../fixtures/big-conversation'
 import { tempDirs } from '../helpers/temp-dir'
 import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'

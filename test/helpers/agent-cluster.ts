@@ -3,13 +3,31 @@ import { ArborNode } from '../../src/main/node'
 import { FakeProvider, type FakeScript } from '../../src/main/llm/fake-provider'
 import type { AgentConfig } from '../../src/main/runtime/agent/agent-host'
 import type { Tool } from '../../src/main/tools/tool'
+import type { LlmProvider } from '../../src/main/llm/provider'
 import type { Entry } from '../../src/shared/entry'
 import type { Logger } from '../../src/shared/logger'
 import { InProcessNetwork } from './in-process-network'
+import { PausableClock } from './pausable-clock'
 import { tempDirs } from './temp-dir'
 
-/** One run of an external tool: the effect the guarantees say must never happen twice. */
-export interface LedgerRow { idemKey: string; device: string; at: number }
+/** An agent running on a device of the cluster, as a ledger row saw it: since when (Date.now()). */
+export interface RunningAt { dev: number; device: string; conversation: string; epoch: number; since: number }
+
+/**
+ * One run of an external tool: the effect the guarantees say must never happen twice; with
+ * what the cluster looked like as it started (for one agent per side).
+ */
+export interface LedgerRow {
+  idemKey: string
+  device: string
+  at: number
+  dev: number
+  conversation: string
+  /** every agent running in the cluster at that moment */
+  agents: RunningAt[]
+  /** linkedSince[i][j]: since when devices i and j have been linked (Date.now()), if they are */
+  linkedSince: Array<Array<number | undefined>>
+}
 
 /**
  * The model every device of these tests runs: "slow N" makes it call the external `slow`
@@ -23,8 +41,11 @@ export const CLUSTER_SCRIPT: FakeScript = {
   default: { text: 'You said: {{lastUser}}' }
 }
 
-/** The `slow` tool: external (never re-run), records itself in the ledger as it starts, then waits. */
-function slowTool (device: () => string, ledger: LedgerRow[], ms: number): Tool {
+/**
+ * The `slow` tool: external (never re-run), records itself in the ledger as it starts, then
+ * waits. Its process keeps running while its device is paused; the device sees the result after the thaw.
+ */
+function slowTool (record: (idemKey: string) => void, clock: PausableClock, ms: number): Tool {
   return {
     name: 'slow',
     description: 'works for a while, with an effect outside',
@@ -32,11 +53,12 @@ function slowTool (device: () => string, ledger: LedgerRow[], ms: number): Tool 
     effect: 'external',
     timeoutMs: 60_000,
     async run (_args, ctx) {
-      ledger.push({ idemKey: ctx.idemKey, device: device(), at: Date.now() })
+      record(ctx.idemKey)
       await new Promise<void>(resolve => {
         const t = setTimeout(resolve, ms)
         ctx.signal.addEventListener('abort', () => { clearTimeout(t); resolve() }, { once: true })
       })
+      await clock.running()
       return ctx.signal.aborted ? { status: 'error', output: 'stopped' } : { status: 'ok', output: `worked ${ms} ms` }
     }
   }
@@ -74,6 +96,10 @@ export class AgentCluster {
   private readonly keys: string[] = []
   private readonly dataDirs: string[] = []
   private readonly opts: Required<AgentClusterOptions>
+  /** each device's clock (kept across restarts: a restart is a new process, but never a paused one) */
+  private readonly clocks: PausableClock[] = []
+  /** when each device's agent of each conversation started (Date.now()), by `${device}:${conversation}` */
+  private readonly startedAt = new Map<string, number>()
 
   constructor (opts: AgentClusterOptions = {}) {
     this.opts = { n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 400, script: CLUSTER_SCRIPT, log: { info: () => {}, warn: () => {}, error: () => {} }, ...opts }
@@ -98,14 +124,23 @@ export class AgentCluster {
   async start (i: number): Promise<ArborNode> {
     const name = this.names[i] as string
     const dir = this.dataDirs[i] as string
-    const provider = new FakeProvider(this.opts.script)
-    const config: AgentConfig = {
+    const clock = this.clocks[i] ?? (this.clocks[i] = new PausableClock())
+    clock.thaw()
+    const fake = new FakeProvider(this.opts.script)
+    // The model's answer reaches a paused device after the thaw.
+    const provider: LlmProvider = {
+      name: fake.name,
+      async chat (req) {
+        try { return await fake.chat(req) } finally { await clock.running() }
+      }
+    }
+    const config = (conversation: string): AgentConfig => ({
       provider,
       model: 'fake-1',
-      tools: new Map([['slow', slowTool(() => name, this.ledger, this.opts.slowMs)]]),
+      tools: new Map([['slow', slowTool(idemKey => { this.ledger.push(this.row(i, conversation, idemKey)) }, clock, this.opts.slowMs)]]),
       sandbox: { enabled: true, cwd: dir, hidden: [] },
       system: 'You are a test agent.'
-    }
+    })
     const node = new ArborNode({
       dataDir: dir,
       name,
@@ -113,9 +148,11 @@ export class AgentCluster {
       swarm: false,
       heartbeatMs: this.opts.heartbeatMs,
       suspectAfterMs: this.opts.suspectAfterMs,
-      agentConfig: async () => config,
+      agentConfig: async conversation => config(conversation),
+      clock,
       log: this.opts.log
     })
+    node.agentEvents.on('running', ({ conversation, running }) => { if (running) this.startedAt.set(`${i}:${conversation}`, Date.now()) })
     await node.ready()
     this.keys[i] = node.device
     node.cluster.setSecret(this.secret)
@@ -133,8 +170,54 @@ export class AgentCluster {
     return node
   }
 
+  /**
+   * Pauses device i as SIGSTOP would: its timers (clock), its network in both directions, and
+   * what its tools and model answer (they go on working; the answers wait). Its links stay up.
+   */
+  pause (i: number): void {
+    this.clockOf(i).pause()
+    this.net.freeze(this.device(i).name, true)
+  }
+
+  /**
+   * Wakes device i: its overdue timers fire at once, then it sees its tools' and model's answers,
+   * then its network input (as on SIGCONT: timers before sockets). `input: false` keeps its
+   * input held (thawInput lets it go): its peers' transports backed off their retransmissions
+   * while it was silent, so what they send reaches it later than what it sends reaches them.
+   */
+  thaw (i: number, o: { input?: boolean } = {}): void {
+    this.clockOf(i).thaw()
+    const d = this.devices[i]
+    if (d == null) return
+    this.net.freeze(d.name, false, ['out'])
+    if (o.input !== false) this.net.freeze(d.name, false, ['in'])
+  }
+
+  /** Lets device i's held network input go (after thaw with `input: false`). */
+  thawInput (i: number): void {
+    const d = this.devices[i]
+    if (d != null) this.net.freeze(d.name, false, ['in'])
+  }
+
+  private clockOf (i: number): PausableClock {
+    const c = this.clocks[i]
+    if (c === undefined) throw new Error(`device ${i} was never started`)
+    return c
+  }
+
+  /** A ledger row for a step of device i's agent of a conversation, starting now. */
+  private row (i: number, conversation: string, idemKey: string): LedgerRow {
+    const agents: RunningAt[] = []
+    this.devices.forEach((d, j) => {
+      for (const r of d?.node.agents.runs() ?? []) agents.push({ dev: j, device: d?.node.device ?? '', conversation: r.conversation, epoch: r.epoch, since: this.startedAt.get(`${j}:${r.conversation}`) ?? Date.now() })
+    })
+    const linkedSince = this.names.map((a, j) => this.names.map((b, k) => j !== k && this.linked(j, k) ? this.net.linkedSince(a, b) : undefined))
+    return { idemKey, device: this.names[i] as string, at: Date.now(), dev: i, conversation, agents, linkedSince }
+  }
+
   /** Stops device i cleanly (its agents record that they stopped). */
   async stop (i: number): Promise<void> {
+    this.thaw(i)
     const d = this.device(i)
     this.net.remove(d.name)
     this.devices[i] = null
@@ -165,6 +248,7 @@ export class AgentCluster {
   }
 
   async close (): Promise<void> {
+    for (const c of this.clocks) c.thaw()
     await this.net.close()
     await Promise.allSettled(this.devices.map(d => d?.node.close()))
     await this.dirs.cleanup()

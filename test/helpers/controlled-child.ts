@@ -1,6 +1,6 @@
 // A RunningChild that a test drives by hand, and a lab that makes child specs over it and
 // records every start and stop in one shared log (for model-based supervisor tests).
-import type { Clock } from '../../src/main/runtime/clock'
+import type { Clock } from '../../src/shared/clock'
 import type { ChildSpec, ExitReason, Restart, RunningChild, Shutdown } from '../../src/main/runtime/supervisor/types'
 
 /** How a child instance ended, as its exit reason's kind. */

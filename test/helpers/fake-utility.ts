@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events'
 import { PassThrough } from 'node:stream'
 import type { NodeChild } from '../../src/main/electron/node-host'
-import type { FromNode, ToNode } from '../../src/main/node-process-protocol'
+import type { FromNode, ToNode } from '../../src/main/electron/node-process-protocol'
 
 /** A stand-in for the node's UtilityProcess: records what main posts; the test plays the node. */
 export class FakeUtility extends EventEmitter implements NodeChild {

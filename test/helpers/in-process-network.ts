@@ -21,8 +21,10 @@ interface KeyPair { publicKey: Buffer; secretKey: Buffer }
 export class InProcessNetwork {
   private readonly nodes = new Map<string, SyncNode>()
   /** the link of each pair, and its handing over to the nodes */
-  private readonly links = new Map<string, { link: MemoryLink; attached: Promise<void> }>()
+  private readonly links = new Map<string, { link: MemoryLink; attached: Promise<void>; a: string; b: string }>()
   private readonly delays = new Map<string, number>()
+  /** nodes whose sending (out) or receiving (in) is frozen (pause) */
+  private readonly frozen = { out: new Set<string>(), in: new Set<string>() }
   private closed = false
   /** links made so far (a heal counts as a new one) */
   connections = 0
@@ -75,9 +77,32 @@ export class InProcessNetwork {
       nodeA.attach(link.a)
       nodeB.attach(link.b)
     })()
-    this.links.set(key, { link, attached })
+    // a link made while a node is paused waits for it, from its handshake on
+    for (const way of WAYS) {
+      link.freeze('a', way, this.frozen[way].has(a))
+      link.freeze('b', way, this.frozen[way].has(b))
+    }
+    this.links.set(key, { link, attached, a, b })
     this.connections++
     return attached
+  }
+
+  /**
+   * Freezes a node's network in both directions, as SIGSTOP would (pause) or lets it go again
+   * (thaw): what it sent before stays on its way; what it sends and what comes for it while
+   * frozen is held and delivered after the thaw, in order. Its links stay up. `ways`: what
+   * is frozen or let go (default both: a thaw may let its input go later than its output).
+   */
+  freeze (name: string, on: boolean, ways: readonly Way[] = WAYS): void {
+    this.node(name)
+    for (const way of ways) {
+      if (on) this.frozen[way].add(name)
+      else this.frozen[way].delete(name)
+      for (const l of this.links.values()) {
+        if (l.a === name) l.link.freeze('a', way, on)
+        if (l.b === name) l.link.freeze('b', way, on)
+      }
+    }
   }
 
   /** Destroys the link between a and b, as a network failure would. */
@@ -122,6 +147,12 @@ export class InProcessNetwork {
     if (l !== undefined) l.link.delayMs = ms
   }
 
+  /** When the current link between a and b was made (Date.now()), if they are linked. */
+  linkedSince (a: string, b: string): number | undefined {
+    const l = this.links.get(pairKey(a, b))
+    return l === undefined || l.link.down ? undefined : l.link.createdAt
+  }
+
   /** Bytes delivered so far over the current link between a and b (both directions). */
   bytes (a: string, b: string): number {
     return this.links.get(pairKey(a, b))?.link.bytes ?? 0
@@ -136,6 +167,10 @@ export class InProcessNetwork {
     await Promise.all(links.map(l => l.link.closed()))
   }
 }
+
+/** A direction of a node's traffic: what it sends, what it receives. */
+export type Way = 'out' | 'in'
+const WAYS: readonly Way[] = ['out', 'in']
 
 function pairKey (a: string, b: string): string {
   return a < b ? `${a}\u0000${b}` : `${b}\u0000${a}`
@@ -171,11 +206,16 @@ export class MemoryLink {
   private readonly endB: RawEnd
   private readonly onDown: () => void
 
+  /** Date.now() when it was made */
+  readonly createdAt = Date.now()
+  /** per side: its node is paused, what it sends (out) or what comes for it (in) held (freeze) */
+  readonly frozen = { a: { out: false, in: false }, b: { out: false, in: false } }
+
   constructor (keyA: KeyPair, keyB: KeyPair, o: { delayMs?: number; onDown?: () => void } = {}) {
     this.delayMs = o.delayMs ?? 0
     this.onDown = o.onDown ?? (() => {})
-    this.endA = new RawEnd(this)
-    this.endB = new RawEnd(this)
+    this.endA = new RawEnd(this, 'a')
+    this.endB = new RawEnd(this, 'b')
     this.endA.peer = this.endB
     this.endB.peer = this.endA
     this.a = new NoiseSecretStream(true, this.endA, { keyPair: keyA })
@@ -202,6 +242,19 @@ export class MemoryLink {
     this.endB.destroy(err)
   }
 
+  /**
+   * Holds (or lets go) one side's traffic, as if its process were stopped: chunks it sends from
+   * now on and chunks for it wait; chunks it sent before are delivered.
+   */
+  freeze (side: 'a' | 'b', way: Way, on: boolean): void {
+    if (this.frozen[side][way] === on) return
+    this.frozen[side][way] = on
+    const mine = side === 'a' ? this.endA : this.endB
+    if (!on && way === 'out') mine.release()
+    this.endA.kick()
+    this.endB.kick()
+  }
+
   /** Resolves once both Noise streams have closed. */
   async closed (): Promise<void> {
     await Promise.all([waitClosed(this.a), waitClosed(this.b)])
@@ -214,7 +267,8 @@ export class MemoryLink {
   }
 }
 
-type Queued = { at: number; chunk: Buffer | null }
+/** held: sent while its sender was paused (waits for the thaw) */
+type Queued = { at: number; chunk: Buffer | null; held: boolean }
 
 /** A raw end: what one side writes is pushed, in order, into the readable side of its peer. */
 class RawEnd extends Duplex {
@@ -224,8 +278,21 @@ class RawEnd extends Duplex {
   private timer: NodeJS.Timeout | null = null
   private immediate: NodeJS.Immediate | null = null
 
-  constructor (private readonly link: MemoryLink) {
+  constructor (private readonly link: MemoryLink, private readonly side: 'a' | 'b') {
     super({ allowHalfOpen: true })
+  }
+
+  /** whether its peer's node is paused: nothing is delivered to it */
+  private get receiverFrozen (): boolean { return this.link.frozen[this.side === 'a' ? 'b' : 'a'].in }
+
+  /** The sender was thawed: what it sent while paused may go. */
+  release (): void {
+    for (const q of this.queue) q.held = false
+  }
+
+  /** Delivers what may go now (after a freeze ended). */
+  kick (): void {
+    if (!this.link.down) this.schedule()
   }
 
   override _read (): void {}
@@ -266,14 +333,14 @@ class RawEnd extends Duplex {
     // Never before an earlier chunk: a delay added later must not reorder the stream.
     const at = Math.max(Date.now() + this.link.delayMs, this.lastAt)
     this.lastAt = at
-    this.queue.push({ at, chunk: chunk === null ? null : Buffer.from(chunk) })
+    this.queue.push({ at, chunk: chunk === null ? null : Buffer.from(chunk), held: this.link.frozen[this.side].out })
     this.schedule()
   }
 
   private schedule (): void {
     if (this.timer !== null || this.immediate !== null) return
     const head = this.queue[0]
-    if (head === undefined) return
+    if (head === undefined || head.held || this.receiverFrozen) return
     const wait = head.at - Date.now()
     if (wait <= 0) this.immediate = setImmediate(() => { this.immediate = null; this.deliver() })
     else this.timer = setTimeout(() => { this.timer = null; this.deliver() }, wait)
@@ -283,7 +350,7 @@ class RawEnd extends Duplex {
     const now = Date.now()
     // by index, then one splice: shift() per chunk is quadratic in a long burst
     let i = 0
-    while (i < this.queue.length && (this.queue[i] as Queued).at <= now && !this.link.down) {
+    while (i < this.queue.length && (this.queue[i] as Queued).at <= now && !(this.queue[i] as Queued).held && !this.receiverFrozen && !this.link.down) {
       const { chunk } = this.queue[i++] as Queued
       if (chunk !== null) this.link.bytes += chunk.byteLength
       this.peer.push(chunk)

@@ -1,7 +1,8 @@
 // Node's worker_threads ports shaped as Electron's MessagePortMain and parentPort, so the
-// desktop app's node (src/main/node-process.ts) runs here on plain Node, over real ports.
+// desktop app's node (src/main/electron/node-process.ts) runs here on plain Node, over real ports.
 import { MessageChannel, type MessagePort } from 'node:worker_threads'
-import type { MessagePortLike, ParentPortLike } from '../../src/main/node-process-protocol'
+import type { MessagePortLike } from '../../src/main/api/message-port'
+import type { ParentPortLike } from '../../src/main/electron/node-process-protocol'
 
 /** MessagePortMain's API over a worker_threads port: 'message' listeners get `{ data }`. */
 export function portMain (port: MessagePort): MessagePortLike & { raw: MessagePort } {

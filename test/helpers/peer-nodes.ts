@@ -6,7 +6,7 @@
 import crypto from 'hypercore-crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import { writeNodeSettings, type NodeSettings } from '../../src/main/agent-config'
+import { writeNodeSettings, type NodeSettings } from '../../src/main/runtime/agent/agent-config'
 import { ArborNode } from '../../src/main/node'
 import type { AgentConfig } from '../../src/main/runtime/agent/agent-host'
 import type { Entry } from '../../src/shared/entry'

@@ -1,9 +1,12 @@
 // The five guarantees of DESIGN.md for agents across devices, as a model-based test in the
 // manner of Jepsen and PropEr statem: fast-check generates sequences of commands — start
-// agents, messages, slow external tools, pauses, kills, restarts, isolations, heals, resumes,
-// auto-revival switches — over three full nodes (ArborNode: history on disk, sync, agents,
-// placement) on an in-process network. After every command: at most one agent per
-// conversation per connected component (once healing has had its bounded time), and every
+// agents, messages, slow external tools, pauses, device pauses (SIGSTOP emulated: timers,
+// network, tool and model answers of one node frozen for a time around the detection window),
+// kills, restarts, isolations, heals, resumes, auto-revival switches — over three full nodes
+// (ArborNode: history on disk, sync, agents, placement) on an in-process network. After every
+// command: at most one agent per conversation per connected component (once healing has had
+// its bounded time), no external step run twice, no external step started by an agent that a
+// higher one linked to it had outranked for a detection window, and every
 // live device accepts start, message and resume. At the end: restart and heal everything —
 // or leave one killed device dead for good — wait a bounded quiet period, then no entry a
 // live device acknowledged is lost, the live devices hold the same history, no agent runs,
@@ -19,6 +22,7 @@ import type { Entry } from '../../src/shared/entry'
 import type { ConversationDag } from '../../src/shared/conversation-dag'
 import { tickHlc } from '../../src/shared/hlc'
 import { compareRefs, openWork, ownerOf, topRef, type AgentRef } from '../../src/main/runtime/placement/placement'
+import type { AgentRun } from '../../src/main/runtime/agent/agent-loop'
 import { AgentCluster } from '../helpers/agent-cluster'
 import type { FakeScript } from '../../src/main/llm/fake-provider'
 import { until } from '../helpers/temp-dir'
@@ -30,6 +34,9 @@ const SLOW_MS = 200 // one step of the slow external tool
 const LONG_STEPS = 30 // a long turn: this many slow steps, far longer than healing may take
 // Healing must end with one agent within this: the loser's current step, presence, margin.
 const HEAL_MS = 2_500
+const SUSPECT_MS = 500 // the detection window
+// An agent linked to a higher one of its conversation for this long has heard of it: it starts no more steps.
+const OUTRANKED_GRACE_MS = SUSPECT_MS
 
 /** "long": LONG_STEPS slow external steps; "slow": one; anything else is echoed. */
 const SCRIPT: FakeScript = {
@@ -41,7 +48,8 @@ const SCRIPT: FakeScript = {
 }
 const QUIET_MS = 30_000 // the final quiet period
 const QUIET_STABLE_MS = 1_500 // how long it must stay quiet: three detection windows
-// ARBOR_SEED=… ARBOR_PATH=… replays one failure (as printed) without shrinking
+// ARBOR_SEED=… ARBOR_PATH=… replays one failure without shrinking: the path's first number (the case as
+// generated); a shrunk path may not replay, since which commands run depends on timing
 const replay = process.env.ARBOR_SEED !== undefined ? { seed: Number(process.env.ARBOR_SEED), path: process.env.ARBOR_PATH ?? '', endOnFailure: true } : {}
 
 // ------------------------------------------------------------------ model and real system
@@ -64,6 +72,8 @@ interface Real {
   step: number
   /** the devices' keys (known while they run, kept when they die) */
   keys: string[]
+  /** when the run began (Date.now()), for times in failure messages */
+  t0: number
 }
 
 const name = (i: number): string => `d${i}`
@@ -90,9 +100,45 @@ function doubleAgents (r: Real): string[] {
   return bad
 }
 
+/** External steps run more than once (guarantee 5), by idempotency key. */
+function runTwice (r: Real): string[] {
+  const keys = r.c.ledger.map(l => l.idemKey)
+  return keys.filter((k, i) => keys.indexOf(k) !== i)
+}
+
+/**
+ * External steps an agent started while outranked (guarantee 4: one agent acting per side):
+ * a higher agent of its conversation had run for OUTRANKED_GRACE_MS on a device linked to its
+ * own for as long. A lower agent stops at its next step boundary once it can know of the higher
+ * one; a woken device must not take a step before it has heard whether it was revived.
+ */
+function outrankedSteps (r: Real): string[] {
+  const bad: string[] = []
+  const at = (t: number): string => `+${t - r.t0} ms`
+  for (const row of r.c.ledger) {
+    const own = row.agents.find(a => a.dev === row.dev && a.conversation === row.conversation)
+    if (own === undefined) continue
+    for (const a of row.agents) {
+      if (a.conversation !== row.conversation || a.dev === row.dev) continue
+      if (compareRefs({ device: a.device, epoch: a.epoch }, { device: own.device, epoch: own.epoch }) <= 0) continue
+      const linked = row.linkedSince[row.dev]?.[a.dev]
+      if (linked === undefined || row.at - Math.max(linked, a.since) < OUTRANKED_GRACE_MS) continue
+      bad.push(`${row.device}/agent#${own.epoch} started ${row.idemKey.slice(0, 8)} in ${row.conversation.slice(0, 8)} at ${at(row.at)}; ${name(a.dev)}/agent#${a.epoch} ran since ${at(a.since)}, linked since ${at(linked)}`)
+    }
+  }
+  return bad
+}
+
+/** Guarantees 4 and 5 over the tools' ledger, at once (no waiting: what ran, ran). */
+function checkLedger (r: Real): void {
+  expect(runTwice(r), 'external steps run twice').toEqual([])
+  expect(outrankedSteps(r), 'external steps started by an outranked agent').toEqual([])
+}
+
 async function checkAfterCommand (r: Real): Promise<void> {
   // Guarantee 4: one agent per side, except while healing, which ends within HEAL_MS.
   await until(() => doubleAgents(r).length === 0, `one agent per side (${doubleAgents(r).join('; ')})`, HEAL_MS)
+  checkLedger(r)
 }
 
 function ack (r: Real, conv: string, e: Entry, dev: number): void {
@@ -120,21 +166,22 @@ abstract class OnDevice implements Cmd {
 
 /** Starts a conversation on a device and its agent with a first message (guarantee 1). */
 class StartAgent extends OnDevice {
-  constructor (dev: number, readonly autoRevival: boolean) { super(dev) }
+  /** `long`: its first message asks for a long turn (what a device pause meets most often in use) */
+  constructor (dev: number, readonly autoRevival: boolean, readonly long = false) { super(dev) }
   async run (m: Model, r: Real): Promise<void> {
     const node = r.c.node(this.dev)
     const root = await node.history.createConversation({ title: `c${m.conversations}`, autoRevival: this.autoRevival })
     r.convs.push(root.id)
     ack(r, root.id, root, this.dev)
     m.conversations++
-    const msg = await r.c.post(this.dev, root.id, `hello ${r.step}`)
+    const msg = await r.c.post(this.dev, root.id, `${this.long ? 'long' : 'hello'} ${r.step}`)
     ack(r, root.id, msg, this.dev)
     // sync latency, not a fault: the devices linked to this one get the conversation
     await until(() => component(r, this.dev).every(i => r.c.node(i).history.summary(root.id) !== undefined), 'the new conversation on the linked devices', 5_000)
     expect(node.agents.isRunning(root.id) || (await node.history.open(root.id)).children(msg.id).length > 0).toBe(true)
   }
 
-  toString (): string { return `start(${name(this.dev)}${this.autoRevival ? ', auto-revival' : ''})` }
+  toString (): string { return `start(${name(this.dev)}${this.autoRevival ? ', auto-revival' : ''}${this.long ? ', long' : ''})` }
 }
 
 type Work = 'note' | 'slow' | 'long'
@@ -198,11 +245,45 @@ class ToggleRevival extends OnDevice {
   toString (): string { return `toggleRevival(${name(this.dev)}, #${this.k})` }
 }
 
+/** The test waits (the cluster works on): not a fault. */
 class Pause implements Cmd {
   constructor (readonly ms: number) {}
   check (): boolean { return true }
   async run (): Promise<void> { await new Promise(resolve => setTimeout(resolve, this.ms)) }
   toString (): string { return `pause(${this.ms})` }
+}
+
+/**
+ * A device stops as a SIGSTOP would stop it (a closed lid, a long GC, a stalled VM), `leadMs`
+ * from now, for `ms`: below, near or well above the detection window. Its timers, its network
+ * (both ways; links stay up) and its tools' and model's answers are frozen; on thaw its overdue
+ * timers fire first, then the answers, then the network input. Chosen by `k` among the live
+ * devices running an auto-revival agent that a linked device could revive, else those running
+ * one, else those running any agent, else all live ones: where a pause matters most.
+ */
+class PauseDevice implements Cmd {
+  /** `lagMs`: how much later than its output its input flows again after the thaw (peers' transports backed off) */
+  constructor (readonly k: number, readonly leadMs: number, readonly ms: number, readonly lagMs: number) {}
+  check (m: Readonly<Model>): boolean { return m.up.some(Boolean) }
+  async run (m: Model, r: Real): Promise<void> {
+    await new Promise(resolve => setTimeout(resolve, this.leadMs))
+    const up = m.up.flatMap((u, i) => u ? [i] : [])
+    const runs = (i: number): AgentRun[] => r.c.node(i).agents.runs()
+    const revivable = (i: number): string[] => runs(i).map(run => run.conversation).filter(c => r.c.node(i).history.summary(c)?.autoRevival === true)
+    const reviverNear = (i: number): boolean => revivable(i).some(c => up.some(j => j !== i && r.c.linked(i, j) && r.c.node(j).history.summary(c) !== undefined))
+    const pool = [up.filter(reviverNear), up.filter(i => revivable(i).length > 0), up.filter(i => runs(i).length > 0), up].find(p => p.length > 0) ?? up
+    const dev = pool[this.k % pool.length] as number
+    r.c.pause(dev)
+    try {
+      await new Promise(resolve => setTimeout(resolve, this.ms))
+      r.c.thaw(dev, { input: this.lagMs === 0 })
+      await new Promise(resolve => setTimeout(resolve, this.lagMs))
+    } finally {
+      r.c.thaw(dev)
+    }
+  }
+
+  toString (): string { return `pauseDevice(#${this.k}, after ${this.leadMs} ms, for ${this.ms} ms, input ${this.lagMs} ms later)` }
 }
 
 /** The device dies: cut off first, so nothing it writes while going down gets out until it restarts. */
@@ -276,10 +357,17 @@ class Checked implements Cmd {
 }
 
 const devArb = fc.nat({ max: N - 1 })
+// A device pause starts anywhere in a slow step; it lasts below, near (both sides) or, half the time, well above the window.
+const pauseMs = fc.oneof(fc.constantFrom(150, SUSPECT_MS - 50, SUSPECT_MS + 50), fc.constant(3 * SUSPECT_MS))
+// Its input flows again with its output, a step later, or two windows later (a sender's retransmissions backed off).
+const pauseDevice = fc.tuple(fc.nat(), fc.nat({ max: SLOW_MS + 50 }), pauseMs, fc.constantFrom(0, SLOW_MS + 50, 2 * SUSPECT_MS)).map(([k, lead, ms, lag]) => new PauseDevice(k, lead, ms, lag))
 // Weights by repetition (fc.commands picks uniformly): agents and their work most, faults often.
 const commands = [
   fc.tuple(devArb, fc.boolean()).map(([d, a]) => new StartAgent(d, a)),
   fc.tuple(devArb, fc.boolean()).map(([d, a]) => new StartAgent(d, a)),
+  // an auto-revival agent at work from the start, for the device pauses to meet
+  devArb.map(d => new StartAgent(d, true, true)),
+  devArb.map(d => new StartAgent(d, true, true)),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'note')),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'slow')),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Message(d, k, 'long')),
@@ -288,6 +376,9 @@ const commands = [
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new Resume(d, k)),
   fc.tuple(devArb, fc.nat()).map(([d, k]) => new ToggleRevival(d, k)),
   fc.constantFrom(0, 50, 300, 1000).map(ms => new Pause(ms)),
+  pauseDevice,
+  pauseDevice,
+  pauseDevice,
   devArb.map(d => new Kill(d)),
   devArb.map(d => new Restart(d)),
   devArb.map(d => new Isolate(d)),
@@ -356,10 +447,8 @@ async function finalChecks (r: Real, leaveDead: boolean): Promise<void> {
     const unanswered = [...acked.keys()].filter(id => dag.get(id)?.kind === 'user' && openWork(dag).some(w => w.kind === 'message' && w.message.id === id))
     expect(unanswered, `messages nobody answered in ${conv.slice(0, 8)}:\n${dagText(dag, r)}`).toEqual([])
   }
-  // Guarantee 5: no external step ran twice.
-  const keys = c.ledger.map(l => l.idemKey)
-  const twice = keys.filter((k, i) => keys.indexOf(k) !== i)
-  expect(twice, 'external steps run twice').toEqual([])
+  // Guarantee 5 (no external step ran twice) and 4 (none by an outranked agent).
+  checkLedger(r)
 }
 
 /** A conversation as lines (for a failure's message): entry, parent, author device and agent, body. */
@@ -385,11 +474,11 @@ describe('agents across devices (model-based)', () => {
   it('keeps the five guarantees under generated faults', async () => {
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: 20, size: 'large' }), fc.boolean(), async (cmds, leaveDead) => {
-        const c = new AgentCluster({ n: N, heartbeatMs: 100, suspectAfterMs: 500, slowMs: SLOW_MS, script: SCRIPT })
+        const c = new AgentCluster({ n: N, heartbeatMs: 100, suspectAfterMs: SUSPECT_MS, slowMs: SLOW_MS, script: SCRIPT })
         running = c
         try {
           await c.ready()
-          const r: Real = { c, convs: [], acked: new Map(), isolated: new Set(), step: 0, keys: c.devices.map(d => d?.node.device ?? '') }
+          const r: Real = { c, convs: [], acked: new Map(), isolated: new Set(), step: 0, keys: c.devices.map(d => d?.node.device ?? ''), t0: Date.now() }
           const setup = (): { model: Model; real: Real } => ({ model: { up: [true, true, true], conversations: 0 }, real: r })
           await fc.asyncModelRun(setup, cmds)
           await finalChecks(r, leaveDead)

@@ -1,4 +1,4 @@
-// The lease of auto-revival agents (src/main/runtime/placement/lease.ts, issue 13): a device
+// The lease of auto-revival agents (src/main/sync/lease.ts, issue 13): a device
 // sends heartbeats; two peers receive some of them, late or never, and echo the last one they
 // received in their own heartbeats, which reach the device late, out of order or never; time
 // jumps (a stall, a sleep). Whatever happens, the device never acts while a peer may already
@@ -6,7 +6,7 @@
 // the wake; a device alone by choice always acts; steady heartbeats keep the lease without a gap.
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { Lease, LEASE_MARGIN_MS } from '../../src/main/runtime/placement/lease'
+import { Lease, LEASE_MARGIN_MS } from '../../src/main/sync/lease'
 
 const WINDOW = 4000
 const PEERS = ['p', 'q']

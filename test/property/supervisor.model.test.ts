@@ -9,7 +9,7 @@
 // shrunk command list; pass { seed, path } to fc.assert to replay it.
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { ManualClock, settle } from '../../src/main/runtime/clock'
+import { ManualClock, settle } from '../../src/shared/clock'
 import { Supervisor, supervisorSpec } from '../../src/main/runtime/supervisor/supervisor'
 import { DynamicSupervisor } from '../../src/main/runtime/supervisor/dynamic-supervisor'
 import type { ExitReason, Restart, SupervisorTree } from '../../src/main/runtime/supervisor/types'

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import { createLlm, readNodeSettings, writeNodeSettings } from '../../src/main/agent-config'
-import { FileSecretStore } from '../../src/main/secret-store'
+import { createLlm, readNodeSettings, writeNodeSettings } from '../../src/main/runtime/agent/agent-config'
+import { FileSecretStore } from '../../src/main/secrets/secret-store'
 import type { OpenAIProvider } from '../../src/main/llm/openai-provider'
 import { tempDirs } from '../helpers/temp-dir'
 

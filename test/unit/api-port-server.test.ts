@@ -5,8 +5,8 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import type { ApiEvent, ServerMessage } from '../../src/shared/api'
 import { memoryLogger } from '../../src/shared/logger'
 import { ArborNode } from '../../src/main/node'
-import type { FromNode, ToNode } from '../../src/main/node-process-protocol'
-import { NodeProcess } from '../../src/main/node-process'
+import type { FromNode, ToNode } from '../../src/main/electron/node-process-protocol'
+import { NodeProcess } from '../../src/main/electron/node-process'
 import { parentChannel } from '../helpers/node-ports'
 import { apiNodes } from '../helpers/api-nodes'
 import { until } from '../helpers/temp-dir'
@@ -105,7 +105,7 @@ function client (port: MessagePort): Client {
   }
 }
 
-describe('the desktop app\'s node over MessagePorts (src/main/node-process.ts)', () => {
+describe('the desktop app\'s node over MessagePorts (src/main/electron/node-process.ts)', () => {
   it('opens on main\'s start, serves the API on every port main sends, and stops serving a port that closes', async () => {
     const h = await nodeProcess({ connectFirst: true })
     const ui = h.first as Client

@@ -5,7 +5,7 @@ import type { ApiEvent } from '../../src/shared/api'
 import type { Entry } from '../../src/shared/entry'
 import { AGENT_BUSY_MESSAGE, ApiService } from '../../src/main/api/api-service'
 import type { ArborNode } from '../../src/main/node'
-import type { SecretName, SecretStore } from '../../src/main/secret-store'
+import type { SecretName, SecretStore } from '../../src/main/secrets/secret-store'
 import { apiNodes, rejection, scriptedModel, type ApiNode } from '../helpers/api-nodes'
 import { until } from '../helpers/temp-dir'
 

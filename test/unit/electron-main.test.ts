@@ -3,9 +3,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import type { FromNode, ToNode } from '../../src/main/node-process-protocol'
-import { ManualClock } from '../../src/main/runtime/clock'
-import { FileSecretStore } from '../../src/main/secret-store'
+import type { FromNode, ToNode } from '../../src/main/electron/node-process-protocol'
+import { ManualClock } from '../../src/shared/clock'
+import { FileSecretStore } from '../../src/main/secrets/secret-store'
 import { tempDirs, until } from '../helpers/temp-dir'
 
 const fake = await vi.hoisted(async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { memoryLogger } from '../../src/shared/logger'
 import { NodeHost, type NodeHostOptions } from '../../src/main/electron/node-host'
-import { ManualClock } from '../../src/main/runtime/clock'
-import type { SecretName, SecretStore } from '../../src/main/secret-store'
+import { ManualClock } from '../../src/shared/clock'
+import type { SecretName, SecretStore } from '../../src/main/secrets/secret-store'
 import { FakeUtility } from '../helpers/fake-utility'
 
 // Electron main's supervision of the node (src/main/electron/node-host.ts), with Electron's

@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { memoryLogger } from '../../src/shared/logger'
 import { EncryptedSecretStore, openSecretVault, type SafeStorageLike } from '../../src/main/electron/secret-vault'
-import { FileSecretStore } from '../../src/main/secret-store'
+import { FileSecretStore } from '../../src/main/secrets/secret-store'
 import { tempDirs } from '../helpers/temp-dir'
 
 // The desktop app's API key store with Electron's safeStorage substituted: a keychain that

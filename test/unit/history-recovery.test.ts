@@ -4,13 +4,21 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { HistoryStore, type EntriesEvent } from '../../src/main/history/history-store'
-import { indexFilePath, type IndexState } from '../../src/main/history/history-index'
+import { indexDir, indexFiles } from '../../src/main/history/history-index'
+import { decodeIndex } from '../../src/main/history/index-codec'
 import { parseManifestRecord } from '../../src/main/history/manifest-record'
 import { memoryLogger } from '../../src/shared/logger'
 import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
 
 const { dirs, defer } = perTest()
+
+/** Whether the index on disk says clean, read synchronously (at the moment a listener runs). */
+function cleanOnDisk (dir: string): boolean | undefined {
+  const files = indexFiles(indexDir(dir))
+  const read = (f: string): Buffer | null => { try { return readFileSync(f) } catch { return null } }
+  return decodeIndex({ legacy: read(files.legacy), snapshot: read(files.snapshot), journal: read(files.journal) }, null).state?.clean
+}
 
 async function store (dir?: string): Promise<HistoryStore> {
   // Length updates and index saves never come by themselves during a test: only what showing needs.
@@ -82,12 +90,12 @@ describe('entries of a peer shown after a clean start', () => {
     cut()
     await b.close()
     b = await store(dir) // the index says clean: nothing written since
-    expect((JSON.parse(readFileSync(indexFilePath(dir), 'utf8')) as IndexState).clean).toBe(true)
+    expect(cleanOnDisk(dir)).toBe(true)
     connect(a, b)
     await a.append(root.id, [{ kind: 'user', body: { text: 'more' }, parents: [root.id] }])
     // what the index on disk said when the new entry was shown
     let cleanWhenShown: boolean | undefined
-    b.subscribe(() => { cleanWhenShown ??= (JSON.parse(readFileSync(indexFilePath(dir), 'utf8')) as IndexState).clean })
+    b.subscribe(() => { cleanWhenShown ??= cleanOnDisk(dir) })
     await b.updateFeed(root.id, feed, 3)
     await until(() => b.summary(root.id)?.size === 2, 'b to show the new entry')
     expect(cleanWhenShown).toBe(false)

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { HistoryStore, type EntriesEvent } from '../../src/main/history/history-store'
+import { HistoryIndexFile, indexDir, type IndexState } from '../../src/main/history/history-index'
 import { InvalidEntryError, type Entry } from '../../src/shared/entry'
 import { memoryLogger } from '../../src/shared/logger'
 import { tempDirs } from '../helpers/temp-dir'
@@ -218,12 +219,13 @@ describe('HistoryStore', () => {
     const [a] = await s.append(root.id, [user('a', root.id)])
     const [b] = await s.append(root.id, [user('b', (a as Entry).id)])
     await s.close()
-    const indexFile = path.join(dir, 'index', 'index.json')
+    // a fresh HistoryIndexFile writes a whole snapshot: the crash image
+    const index = (): HistoryIndexFile => new HistoryIndexFile(indexDir(dir))
     const cacheFile = path.join(dir, 'index', 'entries', root.id + '.jsonl')
-    const saved = JSON.parse(await fs.readFile(indexFile, 'utf8')) as { clean: boolean; manifestIndexed: number; feeds: Record<string, { indexed: number }>; conversations: Record<string, unknown> }
+    const saved = (await index().load(null)).state as IndexState
 
     // Killed right after createConversation: the dirty index has not heard of the feed yet.
-    await fs.writeFile(indexFile, JSON.stringify({ ...saved, clean: false, manifestIndexed: 1, feeds: {}, conversations: {} }))
+    await index().save({ ...saved, clean: false, manifestIndexed: 1, feeds: {}, conversations: {} })
     const s2 = await store(dir)
     expect(s2.list()[0]).toMatchObject({ id: root.id, size: 3 })
     await s2.close()
@@ -231,9 +233,9 @@ describe('HistoryStore', () => {
     // A torn last cache line (no newline), the watermark before it, several quick index saves.
     const text = await fs.readFile(cacheFile, 'utf8')
     await fs.writeFile(cacheFile, text.slice(0, text.length - 60))
-    const now = JSON.parse(await fs.readFile(indexFile, 'utf8')) as typeof saved
+    const now = (await index().load(null)).state as IndexState
     for (const f of Object.values(now.feeds)) f.indexed -= 1
-    await fs.writeFile(indexFile, JSON.stringify({ ...now, clean: false }))
+    await index().save({ ...now, clean: false })
     const s3 = new HistoryStore({ dir, log: memoryLogger(), indexDelayMs: 1 })
     open.push(s3)
     await s3.ready()

@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest'
 import type { AgentRefDto, AgentStatusDto, ApiEvent } from '../../src/shared/api'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
-import { affectsPlacement, commandHelp, parseCommand, placeView, sentText, stillWaiting, unknownCommandText } from '../../src/renderer/agent-place'
-import { noticeFor } from '../../src/renderer/transcript'
+import { affectsPlacement, commandHelp, parseCommand, placeView, sentText, stillWaiting, unknownCommandText } from '../../src/renderer/chat/agent-place'
+import { noticeFor } from '../../src/renderer/transcript/notices'
 
 const LAPTOP = 'a'.repeat(64)
 const SERVER = 'b'.repeat(64)

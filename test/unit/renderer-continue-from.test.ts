@@ -2,9 +2,9 @@
 import { describe, expect, it } from 'vitest'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
-import { continuePointOf, continuePoints } from '../../src/renderer/continue-from'
-import { layoutTree } from '../../src/renderer/tree-layout'
-import { buildTranscript, groupTurns } from '../../src/renderer/transcript'
+import { continuePointOf, continuePoints } from '../../src/renderer/chat/continue-from'
+import { layoutTree } from '../../src/renderer/tree/tree-layout'
+import { buildTranscript, groupTurns } from '../../src/renderer/transcript/transcript-items'
 
 const DEV = 'd'.repeat(64)
 let counter = 0

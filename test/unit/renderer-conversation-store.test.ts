@@ -2,8 +2,9 @@
 import { describe, expect, it } from 'vitest'
 import type { ApiEvent, ConversationDto, ConversationSummaryDto } from '../../src/shared/api'
 import type { Entry } from '../../src/shared/entry'
-import { ConversationStore, MAX_LIVE_OUTPUT } from '../../src/renderer/conversation-store'
-import { applyListEvent, filterConversations, formatCount, formatWhen, placesText, sortConversations } from '../../src/renderer/conversation-list'
+import { ConversationStore, MAX_LIVE_OUTPUT } from '../../src/renderer/chat/conversation-store'
+import { formatCount, formatWhen, placesText } from '../../src/renderer/common/format'
+import { applyListEvent, filterConversations, sortConversations } from '../../src/renderer/sidebar/conversation-list'
 
 const DEV = 'd'.repeat(64)
 const C = 'c'.repeat(64)

@@ -1,8 +1,7 @@
 // What the UI says about the network, and tool cards ahead of their recorded results.
 import { describe, expect, it } from 'vitest'
-import { dhtText, netLine, netText } from '../../src/renderer/net-state'
-import { withLiveStatus } from '../../src/renderer/Transcript'
-import type { ToolCallView } from '../../src/renderer/transcript'
+import { dhtText, netLine, netText } from '../../src/renderer/devices/net-state'
+import { withLiveStatus, type ToolCallView } from '../../src/renderer/transcript/transcript-items'
 
 describe('the network indicator', () => {
   it('says offline when the switch is off, else how many paired devices are connected', () => {

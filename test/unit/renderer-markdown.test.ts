@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { createElement } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
-import { highlight, languageOf, MAX_HIGHLIGHT_CHARS, type Token } from '../../src/renderer/highlight'
-import { inlineText, parseInline, parseMarkdown, safeHref, type Block } from '../../src/renderer/markdown'
-import { Markdown } from '../../src/renderer/Markdown'
+import { highlight, languageOf, MAX_HIGHLIGHT_CHARS, type Token } from '../../src/renderer/markdown/highlight'
+import { inlineText, parseInline, parseMarkdown, safeHref, type Block } from '../../src/renderer/markdown/markdown'
+import { Markdown } from '../../src/renderer/markdown/Markdown'
 
 const text = (t: string) => ({ t: 'text' as const, text: t })
 
@@ -141,7 +141,7 @@ describe('safeHref', () => {
   })
 })
 
-// ---- highlighting of fenced code (src/renderer/highlight.ts) and its rendering ----
+// ---- highlighting of fenced code (src/renderer/markdown/highlight.ts) and its rendering ----
 
 const kinds = (code: string, lang: string): Array<[string, string]> =>
   (highlight(code, lang) ?? []).filter(t => t.kind !== undefined).map(t => [t.kind as string, t.text])

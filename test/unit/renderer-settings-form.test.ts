@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { EMPTY_FORM, formOf, withLoaded, type SettingsField } from '../../src/renderer/settings-form'
+import { EMPTY_FORM, formOf, withLoaded, type SettingsField } from '../../src/renderer/settings/settings-form'
 import type { SettingsDto } from '../../src/shared/api'
 
 const stored: SettingsDto = { provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKeySet: true, apiKeyStorage: 'in a private file', defaultCwd: '/home/me' }

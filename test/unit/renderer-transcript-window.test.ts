@@ -1,8 +1,8 @@
 // Which turns of a long transcript are drawn: offsets from heights, the window around a viewport.
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import type { Turn } from '../../src/renderer/transcript'
-import { estimateTurnHeight, nearBottom, turnAt, turnOffsets, turnWindow } from '../../src/renderer/transcript-window'
+import type { Turn } from '../../src/renderer/transcript/transcript-items'
+import { estimateTurnHeight, nearBottom, turnAt, turnOffsets, turnWindow } from '../../src/renderer/transcript/transcript-window'
 
 const userTurn = (id: string, text: string): Turn => ({ id, role: 'user', items: [{ id, ts: 1, forks: [], kind: 'user', text, parent: 'p' }] })
 const agentTurn = (id: string, text: string, tools = 0): Turn => ({

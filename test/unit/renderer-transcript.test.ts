@@ -3,8 +3,9 @@
 import { describe, expect, it } from 'vitest'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
-import { forkAt, forksOf, stepFork } from '../../src/renderer/branch-nav'
-import { buildTranscript, groupTurns, noticeFor, sumUsage, type TranscriptItem } from '../../src/renderer/transcript'
+import { forkAt, forksOf, stepFork } from '../../src/renderer/transcript/branch-nav'
+import { noticeFor } from '../../src/renderer/transcript/notices'
+import { buildTranscript, groupTurns, sumUsage, type TranscriptItem } from '../../src/renderer/transcript/transcript-items'
 
 const DEV = 'd'.repeat(64)
 let counter = 0

@@ -1,7 +1,7 @@
 // The tree view's ARIA positions for its lane layout (rows are virtualised, so each says where it sits).
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { ariaPositions } from '../../src/renderer/tree-aria'
+import { ariaPositions } from '../../src/renderer/tree/tree-aria'
 
 describe('ariaPositions', () => {
   it('puts each row in the set of its fork, one lane up', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
-import { DEVICE_COLOURS, deviceColour, layoutTree, shortLabel, visibleWindow } from '../../src/renderer/tree-layout'
+import { DEVICE_COLOURS, deviceColour, layoutTree, shortLabel, visibleWindow } from '../../src/renderer/tree/tree-layout'
 
 const A = 'a'.repeat(64)
 const B = 'b'.repeat(64)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { ManualClock } from '../../src/main/runtime/clock'
+import { ManualClock } from '../../src/shared/clock'
 import { Supervisor, supervisorSpec } from '../../src/main/runtime/supervisor/supervisor'
 import { restartDelay, RestartWindow } from '../../src/main/runtime/supervisor/restart-policy'
 import type { SupervisorEvent } from '../../src/main/runtime/supervisor/types'

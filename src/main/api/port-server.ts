@@ -1,7 +1,7 @@
 // The desktop app's API transport: each window talks to the node over a MessagePort of its
 // own (DESIGN.md, "Processes"), in the same JSON text frames as the WebSocket.
 import { consoleLogger, type Logger } from '../../shared/logger'
-import type { MessagePortLike } from '../node-process-protocol'
+import type { MessagePortLike } from './message-port'
 import { ApiConnection } from './api-connection'
 import type { ApiService } from './api-service'
 

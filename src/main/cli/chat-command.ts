@@ -2,8 +2,8 @@ import path from 'node:path'
 import type { Entry, EntryOf } from '../../shared/entry'
 import type { HistoryStore } from '../history/history-store'
 import { setMeta } from '../history/set-meta'
-import { AgentConfigError, conversationSettings, createLlm, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../agent-config'
-import { FileSecretStore, type SecretStore } from '../secret-store'
+import { AgentConfigError, conversationSettings, createLlm, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../runtime/agent/agent-config'
+import { FileSecretStore, type SecretStore } from '../secrets/secret-store'
 import { AgentHost } from '../runtime/agent/agent-host'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 import { usageTotal } from '../runtime/agent/step-planner'
@@ -43,7 +43,7 @@ export interface ChatNode {
 
 export class ChatError extends Error {}
 
-export { defaultWorkspace } from '../agent-config'
+export { defaultWorkspace } from '../runtime/agent/agent-config'
 
 /**
  * `arbor chat`: posts a user message and runs the conversation's agent on this device to

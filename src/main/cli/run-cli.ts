@@ -1,24 +1,23 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { ConversationDag } from '../../shared/conversation-dag'
-import { conversationJson, transcriptMarkdown, transcriptText } from '../../shared/conversation-export'
 import type { Entry } from '../../shared/entry'
 import { entryByRef } from '../../shared/entry-ref'
 import { consoleLogger } from '../../shared/logger'
 import type { PeerVersion } from '../../shared/protocol-version'
-import { ARBOR_VERSION } from '../app-version'
-import { HistoryIndexFile, indexFilePath, sortSummaries, type ConversationSummary } from '../history/history-index'
+import { ARBOR_VERSION } from '../../shared/app-version'
+import { indexDir, readSummaries, sortSummaries, type ConversationSummary } from '../history/history-index'
 import type { HistoryStore } from '../history/history-store'
-import type { SecretStore } from '../secret-store'
+import type { SecretStore } from '../secrets/secret-store'
 import type { NodeCommandOptions } from './node-commands'
 import type { CliApi } from './api-session'
 import { NodeLostError } from './node-lost'
 import type { ApiService } from '../api/api-service'
-import { asciiTree } from './ascii-tree'
 import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
-import { dataDir } from './data-dir'
-import { agentStatusText } from './agent-status'
+import { dataDir } from '../disk/data-dir'
 import { terminalJson, terminalSafeWriter } from './terminal-text'
+// Only what `ls` needs is imported here; every other command imports its modules when it runs
+// (the entry schema alone, zod, takes longer to load than listing 10,000 conversations).
 import type { EventEmitter } from 'node:events'
 import type { AgentHost } from '../runtime/agent/agent-host'
 import type { PlacementStatus, PostOutcome } from '../runtime/placement/agent-placement'
@@ -154,8 +153,8 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
   if (handler === undefined) return 2
   // Listing a cleanly closed store needs only its index: no Corestore to load or lock.
   if (command === 'ls' && ctx.store === undefined) {
-    const { state } = await new HistoryIndexFile(indexFilePath(dir)).load(null).catch(() => ({ state: null }))
-    if (state?.clean === true) { printList(sortSummaries(Object.values(state.conversations)), values, io); return 0 }
+    const index = await readSummaries(indexDir(dir)).catch(() => null)
+    if (index?.clean === true) { printList(sortSummaries(index.conversations), values, io); return 0 }
   }
   let store = ctx.store
   try {
@@ -305,6 +304,7 @@ const COMMANDS: Record<string, Handler> = {
     const dag = await store.open(conversation)
     const status = ctx.node === undefined ? null : await ctx.node.agentStatus(conversation)
     const name = ctx.node === undefined ? (d: string) => d.slice(0, 12) : (d: string) => (ctx.node as NodeCommands).deviceName(d)
+    const { agentStatusText } = await import('./agent-status')
     io.out(agentStatusText({ dag, status, self: store.device, name, autoRevival: store.summary(conversation)?.autoRevival === true }))
   },
 
@@ -345,18 +345,21 @@ const COMMANDS: Record<string, Handler> = {
     need(args, 1, 'conversation: arbor tree <conv>')
     const dag = await store.open(args[0] as string)
     const branch = new Set(branchOf(store, dag, undefined).map(e => e.id))
+    const { asciiTree } = await import('./ascii-tree')
     io.out(asciiTree(dag, { branch, device: store.device }))
   },
 
   async show (store, args, values, io) {
     need(args, 1, 'conversation: arbor show <conv>')
     const dag = await store.open(args[0] as string)
+    const { transcriptText } = await import('../../shared/conversation-export')
     io.out(transcriptText(branchOf(store, dag, values.leaf)))
   },
 
   async export (store, args, values, io) {
     need(args, 1, 'conversation: arbor export <conv> --format md|json')
     const dag = await store.open(args[0] as string)
+    const { conversationJson, transcriptMarkdown } = await import('../../shared/conversation-export')
     if (values.format === 'json') io.out(terminalJson(conversationJson(dag)) + '\n')
     else if (values.format === 'md') io.out(transcriptMarkdown(dag, branchOf(store, dag, values.leaf)))
     else throw new CliError('--format must be md or json', 2)
@@ -366,19 +369,29 @@ const COMMANDS: Record<string, Handler> = {
 function printList (list: ConversationSummary[], values: Values, io: CliIo): void {
   if (values.json === true) { io.out(terminalJson(list) + '\n'); return }
   if (list.length === 0) { io.out('no conversations yet; start one with `arbor new --title "..."`\n'); return }
-  const rows = list.map(c => [c.id.slice(0, 12), ago(c.updatedAt), String(c.size), String(c.heads.length), c.title || '(untitled)'])
-  io.out(table([['ID', 'UPDATED', 'ENTRIES', 'BRANCHES', 'TITLE'], ...rows]))
+  // 10,000 rows: columns built once, each line once, one write (no table of arrays of cells)
+  const now = Date.now()
+  const columns = [['UPDATED'], ['ENTRIES'], ['BRANCHES']] as [string[], string[], string[]]
+  for (const c of list) {
+    columns[0].push(ago(c.updatedAt, now))
+    columns[1].push(String(c.size))
+    columns[2].push(String(c.heads.length))
+  }
+  const widths = columns.map(col => col.reduce((w, cell) => Math.max(w, cell.length), 0))
+  const lines = new Array<string>(list.length + 1)
+  for (let r = 0; r <= list.length; r++) {
+    const c = list[r - 1]
+    const id = c === undefined ? 'ID' : c.id.slice(0, 12)
+    const title = c === undefined ? 'TITLE' : c.title || '(untitled)'
+    lines[r] = id.padEnd(12) + '  ' + (columns[0][r] as string).padEnd(widths[0] as number) + '  ' + (columns[1][r] as string).padEnd(widths[1] as number) + '  ' + (columns[2][r] as string).padEnd(widths[2] as number) + '  ' + title
+  }
+  io.out(lines.join('\n') + '\n')
 }
 
-function ago (ts: number): string {
-  const s = Math.max(0, Math.round((Date.now() - ts) / 1000))
+function ago (ts: number, now: number): string {
+  const s = Math.max(0, Math.round((now - ts) / 1000))
   if (s < 60) return `${s}s ago`
   if (s < 3600) return `${Math.floor(s / 60)}m ago`
   if (s < 86400) return `${Math.floor(s / 3600)}h ago`
   return new Date(ts).toISOString().slice(0, 10)
-}
-
-function table (rows: string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map(r => (r[i] ?? '').length))) ?? []
-  return rows.map(r => r.map((cell, i) => i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)).join('  ')).join('\n') + '\n'
 }

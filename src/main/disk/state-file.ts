@@ -33,8 +33,11 @@ export interface StateFileOptions {
 /** Directories made for state files: private to this user. */
 const DIR_MODE = 0o700
 
+/** A state file's content: text (UTF-8) or bytes (the history index's binary snapshot). */
+type Content = string | Uint8Array
+
 interface Waiting {
-  text: () => string
+  text: () => Content
   mode: number
   done: Promise<void>
   resolve: () => void
@@ -51,9 +54,9 @@ const files = new Map<string, { running: boolean; next: Waiting | null }>()
  * one write of the state as it then is). Resolves once the content (or newer) is on disk;
  * rejects with a storage error in words (a full disk names its directory).
  */
-export function writeStateFile (file: string, content: string | (() => string), opts: StateFileOptions = {}): Promise<void> {
+export function writeStateFile (file: string, content: Content | (() => Content), opts: StateFileOptions = {}): Promise<void> {
   const key = path.resolve(file)
-  const text = typeof content === 'string' ? () => content : content
+  const text = typeof content === 'function' ? content : () => content
   const mode = opts.mode ?? 0o600
   let slot = files.get(key)
   if (slot === undefined) {
@@ -92,7 +95,7 @@ async function drain (file: string, slot: { running: boolean; next: Waiting | nu
   files.delete(file)
 }
 
-async function writeNow (file: string, text: string, mode: number): Promise<void> {
+async function writeNow (file: string, text: Content, mode: number): Promise<void> {
   const dir = path.dirname(file)
   const tmp = tempName(file)
   try {
@@ -100,7 +103,7 @@ async function writeNow (file: string, text: string, mode: number): Promise<void
     const fh = await fsp.open(tmp, 'wx', mode)
     try {
       await fh.chmod(mode)
-      await fh.writeFile(text, 'utf8')
+      await fh.writeFile(text)
       await fh.sync()
     } finally {
       await fh.close()

@@ -3,8 +3,8 @@
 // Node (the node itself is ../node-process.ts).
 import { join } from 'node:path'
 import { app, BrowserWindow, dialog, MessageChannelMain, safeStorage, utilityProcess, type MessagePortMain } from 'electron'
-import { dataDir } from '../cli/data-dir'
-import type { Clock } from '../runtime/clock'
+import { dataDir } from '../disk/data-dir'
+import type { Clock } from '../../shared/clock'
 import { openLogFile } from './log-file'
 import { NodeHost } from './node-host'
 import { openSecretVault } from './secret-vault'

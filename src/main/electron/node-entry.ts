@@ -1,8 +1,8 @@
 // The utilityProcess Electron main forks (out/main/node.js): the node of the desktop app.
 // Everything it does is in ../node-process.ts, which runs on plain Node; this file only
 // binds it to Electron's parentPort, the signals and the exit.
-import type { ParentPortLike } from '../node-process-protocol'
-import { NodeProcess } from '../node-process'
+import type { ParentPortLike } from './node-process-protocol'
+import { NodeProcess } from './node-process'
 
 const parent = (process as { parentPort?: ParentPortLike | null }).parentPort
 if (parent === undefined || parent === null) {

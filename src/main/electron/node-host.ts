@@ -5,11 +5,11 @@
 import { EventEmitter } from 'node:events'
 import readline from 'node:readline'
 import type { Logger } from '../../shared/logger'
-import type { FromNode, ToNode } from '../node-process-protocol'
-import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
+import type { FromNode, ToNode } from './node-process-protocol'
+import { systemClock, type Clock, type ClockTimer } from '../../shared/clock'
 import { Supervisor } from '../runtime/supervisor/supervisor'
 import { describeExit, type Backoff, type ExitReason, type RunningChild, type SupervisorEvent } from '../runtime/supervisor/types'
-import type { SecretStore, Secrets } from '../secret-store'
+import type { SecretStore, Secrets } from '../secrets/secret-store'
 
 /** What main uses of Electron's UtilityProcess. */
 export interface NodeChild {

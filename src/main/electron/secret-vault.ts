@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Logger } from '../../shared/logger'
 import { readJsonFile, writeStateFile } from '../disk/state-file'
-import { FileSecretStore, type SecretName, type SecretStore } from '../secret-store'
+import { FileSecretStore, type SecretName, type SecretStore } from '../secrets/secret-store'
 
 /** What main uses of Electron's safeStorage (the asynchronous API; the synchronous one is deprecated). */
 export interface SafeStorageLike {

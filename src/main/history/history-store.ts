@@ -13,7 +13,7 @@ import { consoleLogger, type Logger } from '../../shared/logger'
 import { makeFeedHeader, verifyFeedHeader, type DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
 import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
-import { HistoryIndexFile, emptyIndex, indexFilePath, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
+import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { parseManifestRecord, type ManifestRecord } from './manifest-record'
 import { ViewState } from './view-state'
 import { storageError } from '../disk/storage-error'
@@ -159,7 +159,6 @@ export class HistoryStore extends EventEmitter {
   private learnedBatch: LearnedBatch | null = null
   private manifestTimer: NodeJS.Timeout | null = null
   private indexTimer: NodeJS.Timeout | null = null
-  private indexSaving: Promise<void> = Promise.resolve()
   private dirtyMarked: Promise<void> | null = null
   private closing = false
   private readonly watchPeers: boolean
@@ -179,7 +178,7 @@ export class HistoryStore extends EventEmitter {
       this.collected.register(dag, conversation)
     })
     this.corestore = new Corestore(path.join(this.dir, 'corestore'))
-    this.indexFile = new HistoryIndexFile(indexFilePath(this.dir))
+    this.indexFile = new HistoryIndexFile(indexDir(this.dir))
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
     this.view = new ViewState(path.join(this.dir, 'view-state.json'))
     this.life = new Lifecycle(() => this.openStore(), () => this.closeStore())
@@ -217,8 +216,13 @@ export class HistoryStore extends EventEmitter {
       await this.manifest.append(Buffer.from(JSON.stringify(header)))
     }
     await Promise.all([this.cache.ready(), this.view.load()])
-    const { state, problem } = await this.indexFile.load(this.device)
+    const { state, problem, legacy } = await this.indexFile.load(this.device)
     if (problem !== undefined) this.log.warn(`rebuilding the index: ${problem}`)
+    // The previous version's index.json: written once in this version's format (and removed), as it is.
+    if (state !== null && legacy === true) {
+      this.state = state
+      await this.saveIndex().catch(err => { this.log.warn(`could not convert the index yet: ${storageError(err, this.dir).message}`) })
+    }
     if (state === null) {
       this.state = emptyIndex(this.device)
       this.state.clean = false
@@ -478,6 +482,7 @@ export class HistoryStore extends EventEmitter {
       // full disk) the next append records it again instead of writing to an unlisted feed.
       await this.recordInManifest(rec, core.length)
       this.state.feeds[key] = rec
+      this.changed('feed', key)
       this.ownFeedKeys.set(conversation, key)
     })
     this.emit('feed', { ...rec })
@@ -515,7 +520,7 @@ export class HistoryStore extends EventEmitter {
     await this.markDirty()
     // The record is written while the feed downloads; its reader waits for it before indexing.
     const recorded = this.recordLearned(k)
-    this.scheduleIndexSave()
+    this.changed('feed', k)
     this.emit('feed', { ...rec })
     if (this.watchPeers) void this.watchFeed(rec)
     await recorded
@@ -643,7 +648,7 @@ export class HistoryStore extends EventEmitter {
         }
         rec.indexed = 1
         this.inManifest.delete(rec.key) // from here on the watermark says it: indexed > 0 means recorded
-        this.scheduleIndexSave()
+        this.changed('feed', rec.key)
         first = 1
       }
       const good: Entry[] = []
@@ -700,6 +705,7 @@ export class HistoryStore extends EventEmitter {
     const cached = this.cache.append(rec.conversation, fresh).then(() => {
       const grew = upTo > rec.indexed
       rec.indexed = Math.max(rec.indexed, upTo)
+      if (grew) this.changed('feed', rec.key)
       this.manifestDirty.add(rec.key)
       this.scheduleManifest()
       // What this device can serve of a peer's feed is its watermark: peers hear of it now.
@@ -734,7 +740,7 @@ export class HistoryStore extends EventEmitter {
     const autoRevival = revival !== undefined ? revival.value === true : root.kind === 'conversation' ? root.body.autoRevival : undefined
     if (autoRevival !== undefined) s.autoRevival = autoRevival
     this.state.conversations[dag.conversation] = s
-    this.scheduleIndexSave()
+    this.changed('conversation', dag.conversation)
   }
 
   /**
@@ -843,11 +849,15 @@ export class HistoryStore extends EventEmitter {
     return this.dirtyMarked
   }
 
-  /** Every index write goes through one queue: two writers would race on the temp file. */
+  /** Writes the index records changed since the last save (the index file queues its saves). */
   private saveIndex (): Promise<void> {
-    const run = this.indexSaving.then(() => this.indexFile.save(this.state))
-    this.indexSaving = run.catch(() => undefined)
-    return run
+    return this.indexFile.save(this.state)
+  }
+
+  /** A feed record or conversation summary of the index changed: it goes into the next save. */
+  private changed (kind: 'feed' | 'conversation', key: string): void {
+    this.indexFile.changed(kind, key)
+    this.scheduleIndexSave()
   }
 
   private scheduleIndexSave (): void {
@@ -882,6 +892,7 @@ export class HistoryStore extends EventEmitter {
         }
         const own = f.device === this.device
         this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
+        this.changed('feed', f.key)
         if (!own) this.inManifest.add(f.key)
       }
     }

@@ -47,6 +47,19 @@ export const FeedsMessage = z.object({
 export const FeedsDigest = z.object({ digest: z.string().regex(/^[0-9a-f]{64}$/), count: z.number().int().nonnegative() })
 /** Asks for the complete feeds list (the digest did not match what this device has cached). */
 export const WantFeeds = z.object({})
+/**
+ * On connect, from protocol 1.2 (older peers ignore it; they are sent a FeedsDigest once their
+ * hello says what they are): the sender's feeds that changed since it last told this device
+ * (`full`: its whole list, to replace what this device had), and the digest and count of its
+ * whole list once they are applied (FeedList). A receiver whose list then has another digest
+ * asks for the whole list (WantFeeds).
+ */
+export const FeedsSince = z.object({
+  full: z.boolean(),
+  digest: z.string().regex(/^[0-9a-f]{64}$/),
+  count: z.number().int().nonnegative(),
+  feeds: FeedsMessage.shape.feeds
+})
 
 /**
  * Who is in the cluster. `devices` and `forgotten` are unsigned: older versions act on them,
@@ -72,6 +85,7 @@ export type FeedsMessage = z.infer<typeof FeedsMessage>
 export type FeedAnnouncement = FeedsMessage['feeds'][number]
 export type DevicesMessage = z.infer<typeof DevicesMessage>
 export type FeedsDigest = z.infer<typeof FeedsDigest>
+export type FeedsSince = z.infer<typeof FeedsSince>
 export type RunningAgent = z.infer<typeof RunningAgent>
 export type PresenceMessage = z.infer<typeof PresenceMessage>
 export type HeartbeatMessage = z.infer<typeof HeartbeatMessage>

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events'
+import path from 'node:path'
 import Hyperswarm from 'hyperswarm'
 import DHT from 'hyperdht'
 import type NoiseSecretStream from '@hyperswarm/secret-stream'
@@ -6,15 +7,18 @@ import type { HistoryStore } from '../history/history-store'
 import type { FeedRecord } from '../history/history-index'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { systemClock, type Clock, type ClockTimer } from '../runtime/clock'
-import type { DevicesMessage, FeedAnnouncement, FeedsDigest, LiveMessage, RunningAgent } from './arbor-messages'
+import { systemClock, type Clock, type ClockTimer } from '../../shared/clock'
+import type { DevicesMessage, LiveMessage, RunningAgent } from './arbor-messages'
 import { FailureDetector } from './failure-detector'
-import { Lease } from '../runtime/placement/lease'
+import { Lease } from './lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
-import { SyncSession, feedsDigest, localFeeds, type SessionHost } from './sync-session'
+import { SyncSession, type SessionHost } from './sync-session'
+import { FeedList } from './feed-list'
+import { PeerFeeds, PeerFeedsFile, pairs, withConversations } from './peer-feeds'
+import { readJsonFile, writeStateFile } from '../disk/state-file'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
-import { ARBOR_VERSION } from '../app-version'
+import { ARBOR_VERSION } from '../../shared/app-version'
 
 /** What the sync layer needs of the cluster: its secret and who is in it. */
 export interface ClusterMembership {
@@ -37,6 +41,11 @@ export interface BootstrapNode { host: string; port: number }
  * memberlist's LAN profile (~4 s at 3 nodes), so an opt-in agent is revived within 5 s.
  */
 export const DEFAULT_SUSPECT_AFTER_MS = 4000
+
+/** Where a node keeps what its peers hold (peer-feeds.ts), in its history's directory. */
+export const PEER_FEEDS_FILE = 'sync-peers.json'
+/** How long after a change of what peers hold it is saved: a crash loses at most this, and costs a full exchange. */
+const PEER_FEEDS_SAVE_MS = 2000
 
 /** The longest wait between lookups for paired devices that are not connected. */
 const LOOKUP_MAX_MS = 8000
@@ -119,8 +128,12 @@ export class SyncNode extends EventEmitter {
   /** what each peer's last hello said of its versions */
   private readonly peerVersions = new Map<string, ProtocolVersions | 'unreadable'>()
   private readonly attached = new WeakSet<NoiseSecretStream>()
-  private digest: FeedsDigest | null = null
-  private readonly feedCache = new Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>()
+  /** this device's feed list as announced (kept as the history changes: its digest costs nothing to read) */
+  private mine = new FeedList()
+  /** what this device knows of each peer's list (peer-feeds.ts), saved in PEER_FEEDS_FILE */
+  private readonly peerFeeds = new Map<string, PeerFeeds>()
+  private peerFeedsTimer: NodeJS.Timeout | null = null
+  private peerFeedsSaving: Promise<void> = Promise.resolve()
   private swarm: Hyperswarm | null = null
   private joinedTopic: Buffer | null = null
   private discovery: Hyperswarm.Discovery | null = null
@@ -166,6 +179,7 @@ export class SyncNode extends EventEmitter {
   private async open (): Promise<void> {
     this.startedAt = this.clock.now()
     await this.history.ready()
+    await this.loadFeedLists()
     this.history.on('feed', this.onFeed)
     this.history.setPeersLack((key, length) => this.peersLack(key, length))
     // Started offline, the swarm is made only when the network is turned on: a DHT node
@@ -199,6 +213,66 @@ export class SyncNode extends EventEmitter {
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
     for (const s of [...this.sessions]) s.close('this device is shutting down')
     if (this.swarm !== null) await this.swarm.destroy()
+    if (this.peerFeedsTimer !== null) { clearTimeout(this.peerFeedsTimer); void this.savePeerFeeds() }
+    await this.peerFeedsSaving
+  }
+
+  private get peerFeedsFile (): string { return path.join(this.history.dir, PEER_FEEDS_FILE) }
+
+  /**
+   * This device's list, from the history (hashing only the feeds that changed since it was
+   * saved), and what it knew of its peers' lists when it last ran: a file it cannot read costs
+   * one full exchange per peer.
+   */
+  private async loadFeedLists (): Promise<void> {
+    const file = this.peerFeedsFile
+    let saved: PeerFeedsFile | undefined
+    try {
+      const raw = await readJsonFile(file)
+      if (raw !== undefined) {
+        const r = PeerFeedsFile.safeParse(raw)
+        if (!r.success) throw new Error(`${file} is not a list of peers' feeds this version reads`)
+        saved = r.data
+      }
+    } catch (err) {
+      this.log.warn(`${(err as Error).message}; each peer sends its whole feed list again`)
+    }
+    const feeds = this.history.feeds()
+    const conversations = new Map(feeds.map(f => [f.key, f.conversation]))
+    const conversationOf = (key: string): string | undefined => conversations.get(key)
+    const entries = saved?.mine !== undefined ? withConversations(saved.mine.feeds, conversationOf) : []
+    const was = saved?.mine !== undefined && entries.length === saved.mine.feeds.length ? FeedList.restore(entries, saved.mine.digest) : null
+    this.mine = was !== null ? FeedList.restore(was.feeds, was.digest) : new FeedList()
+    for (const f of feeds) this.mine.set(f.key, { conversation: f.conversation, length: this.history.availableLength(f.key) })
+    for (const [device, p] of Object.entries(saved?.peers ?? {})) this.peerFeeds.set(device, PeerFeeds.restore(device, p, conversationOf, was, this.mine))
+  }
+
+  /** Saves the peers' lists a few seconds after a change (and on close): one write for a burst. */
+  private peerFeedsChanged (): void {
+    if (this.peerFeedsTimer !== null || this.life.closed) return
+    this.peerFeedsTimer = setTimeout(() => { void this.savePeerFeeds() }, PEER_FEEDS_SAVE_MS)
+    this.peerFeedsTimer.unref()
+  }
+
+  private savePeerFeeds (): Promise<void> {
+    this.peerFeedsTimer = null
+    const text = (): string => JSON.stringify({
+      v: 1,
+      mine: { digest: this.mine.digest, feeds: pairs(this.mine) },
+      peers: Object.fromEntries([...this.peerFeeds].map(([d, p]) => [d, p.toJSON(this.mine)]))
+    } satisfies PeerFeedsFile)
+    // Only a cache: a failed write costs the next reconnect a full exchange, nothing more.
+    this.peerFeedsSaving = writeStateFile(this.peerFeedsFile, text).catch((err: Error) => this.log.warn(`could not save what peers hold: ${err.message}`))
+    return this.peerFeedsSaving
+  }
+
+  private peerFeedsOf (device: string): PeerFeeds {
+    let p = this.peerFeeds.get(device)
+    if (p === undefined) {
+      p = new PeerFeeds(device)
+      this.peerFeeds.set(device, p)
+    }
+    return p
   }
 
   /** Joins the cluster's topic (again), e.g. after pairing gave this device a cluster. */
@@ -367,6 +441,7 @@ export class SyncNode extends EventEmitter {
 
   /** Tells connected peers about a change in the device list (paired or forgotten). */
   devicesChanged (): void {
+    for (const device of this.peerFeeds.keys()) if (!this.cluster.isTrusted(device)) this.peerFeeds.delete(device)
     for (const s of [...this.sessions]) {
       if (!this.cluster.isTrusted(s.remoteDevice)) s.close('the device was forgotten')
       else if (s.opened) s.sendDevices()
@@ -487,10 +562,11 @@ export class SyncNode extends EventEmitter {
         this.off('lease', done)
         this.off('online', done)
         signal.removeEventListener('abort', done)
-        clearTimeout(timer)
+        this.clock.clearTimeout(timer)
         resolve()
       }
-      const timer = setTimeout(done, ms)
+      // on the injected clock: a paused device's wait does not end while it is paused
+      const timer = this.clock.setTimeout(done, ms)
       this.on('lease', done)
       this.on('online', done)
       signal.addEventListener('abort', done)
@@ -541,16 +617,17 @@ export class SyncNode extends EventEmitter {
 
   /** Every feed known to have grown is announced together after a short delay. */
   private feedChanged (key: string): void {
-    this.digest = null
+    const rec = this.history.feedRecord(key)
+    if (rec === undefined) return
+    if (!this.mine.set(key, { conversation: rec.conversation, length: this.history.availableLength(key) })) return
+    // Every peer, connected or not, is owed this change: a reconnect sends it (FeedsSince).
+    for (const p of this.peerFeeds.values()) p.localChanged(key, this.mine)
+    this.peerFeedsChanged()
     this.changed.add(key)
     if (this.announceTimer !== null) return
     this.announceTimer = this.clock.setTimeout(() => {
       this.announceTimer = null
-      const feeds: FeedAnnouncement[] = []
-      for (const key of this.changed) {
-        const rec = this.history.feedRecord(key)
-        if (rec !== undefined) feeds.push({ conversation: rec.conversation, key, length: this.history.availableLength(key) })
-      }
+      const feeds = this.mine.list(this.changed)
       this.changed.clear()
       // Every peer hears every change, its own feeds included: its picture of this
       // device's list stays exact, so the next reconnect needs only the digest.
@@ -590,6 +667,8 @@ export class SyncNode extends EventEmitter {
 
   private makeSessionHost (): SessionHost {
     const cluster = this.cluster
+    // the host's `mine` reads the node's list, which a start replaces once it is loaded
+    const mine = (): FeedList => this.mine
     return {
       history: this.history,
       get name () { return cluster.name },
@@ -601,14 +680,9 @@ export class SyncNode extends EventEmitter {
       mergeDevices: (msg, from) => { if (this.cluster.merge(msg, from)) this.devicesChanged() },
       presence: () => this.agents,
       openTimeoutMs: this.opts.openTimeoutMs ?? 3000,
-      feedCache: this.feedCache,
-      localDigest: () => {
-        if (this.digest === null) {
-          const feeds = localFeeds(this.history)
-          this.digest = { digest: feedsDigest(feeds), count: feeds.length }
-        }
-        return this.digest
-      },
+      get mine () { return mine() },
+      peerFeeds: device => this.peerFeedsOf(device),
+      peerFeedsChanged: () => this.peerFeedsChanged(),
       onOpen: s => {
         const since = this.attachedAt.get(s)
         if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)

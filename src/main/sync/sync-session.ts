@@ -4,12 +4,13 @@ import type NoiseSecretStream from '@hyperswarm/secret-stream'
 import type { z } from 'zod'
 import type { HistoryStore } from '../history/history-store'
 import type { Logger } from '../../shared/logger'
-import { createHash } from 'node:crypto'
 import {
-  DevicesMessage, FeedsDigest, FeedsMessage, HeartbeatMessage, Hello, LiveMessage, PresenceMessage, WantFeeds, helloVersions,
+  DevicesMessage, FeedsDigest, FeedsMessage, FeedsSince, HeartbeatMessage, Hello, LiveMessage, PresenceMessage, WantFeeds, helloVersions,
   type FeedAnnouncement, type RunningAgent
 } from './arbor-messages'
-import { compareVersions, type Compat, type ProtocolVersions } from '../../shared/protocol-version'
+import { compareVersions, speaksFeedsSince, type Compat, type ProtocolVersions } from '../../shared/protocol-version'
+import type { FeedList, HeldFeed } from './feed-list'
+import type { PeerFeeds } from './peer-feeds'
 
 /** What a session needs from its node. */
 export interface SessionHost {
@@ -36,13 +37,17 @@ export interface SessionHost {
   onEcho (s: SyncSession, t: number, hearsMe: boolean): void
   onLive (s: SyncSession, msg: LiveMessage): void
   onClose (s: SyncSession): void
-  /** this device's feeds list digest (cached until a feed changes) */
-  localDigest (): FeedsDigest
   /** how long a new connection may take to open the arbor channel before it is dropped */
   openTimeoutMs: number
-  /** the feed lists peers sent before, by device: a reconnect with nothing changed sends only a digest */
-  feedCache: Map<string, { digest: string; feeds: Map<string, { conversation: string; length: number }> }>
+  /** this device's feed list, as it announces it (kept by the node as the history changes) */
+  mine: FeedList
+  /** what this device knows of a peer's feed list, kept across connections and restarts */
+  peerFeeds (device: string): PeerFeeds
+  /** a PeerFeeds changed: it is saved soon */
+  peerFeedsChanged (): void
 }
+
+const NO_FEEDS: ReadonlyMap<string, HeldFeed> = new Map()
 
 /**
  * Every version opens this channel and says hello on it, whatever protocol it speaks: it is
@@ -65,8 +70,8 @@ export class SyncSession {
   remoteVersions: ProtocolVersions | 'unreadable' | null = null
   /** how the peer's versions compare with this device's (null before the hello) */
   compat: Compat | null = null
-  /** what the peer holds: feed key → length */
-  readonly remoteFeeds = new Map<string, { conversation: string; length: number }>()
+  /** whether this device knows the peer's whole feed list on this connection (remoteFeeds is empty until then) */
+  private feedsKnown = false
   remoteAgents: RunningAgent[] = []
   /** the devices the peer said it hears, in its latest heartbeat */
   remoteHears: ReadonlySet<string> = new Set()
@@ -80,6 +85,10 @@ export class SyncSession {
   constructor (readonly stream: NoiseSecretStream, private readonly host: SessionHost) {
     this.remoteDevice = (stream.remotePublicKey as Buffer).toString('hex')
   }
+
+  /** what the peer holds: feed key → conversation, length (once its list is known on this connection) */
+  get remoteFeeds (): ReadonlyMap<string, HeldFeed> { return this.feedsKnown ? this.known.heard.feeds : NO_FEEDS }
+  private get known (): PeerFeeds { return this.host.peerFeeds(this.remoteDevice) }
 
   /** the hello came, and the two devices sync */
   get opened (): boolean { return this.hello !== null && this.compatible && !this.closed }
@@ -121,7 +130,8 @@ export class SyncSession {
         { encoding: c.json, onmessage: on(HeartbeatMessage, 'heartbeat', m => this.onHeartbeat(m)) },
         { encoding: c.json, onmessage: on(LiveMessage, 'live', m => host.onLive(this, m)) },
         { encoding: c.json, onmessage: on(FeedsDigest, 'feeds digest', m => this.onDigest(m)) },
-        { encoding: c.json, onmessage: on(WantFeeds, 'want feeds', () => this.send(1, { full: true, feeds: localFeeds(host.history) } satisfies FeedsMessage)) }
+        { encoding: c.json, onmessage: on(WantFeeds, 'want feeds', () => this.sendAllFeeds()) },
+        { encoding: c.json, onmessage: on(FeedsSince, 'feeds since', m => this.onFeedsSince(m)) }
       ],
       onopen: (remoteProof: unknown) => this.onOpen(remoteProof as Buffer),
       onclose: () => this.close('the peer closed the arbor channel')
@@ -143,8 +153,14 @@ export class SyncSession {
     const { schema, app, ...protocol } = host.versions
     this.send(0, { v: 1, device: host.history.device, name: host.name, manifest: host.history.manifestKey.toString('hex'), protocol, schema, ...(app !== undefined ? { app } : {}) } satisfies Hello)
     this.send(2, host.devices())
-    // The list itself only if the peer does not have it already: reconnects stay cheap.
-    this.send(6, host.localDigest())
+    // What changed since the peer was last told, and the digest of the whole list: a reconnect
+    // costs what changed. An older peer ignores it; it is sent a FeedsDigest after its hello.
+    const known = this.known
+    const { full, feeds } = known.pending(host.mine)
+    this.send(8, { full, digest: host.mine.digest, count: host.mine.size, feeds } satisfies FeedsSince)
+    if (full) known.toldAll()
+    else known.told(feeds.map(f => f.key))
+    if (full || feeds.length > 0) host.peerFeedsChanged()
     this.send(3, { agents: host.presence() })
     this.channel?.uncork()
   }
@@ -162,6 +178,8 @@ export class SyncSession {
     this.clearOpenTimer()
     // Kept open, not synced with: its Devices row says what to do, and a reconnect would only say it again.
     if (!this.compatible) { this.host.onIncompatible(this); return }
+    // A peer before 1.2 reads only the 1.0 digest; the list itself if it lacks it (WantFeeds).
+    if (this.remoteVersions !== 'unreadable' && !speaksFeedsSince(this.remoteVersions)) this.send(6, { digest: this.host.mine.sorted(), count: this.host.mine.size } satisfies FeedsDigest)
     this.host.onHeard(this)
     this.host.onOpen(this)
   }
@@ -175,47 +193,70 @@ export class SyncSession {
     if (m.echo !== undefined) this.host.onEcho(this, m.echo, hears.has(this.host.history.device))
   }
 
+  /** A 1.0 or 1.1 peer's digest of its whole list: if it is the list this device holds of it, nothing more is needed. */
   private onDigest (m: FeedsDigest): void {
-    const cached = this.host.feedCache.get(this.remoteDevice)
-    if (cached !== undefined && cached.digest === m.digest) {
-      // Nothing changed since the list this device already processed; but where the two
-      // devices' lengths differ, one still needs blocks of the other (updateFeed follows,
-      // or keeps the feed open to serve them).
-      const history = this.host.history
-      for (const [key, f] of cached.feeds) {
-        this.remoteFeeds.set(key, f)
-        if (f.length !== history.availableLength(key)) this.follow(key, f)
-      }
-      return
-    }
-    this.send(7, {})
+    const heard = this.known.heard
+    if (heard.size === m.count && heard.sorted() === m.digest) this.listKnown([])
+    else this.send(7, {})
+  }
+
+  /**
+   * A 1.2 peer's changes since it last told this device, and the digest of its whole list.
+   * The changes are what the peer says it holds, true or not, so they are kept whatever the
+   * digest says; a digest this device's copy does not reach means a change was lost (a cut
+   * mid-message, a crash before a save, either side's saved state gone): the whole list then.
+   */
+  private onFeedsSince (m: FeedsSince): void {
+    const known = this.known
+    if (m.full) known.heardNothing()
+    for (const f of m.feeds) known.heardFeed(f.key, f, this.host.mine)
+    if (m.full || m.feeds.length > 0) this.host.peerFeedsChanged()
+    if (known.heard.size === m.count && known.heard.digest === m.digest) this.listKnown(m.feeds)
+    else this.send(7, {})
   }
 
   private onFeeds (m: FeedsMessage): void {
-    if (m.full) this.remoteFeeds.clear()
-    this.feedsChanged()
-    for (const f of m.feeds) {
-      const held = { conversation: f.conversation, length: f.length }
-      this.remoteFeeds.set(f.key, held)
-      this.follow(f.key, held)
+    const known = this.known
+    if (m.full) known.heardNothing()
+    for (const f of m.feeds) known.heardFeed(f.key, f, this.host.mine)
+    this.host.peerFeedsChanged()
+    if (m.full) this.feedsKnown = true
+    for (const f of m.feeds) this.follow(f.key, f)
+  }
+
+  /**
+   * The peer's whole list is known on this connection. Where the two devices' lengths differ,
+   * one still needs blocks of the other (updateFeed follows, or keeps the feed open to serve
+   * them): those, and the feeds that just changed, and nothing else: no feed is opened here.
+   */
+  private listKnown (changed: FeedAnnouncement[]): void {
+    this.feedsKnown = true
+    const known = this.known
+    for (const f of changed) this.follow(f.key, f)
+    for (const key of known.lag) {
+      const f = known.heard.get(key)
+      if (f !== undefined && !changed.some(c => c.key === key)) this.follow(key, f)
     }
   }
 
+  private sendAllFeeds (): void {
+    this.send(1, { full: true, feeds: this.host.mine.list() } satisfies FeedsMessage)
+    this.known.toldAll()
+    this.host.peerFeedsChanged()
+  }
+
   /** Tells the history what the peer holds of a feed (it follows the feed, or keeps it open for the peer). */
-  private follow (key: string, f: { conversation: string; length: number }): void {
+  private follow (key: string, f: HeldFeed): void {
     this.host.history.updateFeed(f.conversation, key, f.length).catch((err: Error) => {
       this.host.log.warn(`could not follow feed ${key.slice(0, 12)} from ${this.remoteDevice.slice(0, 12)}: ${err.message}`)
     })
   }
 
-  sendFeeds (feeds: FeedAnnouncement[]): void { if (feeds.length > 0) this.send(1, { full: false, feeds } satisfies FeedsMessage) }
-
-  /** Remembers the peer's list (after processing) under its digest, for the next reconnect. */
-  private feedsChanged (): void {
-    queueMicrotask(() => {
-      const list = [...this.remoteFeeds].map(([key, f]) => ({ conversation: f.conversation, key, length: f.length }))
-      this.host.feedCache.set(this.remoteDevice, { digest: feedsDigest(list), feeds: new Map(this.remoteFeeds) })
-    })
+  /** Tells the peer of feeds that changed here (as the node's list has them now). */
+  sendFeeds (feeds: FeedAnnouncement[]): void {
+    if (feeds.length === 0 || !this.opened) return
+    this.send(1, { full: false, feeds } satisfies FeedsMessage)
+    this.known.told(feeds.map(f => f.key))
   }
   sendDevices (): void { this.send(2, this.host.devices()) }
   sendPresence (agents: RunningAgent[]): void { this.send(3, { agents }) }
@@ -255,13 +296,6 @@ export class SyncSession {
     this.clearOpenTimer()
     this.host.onClose(this)
   }
-}
-
-/** A digest of a feeds list, independent of its order. */
-export function feedsDigest (feeds: FeedAnnouncement[]): string {
-  const h = createHash('sha256')
-  for (const f of [...feeds].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) h.update(`${f.key}:${f.conversation}:${f.length}\n`)
-  return h.digest('hex')
 }
 
 /** Every feed this device holds, with what it can serve of each. */

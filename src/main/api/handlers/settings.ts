@@ -2,7 +2,7 @@
 import path from 'node:path'
 import type { SettingsDto } from '../../../shared/api'
 import type { ApiParamsOut } from '../../../shared/api-params'
-import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../../agent-config'
+import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../../runtime/agent/agent-config'
 import { detectLocalServers, type LocalServer } from '../../llm/local-servers'
 import type { ArborNode } from '../../node'
 import type { HandlerContext, HandlersOf } from './handler-context'

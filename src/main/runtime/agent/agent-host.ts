@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { HistoryStore } from '../../history/history-store'
 import type { Entry } from '../../../shared/entry'
-import type { Clock } from '../clock'
+import type { Clock } from '../../../shared/clock'
 import { DynamicSupervisor } from '../supervisor/dynamic-supervisor'
 import { Supervisor } from '../supervisor/supervisor'
 import { taskChild } from '../supervisor/task-child'

@@ -2,6 +2,7 @@ import fs from 'node:fs/promises'
 import type { EntriesEvent, HistoryStore } from '../../history/history-store'
 import type { Entry } from '../../../shared/entry'
 import type { Logger } from '../../../shared/logger'
+import { systemClock, type Clock, type ClockTimer } from '../../../shared/clock'
 import { writeStateFile } from '../../disk/state-file'
 import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
@@ -31,6 +32,8 @@ export interface AgentPlacementOptions {
   stateFile: string
   /** how often conversations that may need reviving are looked at again (default 1000 ms) */
   sweepMs?: number
+  /** the sweep's and retries' timers (default: the system's; tests pause a device through it) */
+  clock?: Clock
   log: Logger
 }
 
@@ -77,9 +80,9 @@ export class AgentPlacement {
   private readonly again = new Set<string>()
   /** per conversation: messages for the agent that arrived or were posted while it ran elsewhere, not yet answered */
   private readonly fresh = new Map<string, Set<string>>()
-  private sweepTimer: NodeJS.Timeout | null = null
+  private sweepTimer: ClockTimer | null = null
   private closed = false
-  private readonly retries = new Set<NodeJS.Timeout>()
+  private readonly retries = new Set<ClockTimer>()
   private opened = false
   private readonly onEntries = (ev: EntriesEvent): void => { this.entriesArrived(ev) }
 
@@ -94,15 +97,14 @@ export class AgentPlacement {
     for (const s of history.list()) if (s.autoRevival === true) await this.learn(s.id)
     for (const conversation of await this.readState()) this.reconcile(conversation)
     this.opened = true
-    this.sweepTimer = setInterval(() => { this.sweep() }, this.opts.sweepMs ?? 1000)
-    this.sweepTimer.unref()
+    this.sweepSoon()
   }
 
   async close (): Promise<void> {
     this.closed = true
     this.opts.history.off('entries', this.onEntries)
-    if (this.sweepTimer !== null) clearInterval(this.sweepTimer)
-    for (const t of this.retries) clearTimeout(t)
+    if (this.sweepTimer !== null) this.clock.clearTimeout(this.sweepTimer)
+    for (const t of this.retries) this.clock.clearTimeout(t)
     await Promise.allSettled([...this.queue.values()])
     await this.writing.catch(() => undefined) // a failed write was reported when it failed
   }
@@ -187,6 +189,17 @@ export class AgentPlacement {
     return this.opts.peers.announced(conversation).filter(r => epochs.admits(r))
   }
 
+  private get clock (): Clock { return this.opts.clock ?? systemClock }
+
+  /** The periodic sweep, on the injected clock (re-armed each time: a Clock has no interval). */
+  private sweepSoon (): void {
+    this.sweepTimer = unref(this.clock.setTimeout(() => {
+      if (this.closed) return
+      this.sweep()
+      this.sweepSoon()
+    }, this.opts.sweepMs ?? 1000))
+  }
+
   /** Who is live changed: conversations that may need a decision are looked at again. */
   peersChanged (): void { this.sweep() }
 
@@ -259,8 +272,7 @@ export class AgentPlacement {
       .catch((err: Error) => {
         // A decision that failed (an agent that would not start) is taken again shortly.
         this.opts.log.warn(`placement of ${conversation.slice(0, 12)}: ${err.message}; trying again in ${RETRY_MS / 1000} s`)
-        const t = setTimeout(() => { this.retries.delete(t); this.reconcile(conversation) }, RETRY_MS)
-        t.unref()
+        const t = unref(this.clock.setTimeout(() => { this.retries.delete(t); this.reconcile(conversation) }, RETRY_MS))
         this.retries.add(t)
       })
       .finally(() => {
@@ -353,4 +365,10 @@ export class AgentPlacement {
     })
     return this.writing
   }
+}
+
+/** A system timer must not keep the process alive for a sweep or a retry; other clocks' timers have no unref. */
+function unref (t: ClockTimer): ClockTimer {
+  (t as { unref?: () => void }).unref?.()
+  return t
 }

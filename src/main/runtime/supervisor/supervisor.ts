@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events'
-import { systemClock, type Clock, type ClockTimer } from '../clock'
+import { systemClock, type Clock, type ClockTimer } from '../../../shared/clock'
 import { RestartWindow, restartDelay, shouldRestart } from './restart-policy'
 import {
   describeExit, type ChildSpec, type ChildState, type ExitReason, type RunningChild, type Shutdown,

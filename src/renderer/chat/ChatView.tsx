@@ -1,0 +1,217 @@
+// The chat screen: the conversation's title and usage, the agent bar, the transcript (or the
+// tree), what the agent is doing below it, and the message box; it sends, resumes and switches.
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX } from 'react'
+import type { RemoteAgentDto } from '../../shared/api'
+import { AgentBar } from './AgentBar'
+import { sentText, stillWaiting, unknownCommandText, type CommandName } from './agent-place'
+import { errorText, useApi } from '../api-context'
+import { Composer } from './Composer'
+import { continuePoints, type ContinuePoint } from './continue-from'
+import { formatCount, placesText } from '../common/format'
+import type { ConversationStore } from './conversation-store'
+import { StreamingReply } from './StreamingReply'
+import { Transcript } from '../transcript/Transcript'
+import { TreeView } from '../tree/TreeView'
+import { buildTranscript, groupTurns } from '../transcript/transcript-items'
+import { nearBottom } from '../transcript/transcript-window'
+import { useAgentStatus } from './use-agent-status'
+
+export function ChatView ({ store, connected, device }: { store: ConversationStore; connected: boolean; /** this device's key */ device?: string | undefined }): JSX.Element {
+  const client = useApi()
+  // not per streamed token: StreamingReply alone re-renders for those
+  const snap = useSyncExternalStore(store.subscribe, store.view)
+  const { dag, selected, running } = snap
+  const placement = useAgentStatus(client, store.id, connected)
+  const names = placement.status?.names
+  // lifecycle lines name devices as the node knows them
+  const nameOf = useCallback((d: string) => names?.[d] ?? `device ${d.slice(0, 8)}`, [names])
+  const size = dag.size
+  // rebuilt when entries, the selection or the running state change; not per streamed token
+  // (dag is mutable: its size stands for its contents)
+  const branch = useMemo(() => dag.branch(selected), [dag, size, selected])
+  const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running, self: device, name: nameOf }), [branch, dag, running, device, nameOf])
+  const turns = useMemo(() => groupTurns(items), [items])
+  const headCount = useMemo(() => dag.headIds().length, [dag, size])
+  const runningTool = useMemo(() => items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending')), [items])
+  const tip = branch[branch.length - 1]
+  const [error, setError] = useState<string | undefined>()
+  const [focusAt, setFocusAt] = useState<{ id: string; dir: -1 | 1 } | undefined>()
+  const scrollRef = useRef<HTMLDivElement>(null)
+  const stick = useRef(true)
+  const composerRef = useRef<HTMLTextAreaElement>(null)
+  const [showTree, setShowTree] = useState(false)
+  const treeToggleRef = useRef<HTMLButtonElement>(null)
+  // "continue from here": the next message attaches there instead of at the tip
+  const [continueFrom, setContinueFrom] = useState<ContinuePoint | undefined>()
+  const continueAt = useMemo(() => continuePoints(turns), [turns])
+  // the last message handed to another device's agent, while nothing follows it
+  const [sent, setSent] = useState<{ entry: string; agent: RemoteAgentDto } | undefined>()
+  const [resuming, setResuming] = useState(false)
+  const [revivalAsked, setRevivalAsked] = useState<boolean | undefined>()
+
+  const send = useCallback(async (text: string, parent: string | undefined): Promise<void> => {
+    const params: { conversation: string; text: string; parent?: string } = { conversation: store.id, text }
+    if (parent !== undefined) params.parent = parent
+    stick.current = true
+    const r = await client.call('message.send', params)
+    store.addEntries([r.entry])
+    store.select(r.entry.id)
+    setSent(r.agent !== undefined ? { entry: r.entry.id, agent: r.agent } : undefined)
+  }, [client, store])
+
+  /** Moves the agent to this device (`/resume`, the Resume button). */
+  const resume = useCallback(async (): Promise<void> => {
+    setResuming(true)
+    stick.current = true
+    try {
+      await client.call('agent.resume', { conversation: store.id })
+      placement.refresh()
+    } catch (err) {
+      setError(`Not resumed: ${errorText(err)}`)
+      throw err
+    } finally {
+      setResuming(false)
+    }
+  }, [client, store, placement.refresh])
+
+  const runCommand = useCallback((name: CommandName): Promise<void> => {
+    switch (name) {
+      case '/resume': return resume()
+    }
+  }, [resume])
+
+  const setAutoRevival = useCallback((on: boolean) => {
+    setRevivalAsked(on)
+    client.call('agent.autoRevival', { conversation: store.id, on }).then(
+      s => placement.accept(s),
+      err => setError(`Auto-revival not changed: ${errorText(err)}`)
+    ).finally(() => setRevivalAsked(undefined))
+  }, [client, store, placement.accept])
+
+  const onSwitch = useCallback((entry: string, dir: -1 | 1) => {
+    store.select(entry)
+    setFocusAt({ id: entry, dir })
+    client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
+  }, [client, store])
+
+  // a row picked in the tree: show its branch, at that turn, and go back to the transcript
+  const [reveal, setReveal] = useState<{ id: string } | undefined>()
+  const onPick = useCallback((entry: string) => {
+    store.select(entry)
+    setShowTree(false)
+    stick.current = false
+    setReveal({ id: entry })
+    // the tree had focus and is gone: the message box is where one goes next
+    requestAnimationFrame(() => composerRef.current?.focus())
+    client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
+  }, [client, store])
+
+  const startContinue = useCallback((at: ContinuePoint) => {
+    setContinueFrom(at)
+    setShowTree(false)
+    requestAnimationFrame(() => composerRef.current?.focus())
+  }, [])
+
+  // from the tree: also show the branch through that turn, so its context is on screen
+  const onTreeContinue = useCallback((at: ContinuePoint) => {
+    onPick(at.entry)
+    startContinue(at)
+  }, [onPick, startContinue])
+
+  // Esc in the tree: back to the button that opened it
+  const closeTree = useCallback(() => {
+    setShowTree(false)
+    requestAnimationFrame(() => treeToggleRef.current?.focus())
+  }, [])
+
+  const stop = useCallback(() => {
+    client.call('agent.cancel', { conversation: store.id }).catch(err => setError(`Could not stop the agent: ${errorText(err)}`))
+  }, [client, store])
+
+  // Follow the bottom while the reader is there; leave them alone when they scrolled up.
+  const onScroll = (): void => {
+    const el = scrollRef.current
+    if (el !== null && el.clientHeight > 0) stick.current = nearBottom(el.scrollHeight, el.scrollTop, el.clientHeight)
+  }
+  const follow = useCallback((): void => {
+    const el = scrollRef.current
+    if (el !== null && stick.current) el.scrollTop = el.scrollHeight
+  }, [])
+  useLayoutEffect(follow, [snap, turns, follow])
+
+  useEffect(() => { composerRef.current?.focus() }, [store.id])
+
+  // This device can stop only its own agent; another device's shows where it runs.
+  const runningHere = running && (snap.agents.length === 0 || snap.agents.some(a => a.self))
+  // A message while another device's agent works goes to that agent, which takes it up next.
+  const canSend = connected && !runningHere
+  const elsewhere = snap.agents.filter(a => !a.self)
+  const where = elsewhere.length > 0 ? ` ${placesText(snap.agents)}` : ''
+  // Streamed text shows only on the branch it extends (not on one the reader switched to).
+  const streamHere = running && snap.streamParent !== undefined && snap.streamParent === tip?.id && (snap.hasStreaming || snap.thinking !== '')
+  const sentHere = useMemo(() => sent !== undefined && stillWaiting(branch, sent.entry, sent.agent) ? sent.agent : undefined, [sent, branch])
+
+  return (
+    <div className="chat">
+      <header className="chat-head">
+        <div className="chat-title">
+          <h2>{snap.title || 'Untitled'}</h2>
+          {snap.cwd !== undefined ? <span className="cwd mono" title="working directory">{snap.cwd}</span> : null}
+        </div>
+        <div className="chat-meta">
+          {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
+          {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
+          <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
+          <span className="usage" aria-label={`Tokens used: ${snap.usage.input} input, ${snap.usage.output} output`}>
+            {formatCount(snap.usage.input)} in · {formatCount(snap.usage.output)} out tokens
+          </span>
+        </div>
+      </header>
+      <AgentBar
+        status={placement.status}
+        error={placement.error}
+        onResume={() => { resume().catch(() => undefined) }}
+        resuming={resuming}
+        onAutoRevival={setAutoRevival}
+        revivalAsked={revivalAsked}
+        disabled={!connected}
+        working={running}
+      />
+      {showTree
+        ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onContinue={onTreeContinue} onClose={closeTree} />
+        : null}
+      <div className="scroll" ref={scrollRef} onScroll={onScroll} hidden={showTree}>
+        {turns.length === 0
+          ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
+          : null}
+        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} continueAt={continueAt} onContinue={startContinue} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
+        {streamHere
+          ? <StreamingReply store={store} thinking={snap.thinking} onFollow={follow} />
+          : sentHere !== undefined
+            ? <div className={sentHere.reachable ? 'working sent-note' : 'working sent-note away'} role="status">{sentText(sentHere)}</div>
+            : running && !runningTool
+            ? <div className="working" role="status"><span className="spinner small" aria-hidden="true" />Working{where}…</div>
+            : !running && items[items.length - 1]?.kind === 'user'
+              ? <div className="working">No reply on this branch.</div>
+              : null}
+      </div>
+      {error !== undefined
+        ? <div className="chat-error" role="alert"><span>{error}</span><button type="button" aria-label="Dismiss error" onClick={() => setError(undefined)}>×</button></div>
+        : null}
+      <Composer
+        textareaRef={composerRef}
+        canSend={canSend}
+        connected={connected}
+        running={runningHere}
+        busy={running && !runningHere ? `The agent is working${where}; a message you send goes to it` : undefined}
+        continueFrom={continueFrom}
+        branches={continueFrom !== undefined && dag.children(continueFrom.entry).length > 0}
+        onCancelContinue={() => setContinueFrom(undefined)}
+        onSend={text => send(text, continueFrom?.entry ?? tip?.id).then(() => setContinueFrom(undefined), err => { setError(`Not sent: ${errorText(err)}`); throw err })}
+        onStop={stop}
+        onCommand={runCommand}
+        onUnknownCommand={name => setError(unknownCommandText(name))}
+      />
+    </div>
+  )
+}

@@ -1,0 +1,174 @@
+// The whole conversation as a tree of turns: one row per turn, indented at branch points,
+// the shown branch highlighted, each device in its own colour. Virtualised: only the rows
+// in view (plus a few) are drawn, so 10,000 entries scroll smoothly.
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, type JSX, type KeyboardEvent } from 'react'
+import type { ConversationDag } from '../../shared/conversation-dag'
+import { useApi } from '../api-context'
+import { continuePointOf, type ContinuePoint } from '../chat/continue-from'
+import { ariaPositions } from './tree-aria'
+import { deviceColour, layoutTree, visibleWindow, type TreeNode } from './tree-layout'
+
+export const TREE_ROW_HEIGHT = 32
+const LANE_WIDTH = 18
+
+export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: {
+  dag: ConversationDag
+  /** the DAG's size: it stands for its (mutable) contents */
+  size: number
+  selected: string | undefined
+  /** shows the branch through this entry */
+  onPick: (entry: string) => void
+  /** starts a message that continues from a turn (a new branch when the turn has a continuation) */
+  onContinue: (at: ContinuePoint) => void
+  onClose: () => void
+}): JSX.Element {
+  const client = useApi()
+  const [self, setSelf] = useState<string | undefined>()
+  useEffect(() => {
+    let live = true
+    client.call('hello', {}).then(r => { if (live) setSelf(r.device) }, () => undefined)
+    return () => { live = false }
+  }, [client])
+
+  const { rows, current } = useMemo(() => layoutTree(dag, selected), [dag, size, selected])
+  const aria = useMemo(() => ariaPositions(rows), [rows])
+  const forks = useMemo(() => rows.filter(r => r.childCount > 1).length, [rows])
+  const [active, setActive] = useState(current)
+  const [view, setView] = useState({ top: 0, height: 600 })
+  const ref = useRef<HTMLDivElement>(null)
+
+  // open at the shown branch's last turn, in the middle of the view
+  useLayoutEffect(() => {
+    const el = ref.current
+    if (el === null) return
+    el.focus()
+    el.scrollTop = Math.max(0, current * TREE_ROW_HEIGHT - el.clientHeight / 2)
+    setView({ top: el.scrollTop, height: el.clientHeight })
+  }, [])
+
+  useEffect(() => {
+    const el = ref.current
+    if (el === null || typeof ResizeObserver === 'undefined') return
+    const ro = new ResizeObserver(() => setView({ top: el.scrollTop, height: el.clientHeight }))
+    ro.observe(el)
+    return () => ro.disconnect()
+  }, [])
+
+  const moveTo = (i: number): void => {
+    const n = Math.max(0, Math.min(rows.length - 1, i))
+    setActive(n)
+    const el = ref.current
+    if (el === null) return
+    const y = n * TREE_ROW_HEIGHT
+    if (y < el.scrollTop) el.scrollTop = y
+    else if (y + TREE_ROW_HEIGHT > el.scrollTop + el.clientHeight) el.scrollTop = y + TREE_ROW_HEIGHT - el.clientHeight
+  }
+
+  const onKeyDown = (e: KeyboardEvent<HTMLDivElement>): void => {
+    const page = Math.max(1, Math.floor(view.height / TREE_ROW_HEIGHT) - 1)
+    const keys: Record<string, () => void> = {
+      ArrowDown: () => moveTo(active + 1),
+      ArrowUp: () => moveTo(active - 1),
+      PageDown: () => moveTo(active + page),
+      PageUp: () => moveTo(active - page),
+      Home: () => moveTo(0),
+      End: () => moveTo(rows.length - 1),
+      Enter: () => { const n = rows[active]; if (n !== undefined) onPick(n.select) },
+      ' ': () => { const n = rows[active]; if (n !== undefined) onPick(n.select) },
+      c: () => { const n = rows[active]; if (n !== undefined) onContinue(continuePointOf(n)) },
+      Escape: onClose
+    }
+    const fn = e.ctrlKey || e.metaKey || e.altKey ? undefined : keys[e.key === 'C' ? 'c' : e.key]
+    if (fn === undefined) return
+    e.preventDefault()
+    fn()
+  }
+
+  const { start, end } = visibleWindow(rows.length, TREE_ROW_HEIGHT, view.top, view.height)
+  const drawn: JSX.Element[] = []
+  for (let i = start; i < end; i++) {
+    const n = rows[i] as TreeNode
+    drawn.push(
+      <TreeRow
+        key={n.id} node={n} index={i} active={i === active} self={self} pos={aria.pos[i] as number} setSize={aria.size[i] as number}
+        onPick={() => { setActive(i); onPick(n.select) }}
+        onContinue={() => onContinue(continuePointOf(n))}
+      />
+    )
+  }
+  const activeRow = rows[active]
+
+  return (
+    <div className="tree-view">
+      <div className="tree-head">
+        <span>{rows.length} turn{rows.length === 1 ? '' : 's'} · {forks} branch point{forks === 1 ? '' : 's'}</span>
+        <span className="tree-hint" id="tree-hint">↑↓ to move, Enter to show a branch, C to continue from a turn, Esc to go back</span>
+      </div>
+      <div
+        ref={ref}
+        className="tree-scroll"
+        role="tree"
+        aria-label="Conversation tree"
+        aria-describedby="tree-hint"
+        tabIndex={0}
+        aria-activedescendant={activeRow !== undefined && active >= start && active < end ? `tree-row-${activeRow.id}` : undefined}
+        onKeyDown={onKeyDown}
+        onScroll={e => setView({ top: e.currentTarget.scrollTop, height: e.currentTarget.clientHeight })}
+      >
+        <div className="tree-inner" style={{ height: rows.length * TREE_ROW_HEIGHT }}>{drawn}</div>
+      </div>
+      {activeRow !== undefined
+        ? (
+          <div className="tree-actions" role="group" aria-label="Highlighted turn">
+            <span className="tree-actions-label">“{activeRow.label}”</span>
+            <button type="button" onClick={() => onPick(activeRow.select)}>Show this branch</button>
+            <button type="button" className="primary" onClick={() => onContinue(continuePointOf(activeRow))}>Continue from here</button>
+          </div>
+          )
+        : null}
+    </div>
+  )
+}
+
+function TreeRow ({ node: n, index, active, self, pos, setSize, onPick, onContinue }: {
+  node: TreeNode
+  index: number
+  active: boolean
+  self: string | undefined
+  pos: number
+  setSize: number
+  onPick: () => void
+  onContinue: () => void
+}): JSX.Element {
+  const foreign = self !== undefined && n.device !== self
+  const cls = ['tree-row', n.onBranch ? 'on-branch' : '', active ? 'active' : '', n.childCount > 1 ? 'fork' : ''].filter(Boolean).join(' ')
+  const lanes: JSX.Element[] = []
+  for (let l = 0; l < Math.min(n.lane, 40); l++) lanes.push(<span key={l} className="tree-lane" aria-hidden="true" />)
+  return (
+    <div
+      id={`tree-row-${n.id}`}
+      className={cls}
+      role="treeitem"
+      aria-level={n.lane + 1}
+      aria-selected={active}
+      aria-current={n.onBranch ? 'true' : undefined}
+      aria-expanded={n.childCount > 1 ? true : undefined}
+      aria-setsize={setSize}
+      aria-posinset={pos}
+      title={`${n.label}${n.onBranch ? ' (on the shown branch)' : ''} · device ${n.device.slice(0, 8)} · ${n.entries} entries`}
+      style={{ top: index * TREE_ROW_HEIGHT, height: TREE_ROW_HEIGHT, paddingLeft: 8 + Math.min(n.lane, 40) * LANE_WIDTH }}
+      onClick={onPick}
+    >
+      {lanes.length > 0 ? <span className="tree-lanes" aria-hidden="true">{lanes}</span> : null}
+      <span className="tree-dot" style={{ background: deviceColour(n.device) }} aria-hidden="true" />
+      <span className="tree-label">{n.label}</span>
+      {/* aria-label is not allowed on a plain span: screen readers get words, eyes get "1/2" */}
+      {n.siblingCount > 1 ? <span className="tree-sib"><span aria-hidden="true">{n.siblingIndex + 1}/{n.siblingCount}</span><span className="sr-only">, branch {n.siblingIndex + 1} of {n.siblingCount}</span></span> : null}
+      {foreign ? <span className="tree-from mono" style={{ borderColor: deviceColour(n.device) }}>from {n.device.slice(0, 8)}</span> : null}
+      {n.agentDevice !== undefined && n.agentDevice !== n.device ? <span className="tree-from mono" style={{ borderColor: deviceColour(n.agentDevice) }}>answered by {n.agentDevice.slice(0, 8)}</span> : null}
+      <span className="tree-count">{n.entries}<span className="sr-only"> entries</span></span>
+      {/* a pointer shortcut; keyboard users have C and the buttons under the tree */}
+      <button type="button" className="tree-continue" tabIndex={-1} aria-hidden="true" onClick={e => { e.stopPropagation(); onContinue() }}>Continue</button>
+    </div>
+  )
+}

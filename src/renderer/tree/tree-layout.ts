@@ -1,0 +1,149 @@
+// The whole conversation as a tree of turns, for the tree view. Pure: a DAG in, rows out.
+// A turn is a user entry and the agent's entries after it (up to the next user entries on
+// each path); the root (and anything before the first user message) is the first turn.
+// Entries hang under their first parent, as in ConversationDag.pathTo. Iterative throughout:
+// a chain of 10,000 entries must not use 10,000 stack frames.
+import type { ConversationDag } from '../../shared/conversation-dag'
+import type { Entry } from '../../shared/entry'
+
+export interface TreeNode {
+  /** the turn's first entry (user message, or the root): the row's key */
+  id: string
+  /** index of the parent turn in the row list (-1 for the root) */
+  parent: number
+  /** turns from the root (the root is 0) */
+  depth: number
+  /** indentation: one more than the parent's when the parent forks, else the parent's */
+  lane: number
+  /** children of this turn (more than one: a branch point) */
+  childCount: number
+  /** position among the parent's children (0-based) and how many there are */
+  siblingIndex: number
+  siblingCount: number
+  /** the device that wrote the turn's first entry (the user message's author; the root's) */
+  device: string
+  /** the device of the turn's first agent entry, if another one answered */
+  agentDevice?: string
+  /** entries in the turn */
+  entries: number
+  /** the first words of the user message (the title for the root) */
+  label: string
+  /** whether the turn is on the branch shown for the selection */
+  onBranch: boolean
+  /**
+   * The entry to select when the row is picked: the turn's user entry (the root for the first
+   * turn). ConversationDag.branch extends a selection through the newest children, so the
+   * branch shown runs through this turn and then follows its newest continuation; selecting
+   * the user entry (not the turn's last entry) keeps that well defined when the agent's
+   * entries inside the turn fork themselves.
+   */
+  select: string
+  /** the turn's newest last entry (where "continue from here" would attach a message) */
+  last: string
+}
+
+export interface TreeLayout {
+  rows: TreeNode[]
+  /** index of the deepest row on the shown branch (-1 when empty) */
+  current: number
+}
+
+const LABEL_WORDS = 8
+const LABEL_CHARS = 60
+
+/** The first words of a message, on one line. */
+export function shortLabel (text: string): string {
+  const words = text.trim().split(/\s+/).filter(Boolean)
+  let out = words.slice(0, LABEL_WORDS).join(' ')
+  if (out.length > LABEL_CHARS) out = out.slice(0, LABEL_CHARS - 1).trimEnd() + '…'
+  else if (words.length > LABEL_WORDS) out += ' …'
+  return out
+}
+
+/** Lays the DAG out as rows in a pre-order walk (oldest child first, as siblings sort). */
+export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout {
+  const root = dag.root
+  if (root === undefined) return { rows: [], current: -1 }
+  const shown = new Set<string>()
+  for (const e of dag.branch(selected)) shown.add(e.id)
+  const title = root.kind === 'conversation' ? root.body.title : ''
+  const rows: TreeNode[] = []
+  const newNode = (e: Entry, parent: number, label: string): number => {
+    const p = rows[parent]
+    rows.push({
+      id: e.id,
+      parent,
+      depth: p === undefined ? 0 : p.depth + 1,
+      lane: 0,
+      childCount: 0,
+      siblingIndex: p === undefined ? 0 : p.childCount,
+      siblingCount: 1,
+      device: e.author.device,
+      entries: 1,
+      label,
+      onBranch: shown.has(e.id),
+      select: e.id,
+      last: e.id
+    })
+    if (p !== undefined) p.childCount++
+    return rows.length - 1
+  }
+  newNode(root, -1, title === '' ? 'Start' : shortLabel(title))
+  // entry pre-order walk: a turn is created when its user entry is reached, so turns come
+  // out in pre-order too (a turn's subtree is walked before its later siblings)
+  const stack: Array<{ e: Entry; owner: number }> = []
+  const pushKids = (e: Entry, owner: number): void => {
+    const kids = dag.children(e.id)
+    for (let i = kids.length - 1; i >= 0; i--) {
+      const k = kids[i] as Entry
+      if (k.parents[0] === e.id) stack.push({ e: k, owner })
+    }
+  }
+  pushKids(root, 0)
+  while (stack.length > 0) {
+    const { e, owner } = stack.pop() as { e: Entry; owner: number }
+    if (e.kind === 'user') {
+      pushKids(e, newNode(e, owner, shortLabel(e.body.text) || '(empty message)'))
+      continue
+    }
+    const node = rows[owner] as TreeNode
+    node.entries++
+    if (node.agentDevice === undefined && e.author.agent !== undefined && e.author.device !== node.device) node.agentDevice = e.author.device
+    // the newest last entry: entries come oldest-first within a turn's walk, so keep the latest
+    const prev = dag.get(node.last)
+    if (prev === undefined || prev.ts <= e.ts) node.last = e.id
+    pushKids(e, owner)
+  }
+  // parents come before children, so one forward pass sets lanes and sibling counts
+  let current = -1
+  for (let i = 0; i < rows.length; i++) {
+    const n = rows[i] as TreeNode
+    const p = rows[n.parent]
+    if (p !== undefined) {
+      n.siblingCount = p.childCount
+      n.lane = p.childCount > 1 ? p.lane + 1 : p.lane
+    }
+    if (n.onBranch && (current === -1 || n.depth > (rows[current] as TreeNode).depth)) current = i
+  }
+  return { rows, current }
+}
+
+/** Colours for device dots: distinct, and at least 3:1 against light and dark backgrounds. */
+export const DEVICE_COLOURS = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#b8860b', '#3b8fd9', '#8f6bc8', '#c2410c'] as const
+
+/** The same colour for a device on every run and every device (FNV-1a of its key). */
+export function deviceColour (device: string): string {
+  let h = 0x811c9dc5
+  for (let i = 0; i < device.length; i++) {
+    h ^= device.charCodeAt(i)
+    h = Math.imul(h, 0x01000193) >>> 0
+  }
+  return DEVICE_COLOURS[h % DEVICE_COLOURS.length] as string
+}
+
+/** The rows [start, end) to draw for a scroll position, with `overscan` rows either side. */
+export function visibleWindow (count: number, rowHeight: number, scrollTop: number, height: number, overscan = 8): { start: number; end: number } {
+  const start = Math.min(count, Math.max(0, Math.floor(scrollTop / rowHeight) - overscan))
+  const end = Math.min(count, Math.ceil((scrollTop + Math.max(height, rowHeight)) / rowHeight) + overscan)
+  return { start, end: Math.max(start, end) }
+}
