@@ -10,7 +10,8 @@ export function deviceHandlers (c: HandlerContext, version: string): HandlersOf<
     hello: async () => ({ device: node.device, name: node.cluster.name, version }),
     'devices.list': async () => devices(c),
     'devices.invite': async () => node.invite({}),
-    'devices.join': async (p, ctx) => node.join(p.code, ctx.signal ?? new AbortController().signal),
+    // the node's words on a bad code or a failed pairing are for the user, not a node fault to log
+    'devices.join': async (p, ctx) => asApiError(node.join(p.code, ctx.signal ?? new AbortController().signal)),
     'devices.forget': async p => ({ text: await asApiError(node.forget(p.device)) }),
     'net.get': async () => c.netState(),
     'net.set': async p => { await node.setOnline(p.on); return c.netState() }
