@@ -15,6 +15,7 @@ import { PairingHost, createInvite, joinCluster } from './sync/pairing'
 import { SyncNode, type BootstrapNode, type HeldWait } from './sync/sync-node'
 import type { AgentWait } from '../shared/agent-wait'
 import { LocalApiServer } from './api/local-socket'
+import { ApiService } from './api/api-service'
 import { FileSecretStore, type SecretStore } from './secrets/secret-store'
 import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 import { defaultRegistryDir, registerDataDir } from './tools/sandbox/data-dir-registry'
@@ -90,6 +91,8 @@ export class ArborNode implements NodeCommands {
   private readonly life: Lifecycle
   private pairing: PairingHost | null = null
   private api: LocalApiServer | null = null
+  /** the API the local socket serves (null with `api: false`); one per node, `arbor serve`'s web UI shares it */
+  private service: ApiService | null = null
   /** joining a cluster: the inviting device (not trusted yet) must get through the firewall */
   private joining = false
 
@@ -201,6 +204,7 @@ export class ArborNode implements NodeCommands {
     await this.startPairingHost()
     await this.placement.ready()
     if (this.opts.api !== false) {
+      this.service = new ApiService(this, { log: this.logFor('api') })
       this.api = new LocalApiServer(this.dataDir, {
         cli: async (params, ctx) => {
           const p = params as { argv: string[]; cwd: string; env: NodeJS.ProcessEnv }
@@ -209,7 +213,7 @@ export class ArborNode implements NodeCommands {
           const cliCtx: CliContext = { store: this.history, node: this, secrets: this.secrets }
           return runCli(p.argv, io, cliCtx)
         }
-      }, this.logFor('api'))
+      }, this.logFor('api'), this.service)
       await this.api.listen()
     }
   }
@@ -232,8 +236,12 @@ export class ArborNode implements NodeCommands {
     await this.pairing.ready()
   }
 
+  /** The API this node's local socket serves (null when it serves none). */
+  get apiService (): ApiService | null { return this.service }
+
   private async shut (): Promise<void> {
     await this.api?.close()
+    this.service?.close()
     await this.placement.close()
     await this.agents.close() // each agent records its stop while the history is still open
     await this.pairing?.close()

@@ -1,8 +1,9 @@
-// The one API the UI (and later the CLI) speaks to a node (DESIGN.md, "Layout": api/).
+// The one API every client (the UI, the CLI) speaks to a node (DESIGN.md, "Layout": api/).
 // Transport-neutral: the same messages go over a WebSocket (browser, `arbor serve`) or an
 // Electron MessagePort. Requests get exactly one response; events stream in between.
 import type { AgentMove } from './agent-moves'
 import type { AgentWait } from './agent-wait'
+import type { ApiParamsIn as P } from './api-params'
 import type { Entry } from './entry'
 import type { PeerVersion } from './protocol-version'
 
@@ -122,30 +123,34 @@ export interface SettingsDto {
   defaultCwd?: string
 }
 
-/** Every request: method name → params and result. */
+/** Every request: method name → params (inferred from the schemas in api-params.ts) and result. */
 export interface ApiMethods {
-  hello: { params: Record<string, never>; result: { device: string; name: string; version: string } }
-  'conversations.list': { params: { query?: string }; result: ConversationSummaryDto[] }
-  'conversation.open': { params: { id: string }; result: ConversationDto }
-  'conversation.create': { params: { title?: string; cwd?: string; model?: string; autoRevival?: boolean }; result: { id: string } }
-  'conversation.select': { params: { id: string; entry: string }; result: Record<string, never> }
+  hello: { params: P<'hello'>; result: { device: string; name: string; version: string } }
+  'conversations.list': { params: P<'conversations.list'>; result: ConversationSummaryDto[] }
+  'conversation.open': { params: P<'conversation.open'>; result: ConversationDto }
+  'conversation.create': { params: P<'conversation.create'>; result: { id: string } }
+  'conversation.select': { params: P<'conversation.select'>; result: Record<string, never> }
   /** posts a user message (a child of `parent`, default: the selected branch's tip) and runs the agent */
-  'message.send': { params: { conversation: string; text: string; parent?: string }; result: { entry: Entry; agent?: RemoteAgentDto } }
-  'agent.cancel': { params: { conversation: string }; result: Record<string, never> }
+  'message.send': { params: P<'message.send'>; result: { entry: Entry; agent?: RemoteAgentDto } }
+  /** adds a user message to the history without asking the agent (a new branch if `parent` is not a tip) */
+  'message.post': { params: P<'message.post'>; result: { entry: Entry } }
+  'agent.cancel': { params: P<'agent.cancel'>; result: Record<string, never> }
   /** moves the conversation's agent to this device with a higher epoch (`/resume`); the other stops at its next step */
-  'agent.resume': { params: { conversation: string }; result: { device: string; name: string; epoch: number } }
-  'agent.status': { params: { conversation: string }; result: AgentStatusDto }
+  'agent.resume': { params: P<'agent.resume'>; result: { device: string; name: string; epoch: number } }
+  'agent.status': { params: P<'agent.status'>; result: AgentStatusDto }
   /** turns auto-revival on or off for the conversation (a setting in its history, so every device follows it) */
-  'agent.autoRevival': { params: { conversation: string; on: boolean }; result: AgentStatusDto }
-  'devices.list': { params: Record<string, never>; result: DeviceDto[] }
-  'devices.invite': { params: Record<string, never>; result: { code: string; expiresAt: number } }
-  'devices.join': { params: { code: string }; result: { inviter: string } }
-  'net.get': { params: Record<string, never>; result: NetStateDto }
-  'net.set': { params: { on: boolean }; result: NetStateDto }
-  'settings.get': { params: Record<string, never>; result: SettingsDto }
-  'settings.set': { params: Partial<Omit<SettingsDto, 'apiKeySet' | 'apiKeyStorage'>> & { apiKey?: string }; result: SettingsDto }
+  'agent.autoRevival': { params: P<'agent.autoRevival'>; result: AgentStatusDto }
+  'devices.list': { params: P<'devices.list'>; result: DeviceDto[] }
+  'devices.invite': { params: P<'devices.invite'>; result: { code: string; expiresAt: number } }
+  'devices.join': { params: P<'devices.join'>; result: { inviter: string } }
+  /** stops accepting a paired device; `text` says what happened (here only, or on every device) */
+  'devices.forget': { params: P<'devices.forget'>; result: { text: string } }
+  'net.get': { params: P<'net.get'>; result: NetStateDto }
+  'net.set': { params: P<'net.set'>; result: NetStateDto }
+  'settings.get': { params: P<'settings.get'>; result: SettingsDto }
+  'settings.set': { params: P<'settings.set'>; result: SettingsDto }
   /** OpenAI-compatible servers answering on this node's machine (Ollama, llama.cpp, LM Studio, vLLM) */
-  'settings.detect': { params: Record<string, never>; result: Array<{ name: string; baseURL: string; models: string[] }> }
+  'settings.detect': { params: P<'settings.detect'>; result: Array<{ name: string; baseURL: string; models: string[] }> }
 }
 
 export type ApiMethod = keyof ApiMethods

@@ -246,4 +246,34 @@ describe('ApiService', () => {
       api.close()
     }
   })
+
+  it('message.post adds a user message to the history only: no agent runs, a parent prefix branches, bad parents are refused', async () => {
+    const { node, api, events, work } = await start()
+    await api.request('settings.set', { provider: 'fake' })
+    const { id } = await api.request('conversation.create', { title: 'notes', cwd: work })
+    const first = (await api.request('message.post', { conversation: id.slice(0, 8), text: 'one' })).entry
+    expect(first).toMatchObject({ kind: 'user', body: { text: 'one', reply: false }, parents: [id] })
+    const second = (await api.request('message.post', { conversation: id, text: 'two' })).entry
+    expect(second.parents).toEqual([first.id]) // after the selected tip
+    const branch = (await api.request('message.post', { conversation: id, text: 'other', parent: id.slice(0, 10) })).entry
+    expect(branch.parents).toEqual([id])
+    expect((await api.request('conversation.open', { id })).selected).toBe(branch.id)
+    expect(await rejection(api.call('message.post', { conversation: id, text: 'x', parent: 'ffff' }))).toMatch(/^no entry of this conversation matches "ffff"/)
+    expect(await rejection(api.call('message.post', { conversation: id, text: ' ' }))).toMatch(/text is empty/)
+    expect(await rejection(api.call('message.post', { conversation: id, text: 'x', parent: 'not hex' }))).toMatch(/parent must be a hex id/)
+    expect(events.some(e => e.type === 'agent')).toBe(false)
+    expect([...(await node.history.open(id)).entries()].map(e => e.kind)).toEqual(['conversation', 'user', 'user', 'user'])
+  })
+
+  it('devices.forget stops accepting a paired device and says so; an unknown one is refused in words', async () => {
+    const { node, api } = await start()
+    expect(await rejection(api.call('devices.forget', { device: 'nobody' }))).toBe('no paired device matches "nobody"; `arbor devices` lists them')
+    expect(await rejection(api.call('devices.forget', { device: ' ' }))).toMatch(/device is empty/)
+    const other = 'c'.repeat(64)
+    node.cluster.trust(other, 'phone')
+    expect(node.cluster.isTrusted(other)).toBe(true)
+    const { text } = await api.request('devices.forget', { device: 'phone' })
+    expect(text).toMatch(/phone/)
+    expect(node.cluster.isTrusted(other)).toBe(false)
+  })
 })

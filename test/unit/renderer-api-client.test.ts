@@ -2,7 +2,7 @@
 // reconnection with backoff, and what happens to requests when the connection drops.
 import { describe, expect, it } from 'vitest'
 import type { ClientMessage } from '../../src/shared/api'
-import { ApiClient, ApiError, reconnectDelay, type ConnectionStatus, type Timers, type Transport } from '../../src/renderer/api-client'
+import { ApiClient, ApiError, reconnectDelay, type ConnectionStatus, type Timers, type Transport } from '../../src/shared/api-client'
 import { apiSocketUrl, hashWithoutToken, tokenFromHash } from '../../src/renderer/transport-websocket'
 
 class FakeTransport implements Transport {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { ApiClient, type ConnectionStatus } from '../../src/renderer/api-client'
+import { ApiClient, type ConnectionStatus } from '../../src/shared/api-client'
 import { MessagePortConnector, type BridgeWindow } from '../../src/renderer/transport-messageport'
 import type { ClientMessage } from '../../src/shared/api'
 import { until } from '../helpers/temp-dir'

@@ -5,16 +5,21 @@ import path from 'node:path'
 import { isMainThread } from 'node:worker_threads'
 import type { Logger } from '../../shared/logger'
 import { writeStateFile } from '../disk/state-file'
+import type { Transport } from '../../shared/api-client'
 import { randomToken, tokenMatches } from './api-token'
+import { ApiConnection } from './api-connection'
+import type { ApiService } from './api-service'
 
 /**
  * The node's local socket in its data directory: how the `arbor` CLI talks to a running
  * node (only one process can open the history). Newline-delimited JSON. A connection first
  * presents the node's token, `{token}`, read from the token file beside the socket (new on
  * every start, readable by the node's user only); a wrong or missing token gets
- * `{id: null, error}` and the connection is closed before any request is read. Then: a
- * request `{id, method, params}`; any number of `{id, event}` notifications; then
- * `{id, result}` or `{id, error}`. A `{id, method: 'cancel'}` aborts request `id`.
+ * `{id: null, error}` and the connection is closed before any request is read. Then the
+ * connection is an API session (ApiConnection: `{id, method, params}` requests, one
+ * `{id, result}` or `{id, error}` each, `{event}` in between), as over the WebSocket.
+ * Transitional: the `cli` method (argv run inside the node, output as `{id, event}`) and
+ * `{id, method: 'cancel'}` are still served for the commands not yet ported to the API.
  */
 export type ApiHandler = (params: unknown, ctx: { notify: (event: unknown) => void; signal: AbortSignal }) => Promise<unknown>
 
@@ -42,7 +47,7 @@ export class LocalApiServer {
   private token: string | null = null
   private readonly sockets = new Set<net.Socket>()
 
-  constructor (dataDir: string, private readonly handlers: Record<string, ApiHandler>, private readonly log?: Logger) {
+  constructor (dataDir: string, private readonly handlers: Record<string, ApiHandler>, private readonly log?: Logger, private readonly api?: ApiService) {
     this.path = socketPath(dataDir)
     this.tokenFile = tokenPath(dataDir)
   }
@@ -85,6 +90,7 @@ export class LocalApiServer {
   private serve (socket: net.Socket): void {
     this.sockets.add(socket)
     const running = new Map<number, AbortController>()
+    let session: ApiConnection | null = null
     let authenticated = false
     let refused = false
     const send = (msg: unknown): void => { if (!socket.destroyed) socket.write(JSON.stringify(msg) + '\n') }
@@ -102,6 +108,7 @@ export class LocalApiServer {
       clearTimeout(timer)
       this.sockets.delete(socket)
       for (const c of running.values()) c.abort() // the client went away: stop its work
+      session?.close()
     })
     socket.on('error', () => { /* reported by 'close' */ })
     readLines(socket, {
@@ -124,6 +131,8 @@ export class LocalApiServer {
           if (token !== null && typeof req.token === 'string' && tokenMatches(req.token, token)) {
             authenticated = true
             clearTimeout(timer)
+            // Only now does the connection hear events or reach a method.
+            if (this.api !== undefined) session = new ApiConnection(this.api, { send, ...(this.log !== undefined ? { log: this.log } : {}) })
             return
           }
           refuse(typeof req.token === 'string'
@@ -134,6 +143,7 @@ export class LocalApiServer {
         const id = typeof req.id === 'number' ? req.id : -1
         if (req.method === 'cancel') { running.get(id)?.abort(); return }
         const handler = typeof req.method === 'string' && Object.hasOwn(this.handlers, req.method) ? this.handlers[req.method] : undefined
+        if (handler === undefined && session !== null) { session.receive(line); return }
         if (handler === undefined) { send({ id, error: { message: `unknown method ${String(req.method)}` } }); return }
         const controller = new AbortController()
         running.set(id, controller)
@@ -175,18 +185,7 @@ export async function callNode (dataDir: string, method: string, params: unknown
     if (code === 'ENOENT' || code === 'ECONNREFUSED') return null
     throw err
   }
-  const file = tokenPath(dataDir)
-  let token: string | undefined
-  try {
-    token = (await fsp.readFile(file, 'utf8')).trim()
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    // A node of a version before tokens writes none, and needs none; a newer one says what is missing.
-    if (code !== 'ENOENT') {
-      conn.destroy()
-      throw new Error(`a node runs on ${path.resolve(dataDir)}, but its token cannot be read: ${(err as Error).message} (run arbor as the user the node runs as)`, { cause: err })
-    }
-  }
+  const token = await readToken(dataDir, conn)
   return new Promise((resolve, reject) => {
     const id = 1
     const onAbort = (): void => { conn.write(JSON.stringify({ id, method: 'cancel' }) + '\n') }
@@ -215,6 +214,56 @@ export async function callNode (dataDir: string, method: string, params: unknown
     if (token !== undefined) conn.write(JSON.stringify({ token }) + '\n')
     conn.write(JSON.stringify({ id, method, params }) + '\n')
   })
+}
+
+/**
+ * An API session with the node serving `dataDir`, as a Transport for the shared ApiClient;
+ * null if no node answers there. A refused token ends it with the node's words as the reason.
+ */
+export async function openLocalApi (dataDir: string): Promise<Transport | null> {
+  let conn: net.Socket
+  try {
+    conn = await connect(socketPath(dataDir))
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ECONNREFUSED') return null
+    throw err
+  }
+  const token = await readToken(dataDir, conn)
+  const messageFns: Array<(text: string) => void> = []
+  const closeFns: Array<(reason?: string) => void> = []
+  let reason: string | undefined
+  readLines(conn, {
+    onLine: line => {
+      // An error for no request is about the connection (the token was refused).
+      const refusal = /^\{"id":null,"error":\{"code":"unauthenticated"/.test(line) ? (JSON.parse(line) as { error?: { message?: string } }).error?.message : undefined
+      if (refusal !== undefined) { reason = refusal; return }
+      for (const fn of messageFns) fn(line)
+    }
+  })
+  conn.on('error', err => { reason ??= err.message })
+  conn.on('close', () => { for (const fn of closeFns.splice(0)) fn(reason ?? 'the Arbor node closed the connection') })
+  if (token !== undefined) conn.write(JSON.stringify({ token }) + '\n')
+  return {
+    send: text => { conn.write(text + '\n') },
+    onMessage: fn => { messageFns.push(fn) },
+    onClose: fn => { closeFns.push(fn) },
+    close: () => { conn.end() }
+  }
+}
+
+/** The token of the node on `dataDir` (undefined: a node of a version before tokens, which needs none). */
+async function readToken (dataDir: string, conn: net.Socket): Promise<string | undefined> {
+  const file = tokenPath(dataDir)
+  try {
+    return (await fsp.readFile(file, 'utf8')).trim()
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    // A newer node says what is missing.
+    if (code === 'ENOENT') return undefined
+    conn.destroy()
+    throw new Error(`a node runs on ${path.resolve(dataDir)}, but its token cannot be read: ${(err as Error).message} (run arbor as the user the node runs as)`, { cause: err })
+  }
 }
 
 function connect (socket: string): Promise<net.Socket> {

@@ -3,6 +3,7 @@ import path from 'node:path'
 import type { CliIo, NodeCommands } from './run-cli'
 import type { ArborNode } from '../node'
 import { terminalJson } from './terminal-text'
+import { inProcessApi, type CliApi } from './api-session'
 
 /** Options the node commands take (a subset of the CLI's). */
 export interface NodeCommandOptions {
@@ -57,6 +58,29 @@ function sigstopAt (dir: string): (point: string) => void {
   }
 }
 
+/** Opens a node for the length of one command and talks to it through the API, in process. */
+async function withApi<T> (o: NodeCommandOptions, io: CliIo, fn: (api: CliApi) => Promise<T>): Promise<T> {
+  return withNode(o, io, async node => {
+    const { ApiService } = await import('../api/api-service')
+    const service = new ApiService(node)
+    const api = inProcessApi(service)
+    try {
+      return await fn(api)
+    } finally {
+      api.close()
+      service.close()
+    }
+  })
+}
+
+function sleep (ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise(resolve => {
+    const timer = setTimeout(done, ms)
+    function done (): void { clearTimeout(timer); signal?.removeEventListener('abort', done); resolve() }
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}
+
 function waitForAbort (signal: AbortSignal | undefined): Promise<void> {
   return new Promise(resolve => {
     if (signal === undefined) return
@@ -71,15 +95,15 @@ export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> 
   if (o.port !== undefined && !(/^\d{1,5}$/.test(o.port) && (port as number) < 65536)) throw new NodeCommandError(`--port ${o.port}: not a port number (0-65535; 0 picks a free one)`, 2)
   if (o.host !== undefined && o.host.trim() === '') throw new NodeCommandError('--host is empty', 2)
   return withNode(o, io, async node => {
-    const { ApiService } = await import('../api/api-service')
     const { WebServer } = await import('../api/web-server')
-    const api = new ApiService(node)
+    // the node's own API, which its local socket serves too: one per node (one guard per conversation's agent)
+    const api = node.apiService
+    if (api === null) throw new NodeCommandError('the node serves no API')
     // The default port may be taken (another node on this machine): then any free one.
     const web = new WebServer({ api, ...(o.host !== undefined ? { host: o.host } : {}), ...(port !== undefined ? { port } : { fallbackPort: true }) })
     try {
       await web.listen()
     } catch (err) {
-      api.close()
       throw new NodeCommandError(`the web UI cannot listen on ${o.host ?? '127.0.0.1'} port ${port ?? 7777}: ${(err as Error).message}`)
     }
     try {
@@ -100,49 +124,55 @@ export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> 
       return 0
     } finally {
       await web.close()
-      api.close()
     }
   }, true)
 }
 
 /** `arbor invite`: prints a one-time invite code (and, without a running node, waits for the join). */
-export async function invite (node: NodeCommands | undefined, o: NodeCommandOptions, io: CliIo): Promise<number> {
+export async function invite (api: CliApi | undefined, o: NodeCommandOptions, io: CliIo): Promise<number> {
   const print = (inv: { code: string; expiresAt: number }): void => {
     io.out(`${inv.code}\n`)
     io.err(`on the other device: arbor join ${inv.code}\n(one use; expires at ${new Date(inv.expiresAt).toLocaleTimeString()})\n`)
   }
-  if (node !== undefined) { print(await node.invite({})); return 0 }
-  return withNode(o, io, async n => {
-    const inv = await n.invite({})
+  if (api !== undefined) { print(await api.call('devices.invite', {})); return 0 }
+  return withApi(o, io, async a => {
+    const inv = await a.call('devices.invite', {})
     print(inv)
     io.err('waiting for the other device to join (Ctrl-C to stop)…\n')
-    const before = n.cluster.devices().length
-    const joined = await new Promise<boolean>(resolve => {
-      const finish = (ok: boolean): void => { clearInterval(poll); clearTimeout(timer); resolve(ok) }
-      const poll = setInterval(() => { if (n.cluster.devices().length > before) finish(true) }, 200)
-      const timer = setTimeout(() => finish(false), Math.max(0, inv.expiresAt - Date.now()))
-      io.signal?.addEventListener('abort', () => finish(false), { once: true })
-    })
-    if (!joined) { io.err('no device joined\n'); return 1 }
-    const d = n.cluster.devices().at(-1)
-    io.out(`paired with ${d?.name ?? 'a device'} (${d?.key.slice(0, 12) ?? ''})\n`)
+    const before = (await a.call('devices.list', {})).length
+    let joined: Array<{ device: string; name: string }> | null = null
+    // bounded by the invite's expiry (and Ctrl-C)
+    while (joined === null && Date.now() < inv.expiresAt && io.signal?.aborted !== true) {
+      await sleep(200, io.signal)
+      const now = await a.call('devices.list', {})
+      if (now.length > before) joined = now
+    }
+    if (joined === null) { io.err('no device joined\n'); return 1 }
+    const d = joined.at(-1)
+    io.out(`paired with ${d?.name ?? 'a device'} (${d?.device.slice(0, 12) ?? ''})\n`)
     await new Promise(resolve => setTimeout(resolve, 2000)) // let the first sync start while both are here
     return 0
   })
 }
 
 /** `arbor join <code>`. */
-export async function join (node: NodeCommands | undefined, code: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
-  const signal = io.signal ?? new AbortController().signal
-  const run = async (n: NodeCommands): Promise<number> => {
+export async function join (api: CliApi | undefined, code: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
+  const run = async (a: CliApi): Promise<number> => {
     io.err('looking for the inviting device…\n')
-    const { inviter } = await n.join(code, signal)
-    io.out(`joined the cluster of ${inviter.slice(0, 12)}\n`)
-    return 0
+    // Ctrl-C ends the session: the node aborts the join it was carrying out for it.
+    const stop = (): void => { a.close() }
+    io.signal?.addEventListener('abort', stop, { once: true })
+    try {
+      const { inviter } = await a.call('devices.join', { code })
+      io.out(`joined the cluster of ${inviter.slice(0, 12)}\n`)
+      return 0
+    } finally {
+      io.signal?.removeEventListener('abort', stop)
+    }
   }
-  if (node !== undefined) return run(node)
-  return withNode(o, io, async n => {
-    const code0 = await run(n)
+  if (api !== undefined) return run(api)
+  return withApi(o, io, async a => {
+    const code0 = await run(a)
     io.err('syncing for a moment; run `arbor serve` to keep this device in sync\n')
     await new Promise(resolve => setTimeout(resolve, 3000))
     return code0
@@ -183,9 +213,9 @@ export async function devices (node: NodeCommands | undefined, o: NodeCommandOpt
 }
 
 /** `arbor forget <device>`. */
-export async function forget (node: NodeCommands | undefined, device: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
-  if (node !== undefined) {
-    io.out(`${await node.forget(device)}\n`)
+export async function forget (api: CliApi | undefined, device: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
+  if (api !== undefined) {
+    io.out(`${(await api.call('devices.forget', { device })).text}\n`)
     return 0
   }
   const { ClusterStore, describeForget } = await import('../sync/cluster-store')
@@ -203,10 +233,10 @@ export async function forget (node: NodeCommands | undefined, device: string, o:
 }
 
 /** `arbor net on|off`. */
-export async function netSwitch (node: NodeCommands | undefined, arg: string | undefined, io: CliIo): Promise<number> {
+export async function netSwitch (api: CliApi | undefined, arg: string | undefined, io: CliIo): Promise<number> {
   if (arg !== 'on' && arg !== 'off') throw new NodeCommandError('say `arbor net on` or `arbor net off`', 2)
-  if (node === undefined) throw new NodeCommandError('no node is running here; `arbor serve` starts one (net on|off switches a running node)')
-  await node.setOnline(arg === 'on')
+  if (api === undefined) throw new NodeCommandError('no node is running here; `arbor serve` starts one (net on|off switches a running node)')
+  await api.call('net.set', { on: arg === 'on' })
   io.out(arg === 'on' ? 'network on: syncing with paired devices\n' : 'network off: this device works alone until `arbor net on`\n')
   return 0
 }

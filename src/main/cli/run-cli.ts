@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { ConversationDag } from '../../shared/conversation-dag'
 import type { Entry } from '../../shared/entry'
+import { entryByRef } from '../../shared/entry-ref'
 import { consoleLogger } from '../../shared/logger'
 import type { PeerVersion } from '../../shared/protocol-version'
 import { ARBOR_VERSION } from '../../shared/app-version'
@@ -9,6 +10,9 @@ import { indexDir, readSummaries, sortSummaries, type ConversationSummary } from
 import type { HistoryStore } from '../history/history-store'
 import type { SecretStore } from '../secrets/secret-store'
 import type { NodeCommandOptions } from './node-commands'
+import type { CliApi } from './api-session'
+import { NodeLostError } from './node-lost'
+import type { ApiService } from '../api/api-service'
 import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
 import { dataDir } from '../disk/data-dir'
 import { terminalJson, terminalSafeWriter } from './terminal-text'
@@ -95,14 +99,11 @@ export interface DeviceRow {
   version?: PeerVersion
 }
 
-/** The commands only a node can carry out (pairing, devices, the network). */
+/** What the CLI uses of a node it runs inside (the transitional `cli` socket method) or was lent (tests). */
 export interface NodeCommands {
-  invite (opts: { expiresMs?: number }): Promise<{ code: string; expiresAt: number }>
-  join (code: string, signal: AbortSignal): Promise<{ inviter: string }>
+  /** the node's API: the commands that are its clients use it in process */
+  readonly apiService: ApiService | null
   devices (): Promise<DeviceRow[]>
-  /** forgets a device here; says in words what happened (here only, or everywhere) */
-  forget (device: string): Promise<string>
-  setOnline (on: boolean): Promise<void>
   /** moves a conversation's agent to this device (a higher epoch) */
   resume (conversation: string): Promise<AgentRef>
   agentStatus (conversation: string): Promise<PlacementStatus>
@@ -142,8 +143,9 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
   const handler = COMMANDS[command]
 
   const dir = dataDir(values.data, io.env)
-  if (ctx.store === undefined) {
-    // A node owns this data directory: the command runs there, its output comes back here.
+  if (ctx.store === undefined && !API_COMMANDS.has(command)) {
+    // A node owns this data directory: the command runs there, its output comes back here
+    // (transitional: the commands in API_COMMANDS speak the API to it instead).
     const remote = await forwardToNode(dir, argv, io).catch((err: Error) => { io.err(`arbor: the running node failed: ${err.message}\n`); return 1 })
     if (remote !== null) return remote
   }
@@ -174,31 +176,44 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
 }
 
 const NODE_COMMANDS = new Set(['serve', 'invite', 'join', 'devices', 'forget', 'net'])
+/** Commands that are clients of the node's API (over its socket, or in process); the others still run inside the node. */
+const API_COMMANDS = new Set(['invite', 'join', 'forget', 'net'])
 
 /** Pairing, devices and the network: carried out by the running node, or by one started for the command. */
 async function runNodeCommand (command: string, args: string[], values: Values, io: CliIo, ctx: CliContext, dir: string): Promise<number> {
   const nc = await import('./node-commands')
   const o: NodeCommandOptions = { dir, ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}), ...(values.name !== undefined ? { name: values.name } : {}), ...(values.port !== undefined ? { port: values.port } : {}), ...(values.host !== undefined ? { host: values.host } : {}), ...(values.offline === true ? { offline: true } : {}) }
+  let api: CliApi | undefined
   try {
+    if (API_COMMANDS.has(command)) {
+      const { inProcessApi, nodeApi } = await import('./api-session')
+      // inside the node (its transitional `cli` method): its own API; else the running node's, if one runs
+      const service = ctx.node?.apiService
+      if (service !== undefined && service !== null) api = inProcessApi(service)
+      else if (ctx.node === undefined) api = (await nodeApi(dir).catch((err: Error) => { throw new NodeLostError(err.message) })) ?? undefined
+    }
     switch (command) {
       case 'serve':
         if (ctx.node !== undefined) throw new CliError(`a node is already serving ${dir}`)
         return await nc.serve(o, io)
-      case 'invite': return await nc.invite(ctx.node, o, io)
+      case 'invite': return await nc.invite(api, o, io)
       case 'join':
         need(args, 1, 'invite code: arbor join <code>')
-        return await nc.join(ctx.node, args[0] as string, o, io)
+        return await nc.join(api, args[0] as string, o, io)
       case 'devices': return await nc.devices(ctx.node, o, io, values.json === true)
       case 'forget':
         need(args, 1, 'device: arbor forget <device key prefix or name>')
-        return await nc.forget(ctx.node, args[0] as string, o, io)
-      default: return await nc.netSwitch(ctx.node, args[0], io)
+        return await nc.forget(api, args[0] as string, o, io)
+      default: return await nc.netSwitch(api, args[0], io)
     }
   } catch (err) {
+    if (err instanceof NodeLostError) { io.err(`arbor: the running node failed: ${err.message}\n`); return 1 }
     const e = err as Error & { exitCode?: number }
     io.err(`arbor ${command}: ${e.message}\n`)
     if (io.env.ARBOR_DEBUG === '1' && e.stack !== undefined) io.err(e.stack + '\n')
     return e.exitCode ?? 1
+  } finally {
+    api?.close()
   }
 }
 
@@ -225,14 +240,11 @@ function need (args: string[], n: number, what: string): void {
 
 /** An entry of a conversation named by id or unique prefix. */
 function resolveEntry (dag: ConversationDag, ref: string): Entry {
-  const r = ref.toLowerCase()
-  const exact = dag.get(r)
-  if (exact !== undefined) return exact
-  const matches: Entry[] = []
-  for (const e of dag.entries()) if (e.id.startsWith(r)) matches.push(e)
-  if (matches.length === 1) return matches[0] as Entry
-  if (matches.length === 0) throw new CliError(`no entry of this conversation matches "${ref}"; \`arbor tree\` shows the entry ids`)
-  throw new CliError(`"${ref}" matches ${matches.length} entries; give more of the id`)
+  try {
+    return entryByRef(dag, ref)
+  } catch (err) {
+    throw new CliError((err as Error).message)
+  }
 }
 
 /** The branch to show: --leaf, else the device's selection, else the newest head. */

@@ -3,7 +3,7 @@
 // ending, a device coming or going, the network switch.
 import { useCallback, useEffect, useRef, useState } from 'react'
 import type { AgentStatusDto } from '../../shared/api'
-import type { ApiClient } from '../api-client'
+import type { ApiClient } from '../../shared/api-client'
 import { errorText } from '../api-context'
 import { affectsPlacement } from './agent-place'
 

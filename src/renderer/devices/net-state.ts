@@ -2,7 +2,7 @@
 // node's `net` events, so the switch and the offline indicator say what is, not what was asked.
 import { useEffect, useState } from 'react'
 import type { NetStateDto } from '../../shared/api'
-import type { ApiClient, ConnectionStatus } from '../api-client'
+import type { ApiClient, ConnectionStatus } from '../../shared/api-client'
 
 export function useNetState (client: ApiClient, status: ConnectionStatus): NetStateDto | undefined {
   const [net, setNet] = useState<NetStateDto | undefined>()

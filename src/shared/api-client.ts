@@ -1,10 +1,11 @@
-// The UI's side of the API (src/shared/api.ts) over any message transport: a WebSocket to
-// `arbor serve` now, an Electron MessagePort later. Requests are matched to responses by id;
+// A client's side of the API (src/shared/api.ts) over any message transport: the renderer's
+// WebSocket or MessagePort, the CLI's local socket or an in-process node. DOM-free, so the UI
+// and the CLI share it. Requests are matched to responses by id;
 // events go to subscribers. When the transport drops, the client reconnects with backoff:
 // requests made meanwhile wait for the connection, requests in flight fail (their outcome
 // is unknown), and subscribers learn the state so the UI can say "reconnecting…" and reload.
-import { backoffDelay } from '../shared/backoff'
-import type { ApiEvent, ApiMethod, ApiMethods, ClientMessage, ServerMessage } from '../shared/api'
+import { backoffDelay } from './backoff'
+import type { ApiEvent, ApiMethod, ApiMethods, ClientMessage, ServerMessage } from './api'
 
 /** A connected, message-oriented channel. `onClose` fires once, when it ends for any reason. */
 export interface Transport {

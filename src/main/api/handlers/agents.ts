@@ -1,0 +1,113 @@
+// agent.cancel, agent.resume, agent.status, agent.autoRevival: where a conversation's agent runs.
+import type { AgentRefDto, AgentStatusDto, ApiMethods } from '../../../shared/api'
+import { agentMoves, moveText } from '../../../shared/agent-moves'
+import { waitText } from '../../../shared/agent-wait'
+import type { Entry } from '../../../shared/entry'
+import { setMeta } from '../../history/set-meta'
+import { compareRefs, topRef, workAt, type AgentRef } from '../../runtime/placement/placement'
+import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type HandlerContext, type HandlersOf } from './handler-context'
+
+type AgentMethod = 'agent.cancel' | 'agent.resume' | 'agent.status' | 'agent.autoRevival'
+
+export function agentHandlers (c: HandlerContext): HandlersOf<AgentMethod> {
+  const { node } = c
+  return {
+    'agent.cancel': async p => {
+      const id = c.resolve(p.conversation)
+      const elsewhere = c.locations.of(id, false)[0]
+      if (!node.agents.isRunning(id) && elsewhere !== undefined) throw new ApiError(`the agent of this conversation runs on ${elsewhere.name}; stop it there`)
+      await node.agents.cancel(id)
+      return {}
+    },
+    'agent.resume': async p => resume(c, p.conversation),
+    'agent.status': async p => agentStatus(c, c.resolve(p.conversation)),
+    'agent.autoRevival': async p => setAutoRevival(c, p.conversation, p.on)
+  }
+}
+
+/**
+ * Moves the agent here (`/resume`): it continues from the branch shown here with a higher
+ * epoch, and an agent elsewhere stops at its next step. Refused, saying why, when there is
+ * nothing to move: it already works here, or it is this device's and has nothing to do.
+ */
+async function resume (c: HandlerContext, ref: string): Promise<ApiMethods['agent.resume']['result']> {
+  const { node } = c
+  const id = c.resolve(ref)
+  if (node.agents.isRunning(id)) throw new ApiError('the agent already runs on this device')
+  if (c.starting.has(id)) throw new ApiError(AGENT_BUSY_MESSAGE)
+  c.starting.add(id)
+  try {
+    const dag = await node.history.open(id)
+    if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
+    const st = await node.agentStatus(id)
+    const top = topRef([st.owner, ...st.announced])
+    const tip = dag.branch(node.history.selected(id)).at(-1) as Entry
+    // Resuming an idle agent that is already ours would only raise the epoch.
+    if ((top === null || top.device === node.device) && workAt(dag, tip) === null) {
+      throw new ApiError(top === null
+        ? 'no agent has run in this conversation yet: send a message and it starts on this device'
+        : `the agent is already on this device (epoch ${top.epoch}): send a message to continue`)
+    }
+    return await asApiError((async () => {
+      await node.configFor(id) // refuse before anything is written if no model is set up here
+      const moved = await node.resume(id)
+      return { device: moved.device, name: node.cluster.name, epoch: moved.epoch }
+    })())
+  } finally {
+    c.starting.delete(id)
+  }
+}
+
+/** Where the conversation's agent runs, how it got there, and whether it is revived. */
+async function agentStatus (c: HandlerContext, id: string): Promise<AgentStatusDto> {
+  const { node } = c
+  const [st, dag] = await Promise.all([node.agentStatus(id), node.history.open(id)])
+  const names: Record<string, string> = {}
+  const named = (device: string): string => (names[device] ??= node.deviceName(device))
+  const dto = (r: AgentRef): AgentRefDto => ({ device: r.device, name: named(r.device), self: r.device === node.device, epoch: r.epoch })
+  const working = [...(st.runningHere !== null ? [st.runningHere] : []), ...st.announced]
+  const top = topRef([st.owner, ...working])
+  const peer = top === null ? undefined : node.sync.peers().find(p => p.device === top.device)
+  const moves = agentMoves(dag.entries()).map(m => ({ ...m, text: moveText(m, named) }))
+  return {
+    conversation: id,
+    owner: top === null ? null : dto(top),
+    runningHere: st.runningHere === null ? null : dto(st.runningHere),
+    announced: st.announced.map(dto),
+    givingWay: top === null ? [] : working.filter(r => compareRefs(r, top) < 0).map(dto),
+    autoRevival: st.autoRevival,
+    ownerConnected: top !== null && (top.device === node.device || (peer?.connected === true && !peer.suspected)),
+    ownerDown: top !== null && top.device !== node.device && node.sync.isDown(top.device),
+    online: node.sync.isOnline,
+    waiting: st.waiting === null ? null : { ...st.waiting, text: waitText(st.waiting, named) },
+    moves,
+    names
+  }
+}
+
+/**
+ * Turns auto-revival on or off: a `meta` setting at the tip of the branch shown here. An
+ * agent at work appends to that branch, so the setting waits until it is idle.
+ */
+async function setAutoRevival (c: HandlerContext, ref: string, on: boolean): Promise<AgentStatusDto> {
+  const { node } = c
+  const id = c.resolve(ref)
+  const dag = await node.history.open(id)
+  if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
+  if ((node.history.summary(id)?.autoRevival === true) !== on) {
+    const working = c.locations.of(id)
+    // An agent here waiting (for another device to hold its step, or to hear its peers) may be
+    // let go: the setting goes below its tip, and it goes on once it sees auto-revival off.
+    const run = node.agents.runOf(id)
+    if (!on && run?.waiting !== undefined && working.every(a => a.self)) {
+      await setMeta(node.history, dag, 'autoRevival', on, run.cursor.tip)
+      return agentStatus(c, id)
+    }
+    if (working.length > 0 || c.starting.has(id)) {
+      const where = working.some(a => a.self) || working.length === 0 ? 'here' : `on ${working.map(a => a.name).join(' and ')}`
+      throw new ApiError(`the agent is working ${where}: change auto-revival when it has finished its turn (or stop it)`)
+    }
+    await setMeta(node.history, dag, 'autoRevival', on)
+  }
+  return agentStatus(c, id)
+}

@@ -1,0 +1,72 @@
+// The params of every API request, typed once: these zod schemas check what a node receives
+// (ApiService), and ApiMethods in api.ts infers the params' TypeScript types from them.
+// Pure (no node:*): the renderer imports only the types, the node runs the checks.
+import { z } from 'zod'
+
+/** Longest user message accepted (entries are capped at 1 MiB encoded). */
+export const MAX_MESSAGE_CHARS = 200_000
+
+/** A path that is absolute where the node runs (Windows forms only on Windows). */
+export function isAbsolutePath (p: string): boolean {
+  if (p.startsWith('/')) return true
+  const windows = typeof process === 'object' && process.platform === 'win32'
+  return windows && (/^[A-Za-z]:[\\/]/.test(p) || p.startsWith('\\\\'))
+}
+
+const none = z.strictObject({})
+const ref = z.string().trim().min(1, 'is empty').max(64).regex(/^[0-9a-fA-F]+$/, 'must be a hex id (or a prefix of one)')
+const entryId = z.string().regex(/^[0-9a-f]{64}$/, 'must be an entry id (64 lower-case hex characters)')
+const absolutePath = z.string().min(1).max(4096).refine(isAbsolutePath, 'must be an absolute path')
+const messageText = z.string().max(MAX_MESSAGE_CHARS, `is longer than ${MAX_MESSAGE_CHARS} characters`).refine(t => t.trim() !== '', 'is empty')
+/** '' clears a setting (JSON has no undefined) */
+const orClear = <T extends z.ZodType>(t: T) => z.union([t, z.literal('')])
+
+export const API_PARAMS = {
+  hello: none,
+  'conversations.list': z.strictObject({ query: z.string().max(1000).optional() }),
+  'conversation.open': z.strictObject({ id: ref }),
+  'conversation.create': z.strictObject({
+    title: z.string().max(1000).optional(),
+    cwd: absolutePath.optional(),
+    model: z.string().min(1).max(200).optional(),
+    autoRevival: z.boolean().optional()
+  }),
+  'conversation.select': z.strictObject({ id: ref, entry: entryId }),
+  'message.send': z.strictObject({ conversation: ref, text: messageText, parent: entryId.optional() }),
+  /** a user message for the history only: no agent is asked (`arbor post`); `parent` may be a prefix */
+  'message.post': z.strictObject({ conversation: ref, text: messageText, parent: ref.optional() }),
+  'agent.cancel': z.strictObject({ conversation: ref }),
+  'agent.resume': z.strictObject({ conversation: ref }),
+  'agent.status': z.strictObject({ conversation: ref }),
+  'agent.autoRevival': z.strictObject({ conversation: ref, on: z.boolean() }),
+  'devices.list': none,
+  'devices.invite': none,
+  'devices.join': z.strictObject({ code: z.string().trim().min(1, 'is empty').max(1000) }),
+  /** `device`: a key prefix or a name */
+  'devices.forget': z.strictObject({ device: z.string().trim().min(1, 'is empty').max(200) }),
+  'net.get': none,
+  'net.set': z.strictObject({ on: z.boolean() }),
+  'settings.get': none,
+  'settings.set': z.strictObject({
+    provider: z.enum(['openai', 'fake']).optional(),
+    baseURL: orClear(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000)).optional(),
+    model: orClear(z.string().max(200)).optional(),
+    apiKey: orClear(z.string().max(4096)).optional(),
+    defaultCwd: orClear(absolutePath).optional()
+  }),
+  'settings.detect': none
+}
+
+export type ApiParamMethod = keyof typeof API_PARAMS
+/** What a client sends for a method. */
+export type ApiParamsIn<M extends ApiParamMethod> = z.input<typeof API_PARAMS[M]>
+/** What a handler receives once the params are checked. */
+export type ApiParamsOut<M extends ApiParamMethod> = z.output<typeof API_PARAMS[M]>
+
+/** The params' problems in one line for the user: `field message; ...`. */
+export function describeParamIssues (err: z.ZodError): string {
+  return err.issues.map(i => {
+    const where = i.path.length > 0 ? i.path.join('.') : 'params'
+    return i.code === 'unrecognized_keys' ? `${where}: unknown field(s) ${i.keys.map(k => JSON.stringify(k)).join(', ')}` : `${where} ${i.message}`
+  }).join('; ')
+}
