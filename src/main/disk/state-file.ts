@@ -34,7 +34,7 @@ export interface StateFileOptions {
 const DIR_MODE = 0o700
 
 interface Waiting {
-  text: () => string
+  text: () => string | Uint8Array
   mode: number
   done: Promise<void>
   resolve: () => void
@@ -51,9 +51,9 @@ const files = new Map<string, { running: boolean; next: Waiting | null }>()
  * one write of the state as it then is). Resolves once the content (or newer) is on disk;
  * rejects with a storage error in words (a full disk names its directory).
  */
-export function writeStateFile (file: string, content: string | (() => string), opts: StateFileOptions = {}): Promise<void> {
+export function writeStateFile (file: string, content: string | Uint8Array | (() => string | Uint8Array), opts: StateFileOptions = {}): Promise<void> {
   const key = path.resolve(file)
-  const text = typeof content === 'string' ? () => content : content
+  const text = typeof content === 'function' ? content : () => content
   const mode = opts.mode ?? 0o600
   let slot = files.get(key)
   if (slot === undefined) {
@@ -92,7 +92,7 @@ async function drain (file: string, slot: { running: boolean; next: Waiting | nu
   files.delete(file)
 }
 
-async function writeNow (file: string, text: string, mode: number): Promise<void> {
+async function writeNow (file: string, text: string | Uint8Array, mode: number): Promise<void> {
   const dir = path.dirname(file)
   const tmp = tempName(file)
   try {
@@ -100,7 +100,7 @@ async function writeNow (file: string, text: string, mode: number): Promise<void
     const fh = await fsp.open(tmp, 'wx', mode)
     try {
       await fh.chmod(mode)
-      await fh.writeFile(text, 'utf8')
+      await fh.writeFile(text)
       await fh.sync()
     } finally {
       await fh.close()
