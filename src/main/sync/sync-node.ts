@@ -132,8 +132,10 @@ export class SyncNode extends EventEmitter {
   /** what each peer's last hello said of its versions */
   private readonly peerVersions = new Map<string, ProtocolVersions | 'unreadable'>()
   private readonly attached = new WeakSet<NoiseSecretStream>()
-  /** this device's feed list as announced (kept as the history changes: its digest costs nothing to read) */
-  private mine = new FeedList()
+  /** this device's feed list as announced (kept as the history changes: its digest costs nothing to read); built on first need */
+  private mine_: FeedList | null = null
+  /** this device's list as saved, until `mine` is first needed and built from the history against it */
+  private savedList: PeerFeedsFile['mine'] | null = null
   /** what this device knows of each peer's list (peer-feeds.ts), saved in PEER_FEEDS_FILE */
   private readonly peerFeeds = new Map<string, PeerFeeds>()
   /** peers' saved states not read yet: each is decoded when its peer first needs it (peerFeedsOf), not at start */
@@ -228,10 +230,10 @@ export class SyncNode extends EventEmitter {
   private get peerFeedsFile (): string { return path.join(this.history.dir, PEER_FEEDS_FILE) }
 
   /**
-   * This device's list, from the history, with the digest saved beside it: only the feeds that
-   * changed since the save are hashed (with no save, none until a peer asks: FeedList.of).
-   * Peers' states are only kept encoded, each read when its peer connects. A file this version
-   * cannot read costs one full exchange per peer.
+   * What this device knew of its lists when it last ran: the file is read, nothing more. Its
+   * own list is built from the history when first needed (`mine`), each peer's state when that
+   * peer first needs it (peerFeedsOf): a start pays neither. A file this version cannot read
+   * costs one full exchange per peer.
    */
   private async loadFeedLists (): Promise<void> {
     const file = this.peerFeedsFile
@@ -241,27 +243,60 @@ export class SyncNode extends EventEmitter {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn(`${file} is not read: ${(err as Error).message}; each peer sends its whole feed list again`)
     }
-    const map = new Map<string, HeldFeed>()
-    let intact = saved !== null
-    for (const [key, length] of saved?.mine.feeds ?? []) {
-      const rec = this.history.feedRecord(key)
-      if (rec === undefined) { intact = false; break }
-      map.set(key, { conversation: rec.conversation, length })
-    }
-    intact &&= map.size === saved?.mine.feeds.length
-    const diff = new Map<string, number | null>()
-    if (saved !== null && intact) {
-      this.mine = FeedList.restore(map, saved.mine.digest)
-      for (const f of this.history.feeds()) {
-        const was = this.mine.get(f.key)
-        if (this.mine.set(f.key, { conversation: f.conversation, length: this.history.availableLength(f.key) })) diff.set(f.key, was?.length ?? null)
-      }
-      this.savedMine = { size: map.size, diff }
-    } else {
-      this.mine = FeedList.of(new Map(this.history.feeds().map(f => [f.key, { conversation: f.conversation, length: this.history.availableLength(f.key) }])))
-    }
+    this.savedList = saved?.mine ?? null
     for (const [device, block] of saved?.peers ?? []) this.savedPeers.set(device, block)
-    if (this.savedPeers.size === 0) this.savedMine = null
+  }
+
+  /** This device's feed list as it announces it: built from the history on first need. */
+  private get mine (): FeedList {
+    this.mine_ ??= this.buildMine()
+    return this.mine_
+  }
+
+  /**
+   * This device's list from the history, with the digest saved beside it: only the feeds that
+   * changed since the save are hashed (with no save, none until a peer asks: FeedList.of).
+   * The saved list is in the history's order as a rule, so the two are compared in step; a
+   * feed out of step is looked up.
+   */
+  private buildMine (): FeedList {
+    const saved = this.savedList
+    this.savedList = null
+    const feeds = this.history.feeds()
+    const now = feeds.map(f => ({ conversation: f.conversation, length: this.history.availableLength(f.key) }))
+    if (saved === null) return FeedList.of(new Map(feeds.map((f, i) => [f.key, now[i] as HeldFeed])))
+    const inStep: Array<number | undefined> = new Array(feeds.length)
+    const outOfStep = new Map<string, number>()
+    let j = 0
+    for (const [key, length] of saved.feeds) {
+      if (j < feeds.length && (feeds[j] as FeedRecord).key === key) inStep[j++] = length
+      else outOfStep.set(key, length)
+    }
+    const map = new Map<string, HeldFeed>()
+    const changed: number[] = []
+    const diff = new Map<string, number | null>()
+    let matched = j
+    for (let i = 0; i < feeds.length; i++) {
+      const f = feeds[i] as FeedRecord
+      const cur = now[i] as HeldFeed
+      let was = inStep[i]
+      if (was === undefined && outOfStep.size > 0) {
+        was = outOfStep.get(f.key)
+        if (was !== undefined) matched++
+      }
+      if (was === undefined) { diff.set(f.key, null); changed.push(i); continue }
+      map.set(f.key, was === cur.length ? cur : { conversation: cur.conversation, length: was })
+      if (was !== cur.length) { diff.set(f.key, was); changed.push(i) }
+    }
+    // a saved feed the history does not hold (or one saved twice): the saved digest is not of a list this device can rebuild
+    if (matched !== saved.feeds.length || map.size !== saved.feeds.length) {
+      this.savedMine = null
+      return FeedList.of(new Map(feeds.map((f, i) => [f.key, now[i] as HeldFeed])))
+    }
+    const mine = FeedList.restore(map, saved.digest)
+    for (const i of changed) mine.set((feeds[i] as FeedRecord).key, now[i] as HeldFeed)
+    this.savedMine = this.savedPeers.size > 0 ? { size: map.size, diff } : null
+    return mine
   }
 
   /** Saves the peers' lists a few seconds after a change (and on close): one write for a burst. */
@@ -290,9 +325,10 @@ export class SyncNode extends EventEmitter {
     const block = this.savedPeers.get(device)
     p = new PeerFeeds(device)
     if (block !== undefined) {
+      const mine = this.mine // built against the saved list first: what saved peers are relative to
       this.savedPeers.delete(device)
       try {
-        p = PeerFeeds.restore(device, decodePeer(block), key => this.history.feedRecord(key)?.conversation, this.savedMine, this.mine)
+        p = PeerFeeds.restore(device, decodePeer(block), key => this.history.feedRecord(key)?.conversation, this.savedMine, mine)
       } catch (err) {
         this.log.warn(`what was saved of ${device.slice(0, 12)}'s feeds is not read (${(err as Error).message}); it sends its whole list again`)
       }
@@ -647,10 +683,13 @@ export class SyncNode extends EventEmitter {
   private feedChanged (key: string): void {
     const rec = this.history.feedRecord(key)
     if (rec === undefined) return
+    // a list built just now has this change already (and, against the saved list, in savedMine)
+    const built = this.mine_ === null
     const was = this.mine.get(key)
-    if (!this.mine.set(key, { conversation: rec.conversation, length: this.history.availableLength(key) })) return
+    const changed = this.mine.set(key, { conversation: rec.conversation, length: this.history.availableLength(key) })
+    if (!changed && !built) return
     // peers not read yet are relative to the saved list: keep how it differs from this one
-    if (this.savedMine !== null && !this.savedMine.diff.has(key)) this.savedMine.diff.set(key, was?.length ?? null)
+    if (changed && this.savedMine !== null && !this.savedMine.diff.has(key)) this.savedMine.diff.set(key, was?.length ?? null)
     // Every peer, connected or not, is owed this change: a reconnect sends it (FeedsSince).
     for (const p of this.peerFeeds.values()) p.localChanged(key, this.mine)
     this.peerFeedsChanged()
