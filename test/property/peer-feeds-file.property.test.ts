@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { crc32 } from 'node:zlib'
-import { decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type SavedPeer } from '../../src/main/sync/peer-feeds-file'
+import { decodeList, decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type SavedPeer } from '../../src/main/sync/peer-feeds-file'
 import { FeedList } from '../../src/main/sync/feed-list'
 import { PeerFeeds, type SavedMine } from '../../src/main/sync/peer-feeds'
 
@@ -27,7 +27,7 @@ describe('sync-peers.bin', () => {
   it('reads back what was written', () => {
     fc.assert(fc.property(file, f => {
       const back = decodePeerFeedsFile(encodePeerFeedsFile(f.mine, f.peers))
-      expect(back.mine).toEqual(f.mine)
+      expect(decodeList(back.mine)).toEqual(f.mine)
       expect([...back.peers].map(([d, b]) => [d, decodePeer(b)])).toEqual(f.peers)
     }))
   })

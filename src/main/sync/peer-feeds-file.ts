@@ -3,8 +3,8 @@ import { crc32 } from 'node:zlib'
 /**
  * The bytes of `sync-peers.bin` (docs/ARCHITECTURE.md, "Reconnecting"): this device's own list
  * as saved (digest, then [key, length] per feed: conversations are the history's) and, per
- * paired device, what it knows of that device's list as one length-prefixed block, so a start
- * reads only its own list and a peer's block is decoded when that peer first connects. Keys
+ * paired device, what it knows of that device's list, each a length-prefixed block, so a start
+ * decodes neither: its list when first needed, a peer's block when that peer first connects. Keys
  * are 32 bytes, numbers LEB128 varints, and a CRC-32 of everything before closes the file: a torn,
  * truncated or foreign file is refused whole (a cache: it then costs one full exchange).
  */
@@ -24,8 +24,12 @@ export interface SavedPeer {
   like?: { differ: SavedPairs; absent: string[] }
 }
 
+/** This device's list as saved. */
+export interface SavedList { digest: string; feeds: SavedPairs }
+
 export interface PeerFeedsFile {
-  mine: { digest: string; feeds: SavedPairs }
+  /** this device's list, still encoded (decodeList) */
+  mine: Buffer
   /** device → its SavedPeer, still encoded (decodePeer) */
   peers: Map<string, Buffer>
 }
@@ -142,11 +146,13 @@ const ALL = 1
 const LIKE = 2
 
 /** The file's bytes: this device's list, then each peer's block. */
-export function encodePeerFeedsFile (mine: PeerFeedsFile['mine'], peers: Iterable<[string, SavedPeer]>): Buffer {
+export function encodePeerFeedsFile (mine: SavedList, peers: Iterable<[string, SavedPeer]>): Buffer {
+  const list = new Writer()
+  list.key(mine.digest)
+  list.pairs(mine.feeds)
   const w = new Writer()
   w.uint(PEER_FEEDS_FORMAT)
-  w.key(mine.digest)
-  w.pairs(mine.feeds)
+  w.bytes(list.done())
   const blocks = [...peers].map(([d, p]) => [d, encodePeer(p)] as const)
   w.uint(blocks.length)
   for (const [d, b] of blocks) { w.key(d); w.bytes(b) }
@@ -168,11 +174,19 @@ export function decodePeerFeedsFile (buf: Buffer): PeerFeedsFile {
   const r = new Reader(buf, buf.length - 4)
   const format = r.uint()
   if (format !== PEER_FEEDS_FORMAT) throw new Error(`it is of format ${format}, this version reads ${PEER_FEEDS_FORMAT}`)
-  const mine = { digest: r.key(), feeds: r.pairs() }
+  const mine = r.bytes()
   const peers = new Map<string, Buffer>()
   for (let n = r.uint(); n > 0; n--) peers.set(r.key(), r.bytes())
   r.finish()
   return { mine, peers }
+}
+
+/** This device's list (from decodePeerFeedsFile); throws if it does not decode whole. */
+export function decodeList (block: Buffer): SavedList {
+  const r = new Reader(block)
+  const l = { digest: r.key(), feeds: r.pairs() }
+  r.finish()
+  return l
 }
 
 /** One peer's block (from decodePeerFeedsFile); throws if it does not decode whole. */

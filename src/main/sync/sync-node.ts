@@ -16,7 +16,7 @@ import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './sil
 import { SyncSession, type SessionHost } from './sync-session'
 import { FeedList, type HeldFeed } from './feed-list'
 import { PeerFeeds, pairs, type SavedMine } from './peer-feeds'
-import { decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type PeerFeedsFile } from './peer-feeds-file'
+import { decodeList, decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type PeerFeedsFile, type SavedList } from './peer-feeds-file'
 import { writeStateFile } from '../disk/state-file'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
@@ -135,7 +135,7 @@ export class SyncNode extends EventEmitter {
   /** this device's feed list as announced (kept as the history changes: its digest costs nothing to read); built on first need */
   private mine_: FeedList | null = null
   /** this device's list as saved, until `mine` is first needed and built from the history against it */
-  private savedList: PeerFeedsFile['mine'] | null = null
+  private savedList: Buffer | null = null
   /** what this device knows of each peer's list (peer-feeds.ts), saved in PEER_FEEDS_FILE */
   private readonly peerFeeds = new Map<string, PeerFeeds>()
   /** peers' saved states not read yet: each is decoded when its peer first needs it (peerFeedsOf), not at start */
@@ -260,7 +260,12 @@ export class SyncNode extends EventEmitter {
    * feed out of step is looked up.
    */
   private buildMine (): FeedList {
-    const saved = this.savedList
+    let saved: SavedList | null = null
+    try {
+      if (this.savedList !== null) saved = decodeList(this.savedList)
+    } catch (err) {
+      this.log.warn(`this device's saved feed list is not read (${(err as Error).message}); each peer sends its whole feed list again`)
+    }
     this.savedList = null
     const feeds = this.history.feeds()
     const now = feeds.map(f => ({ conversation: f.conversation, length: this.history.availableLength(f.key) }))
