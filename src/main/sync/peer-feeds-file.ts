@@ -27,6 +27,21 @@ export interface SavedPeer {
 /** This device's list as saved. */
 export interface SavedList { digest: string; feeds: SavedPairs }
 
+/**
+ * This device's list as read back: its keys left as bytes, so a start that finds them in the
+ * history's order (the rule) compares them in place and makes no string per feed.
+ */
+export class SavedListView {
+  private readonly scratch = Buffer.alloc(32)
+  constructor (readonly digest: string, private readonly keys: Buffer, readonly lengths: number[]) {}
+  get size (): number { return this.lengths.length }
+  key (i: number): string { return this.keys.toString('hex', i * 32, i * 32 + 32) }
+  /** whether the i-th saved key is `hex` */
+  keyIs (i: number, hex: string): boolean {
+    return hex.length === 64 && this.scratch.write(hex, 'hex') === 32 && this.keys.compare(this.scratch, 0, 32, i * 32, i * 32 + 32) === 0
+  }
+}
+
 export interface PeerFeedsFile {
   /** this device's list, still encoded (decodeList) */
   mine: Buffer
@@ -120,8 +135,15 @@ class Reader {
     return b
   }
 
+  raw (n: number): Buffer {
+    this.need(n)
+    const b = this.buf.subarray(this.at, this.at + n)
+    this.at += n
+    return b
+  }
+
   /** A count, checked against what is left (each item takes at least `min` bytes), so a corrupt count cannot allocate without bound. */
-  private count (min: number): number {
+  count (min: number): number {
     const n = this.uint()
     if (n * min > this.end - this.at) throw new Error('it ends too soon')
     return n
@@ -147,9 +169,12 @@ const LIKE = 2
 
 /** The file's bytes: this device's list, then each peer's block. */
 export function encodePeerFeedsFile (mine: SavedList, peers: Iterable<[string, SavedPeer]>): Buffer {
+  // the list's keys together, then its lengths: read back, the keys stay one buffer
   const list = new Writer()
   list.key(mine.digest)
-  list.pairs(mine.feeds)
+  list.uint(mine.feeds.length)
+  for (const [k] of mine.feeds) list.key(k)
+  for (const [, n] of mine.feeds) list.uint(n)
   const w = new Writer()
   w.uint(PEER_FEEDS_FORMAT)
   w.bytes(list.done())
@@ -182,11 +207,14 @@ export function decodePeerFeedsFile (buf: Buffer): PeerFeedsFile {
 }
 
 /** This device's list (from decodePeerFeedsFile); throws if it does not decode whole. */
-export function decodeList (block: Buffer): SavedList {
+export function decodeList (block: Buffer): SavedListView {
   const r = new Reader(block)
-  const l = { digest: r.key(), feeds: r.pairs() }
+  const digest = r.key()
+  const keys = r.raw(r.count(33) * 32)
+  const lengths: number[] = new Array(keys.length / 32)
+  for (let i = 0; i < lengths.length; i++) lengths[i] = r.uint()
   r.finish()
-  return l
+  return new SavedListView(digest, keys, lengths)
 }
 
 /** One peer's block (from decodePeerFeedsFile); throws if it does not decode whole. */

@@ -16,7 +16,7 @@ import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './sil
 import { SyncSession, type SessionHost } from './sync-session'
 import { FeedList, type HeldFeed } from './feed-list'
 import { PeerFeeds, pairs, type SavedMine } from './peer-feeds'
-import { decodeList, decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type PeerFeedsFile, type SavedList } from './peer-feeds-file'
+import { decodeList, decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type PeerFeedsFile, type SavedListView } from './peer-feeds-file'
 import { writeStateFile } from '../disk/state-file'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
@@ -265,7 +265,7 @@ export class SyncNode extends EventEmitter {
    * feed out of step is looked up.
    */
   private buildMine (): FeedList {
-    let saved: SavedList | null = null
+    let saved: SavedListView | null = null
     try {
       if (this.savedList !== null) saved = decodeList(this.savedList)
     } catch (err) {
@@ -278,9 +278,9 @@ export class SyncNode extends EventEmitter {
     const inStep: Array<number | undefined> = new Array(feeds.length)
     const outOfStep = new Map<string, number>()
     let j = 0
-    for (const [key, length] of saved.feeds) {
-      if (j < feeds.length && (feeds[j] as FeedRecord).key === key) inStep[j++] = length
-      else outOfStep.set(key, length)
+    for (let i = 0; i < saved.size; i++) {
+      if (j < feeds.length && saved.keyIs(i, (feeds[j] as FeedRecord).key)) inStep[j++] = saved.lengths[i]
+      else outOfStep.set(saved.key(i), saved.lengths[i] as number)
     }
     const map = new Map<string, HeldFeed>()
     const changed: number[] = []
@@ -299,7 +299,7 @@ export class SyncNode extends EventEmitter {
       if (was !== cur.length) { diff.set(f.key, was); changed.push(i) }
     }
     // a saved feed the history does not hold (or one saved twice): the saved digest is not of a list this device can rebuild
-    if (matched !== saved.feeds.length || map.size !== saved.feeds.length) {
+    if (matched !== saved.size || map.size !== saved.size) {
       this.savedMine = null
       return FeedList.of(new Map(feeds.map((f, i) => [f.key, now[i] as HeldFeed])))
     }
