@@ -197,11 +197,6 @@ export class SyncNode extends EventEmitter {
     if (this.online) this.makeSwarm()
     await this.refresh()
     this.tick()
-    // Off the start's path, before a paired device is likely to connect: that connection then
-    // finds this device's list built (a start with no paired device builds it only when needed).
-    if (this.cluster.devicesMessage().devices.some(d => d.key !== this.history.device)) {
-      setTimeout(() => { if (!this.life.closed) void this.mine }, 0).unref()
-    }
   }
 
   private makeSwarm (): void {
