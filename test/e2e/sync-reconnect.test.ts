@@ -12,6 +12,7 @@ import { SyncSession, localFeeds } from '../../src/main/sync/sync-session'
 import type { FeedsDigest, FeedsMessage, FeedsSince } from '../../src/main/sync/arbor-messages'
 import { memoryLogger } from '../../src/shared/logger'
 import { FeedList } from '../../src/main/sync/feed-list'
+import { decodePeer, decodePeerFeedsFile } from '../../src/main/sync/peer-feeds-file'
 import c from 'compact-encoding'
 import Protomux from 'protomux'
 import { MemoryLink } from '../helpers/in-process-network'
@@ -178,21 +179,28 @@ describe('a reconnect', () => {
       const grown = dev.history.feeds(id).find(f => f.own)?.key as string
       await stop(dev)
       // it saved the other's list as its own but for where they differ: that feed
-      const saved = JSON.parse(await fs.readFile(path.join(dev.dir, PEER_FEEDS_FILE), 'utf8')) as { peers: Record<string, { like?: { differ: unknown[]; absent: unknown[] } }> }
-      expect(saved.peers[pair[side === 'a' ? 'b' : 'a'].history.device]?.like).toEqual({ differ: [[grown, 3]], absent: [] })
+      const saved = decodePeerFeedsFile(await fs.readFile(path.join(dev.dir, PEER_FEEDS_FILE)))
+      const block = saved.peers.get(pair[side === 'a' ? 'b' : 'a'].history.device)
+      expect(block !== undefined && decodePeer(block).like).toEqual({ differ: [[grown, 3]], absent: [] })
       const back = await start(dev.dir)
+      // a start reads no peer's state: each is read when that peer first needs it
+      const backNode = back.node as unknown as { mine: FeedList; peerFeeds: Map<string, { heard: FeedList }>; peerFeedsOf (device: string): { heard: FeedList } }
+      expect(backNode.peerFeeds.size).toBe(0)
+      const other = pair[side === 'a' ? 'b' : 'a']
+      const [a, b] = side === 'a' ? [back, pair.b] : [pair.a, back]
+      // and a change on the restarted side (before it reads its peer's state), and one on the other
+      await a.history.append(pair.ids[1] as string, [note('after the restart', pair.ids[1] as string)])
+      await b.history.append(pair.ids[7] as string, [note('meanwhile', pair.ids[7] as string)])
+      const changed = back.history.feeds(pair.ids[side === 'a' ? 1 : 7]).find(f => f.own)?.key as string
+      await until(() => backNode.mine.get(changed)?.length === back.history.availableLength(changed), 'the restarted side to list its change')
+      const restored = backNode.peerFeedsOf(other.history.device)
       // what it restored is what it saved: each list's digest is that of what it holds
-      for (const l of [(back.node as unknown as { mine: FeedList }).mine, ...[...(back.node as unknown as { peerFeeds: Map<string, { heard: FeedList }> }).peerFeeds.values()].map(p => p.heard)]) {
+      for (const l of [backNode.mine, restored.heard]) {
         const again = new FeedList()
         for (const [k, f] of l.feeds) again.set(k, f)
         expect(l.digest).toBe(again.digest)
       }
-      const other = pair[side === 'a' ? 'b' : 'a']
-      expect((back.node as unknown as { peerFeeds: Map<string, { heard: FeedList }> }).peerFeeds.get(other.history.device)?.heard.get(grown)?.length).toBe(3)
-      const [a, b] = side === 'a' ? [back, pair.b] : [pair.a, back]
-      // and a change on the restarted side, and one on the other
-      await a.history.append(pair.ids[1] as string, [note('after the restart', pair.ids[1] as string)])
-      await b.history.append(pair.ids[7] as string, [note('meanwhile', pair.ids[7] as string)])
+      expect(restored.heard.get(grown)?.length).toBe(3)
       const mark = got.length
       const conn = await connect(a, b)
       await until(() => b.history.summary(pair.ids[1] as string)?.size === 3 && a.history.summary(pair.ids[7] as string)?.size === 3, 'both changes')
@@ -220,6 +228,25 @@ describe('a reconnect', () => {
     expect(since(mark, b2).slice(0, 2)).toEqual([{ type: 'since', full: false, feeds: 1 }, { type: 'feeds', full: true, feeds: a.history.feeds().length }])
     expect(since(mark, a)[0]).toEqual({ type: 'since', full: true, feeds: b2.history.feeds().length })
     expect(knows(conn.a, b2.history) && knows(conn.b, a.history)).toBe(true)
+  })
+
+  it('ignores the sync-peers.json the first build of 1.2 wrote: the whole list once, then that file is gone', async () => {
+    const { a, b, ids } = await synced()
+    await stop(b)
+    // what that build saved: its own list and a peer holding the same, as JSON
+    const feeds = b.history.feeds().map(f => [f.key, f.indexed])
+    await fs.rm(path.join(b.dir, PEER_FEEDS_FILE), { force: true })
+    await fs.writeFile(path.join(b.dir, 'sync-peers.json'), JSON.stringify({ v: 1, mine: { digest: '0'.repeat(64), feeds }, peers: { [a.history.device]: { digest: '0'.repeat(64), like: { differ: [], absent: [] }, unsent: [] } } }))
+    const b2 = await start(b.dir)
+    await a.history.append(ids[2] as string, [note('x', ids[2] as string)])
+    const mark = got.length
+    const conn = await connect(a, b2)
+    await settle(conn.link)
+    expect(since(mark, b2).slice(0, 2)).toEqual([{ type: 'since', full: false, feeds: 1 }, { type: 'feeds', full: true, feeds: a.history.feeds().length }])
+    expect(since(mark, a)[0]).toEqual({ type: 'since', full: true, feeds: b2.history.feeds().length })
+    expect(knows(conn.a, b2.history) && knows(conn.b, a.history)).toBe(true)
+    await until(async () => !await fs.stat(path.join(b.dir, 'sync-peers.json')).then(() => true, () => false), 'the old file to be removed', 10_000)
+    await fs.stat(path.join(b.dir, PEER_FEEDS_FILE))
   })
 })
 

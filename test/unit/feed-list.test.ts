@@ -22,7 +22,7 @@ describe('FeedList', () => {
       const l = new FeedList()
       for (const c of first) l.set(c.key, c)
       if (clear) l.clear()
-      const restored = FeedList.restore(l.feeds, l.digest)
+      const restored = FeedList.restore(new Map(l.feeds), l.digest)
       for (const c of then) { l.set(c.key, c); restored.set(c.key, c) }
       const reference = fresh([...l.feeds].reverse())
       expect(l.digest).toBe(reference.digest)

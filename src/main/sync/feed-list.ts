@@ -6,8 +6,6 @@ export interface HeldFeed { conversation: string; length: number }
 /** One feed of a list as it goes on the wire. */
 export interface ListedFeed extends HeldFeed { key: string }
 
-const ZERO = Buffer.alloc(32)
-
 /** A feed's term in a list's digest. */
 function term (key: string, f: HeldFeed): Buffer {
   return createHash('sha256').update(`${key}:${f.conversation}:${f.length}\n`).digest()
@@ -25,43 +23,64 @@ function xorInto (acc: Buffer, t: Buffer): void {
  * same peer said, so a forged match only misinforms this device about the forger's own feeds.
  */
 export class FeedList {
-  private readonly map = new Map<string, HeldFeed>()
-  private readonly acc = Buffer.alloc(32)
+  private map = new Map<string, HeldFeed>()
+  /** the digest so far; null: not computed yet (a list built whole hashes its feeds when first asked) */
+  private acc: Buffer | null = Buffer.alloc(32)
   /** the 1.0 digest of this list (sorted, hashed whole), kept until the list changes */
   private sortedDigest: string | null = null
 
   /**
-   * A list as this device saved it, with the digest saved beside it: nothing is hashed, so a
-   * start costs no hash per feed. Only for what this device wrote itself (writeStateFile: the
-   * list and its digest, whole or not at all); entries that changed since are then set().
+   * A list built whole (a start without a usable save): nothing is hashed until its digest is
+   * first read, so a start pays a hash per feed only if and when a peer connects. Takes `map`.
    */
-  static restore (entries: Iterable<[string, HeldFeed]>, digest: string): FeedList {
+  static of (map: Map<string, HeldFeed>): FeedList {
     const l = new FeedList()
-    for (const [key, f] of entries) l.map.set(key, { conversation: f.conversation, length: f.length })
-    Buffer.from(digest, 'hex').copy(l.acc)
+    l.map = map
+    l.acc = null
+    return l
+  }
+
+  /**
+   * A list as this device saved it, with the digest saved beside it: nothing is hashed, so a
+   * start costs no hash per feed. Only for what this device wrote itself (the list and its
+   * digest, whole or not at all); entries that changed since are then set(). Takes `map`.
+   */
+  static restore (map: Map<string, HeldFeed>, digest: string): FeedList {
+    const l = new FeedList()
+    l.map = map
+    Buffer.from(digest, 'hex').copy(l.acc as Buffer)
     return l
   }
 
   get feeds (): ReadonlyMap<string, HeldFeed> { return this.map }
   get size (): number { return this.map.size }
-  get digest (): string { return this.acc.toString('hex') }
+  get digest (): string {
+    if (this.acc === null) {
+      const acc = Buffer.alloc(32)
+      for (const [key, f] of this.map) xorInto(acc, term(key, f))
+      this.acc = acc
+    }
+    return this.acc.toString('hex')
+  }
+
   get (key: string): HeldFeed | undefined { return this.map.get(key) }
 
   /** Sets a feed's entry; true if that changed the list. */
   set (key: string, f: HeldFeed): boolean {
     const old = this.map.get(key)
     if (old !== undefined && old.conversation === f.conversation && old.length === f.length) return false
-    if (old !== undefined) xorInto(this.acc, term(key, old))
     const held = { conversation: f.conversation, length: f.length }
     this.map.set(key, held)
-    xorInto(this.acc, term(key, held))
     this.sortedDigest = null
+    if (this.acc === null) return true
+    if (old !== undefined) xorInto(this.acc, term(key, old))
+    xorInto(this.acc, term(key, held))
     return true
   }
 
   clear (): void {
     this.map.clear()
-    ZERO.copy(this.acc)
+    this.acc = Buffer.alloc(32)
     this.sortedDigest = null
   }
 

@@ -1,5 +1,5 @@
-import { z } from 'zod'
 import { FeedList, type HeldFeed, type ListedFeed } from './feed-list'
+import type { SavedPairs, SavedPeer } from './peer-feeds-file'
 
 /**
  * What this device knows of one paired device's feed list, kept across connections and
@@ -58,12 +58,12 @@ export class PeerFeeds {
 
   /**
    * What is saved. A peer that holds what this device holds (the usual case) is saved as this
-   * device's list (`was`, saved beside it) and the few feeds where the two differ, so a start
-   * reads and checks only those; any other peer as its whole list.
+   * device's list (saved beside it) and the few feeds where the two differ, so a start reads
+   * and checks only those; any other peer as its whole list.
    */
-  toJSON (mine: FeedList): PersistedPeer {
+  saved (mine: FeedList): SavedPeer {
     const unsent = this.unsent === 'all' ? 'all' as const : [...this.unsent]
-    const differ: Array<[string, number]> = []
+    const differ: SavedPairs = []
     let same = true
     for (const [key, f] of this.heard.feeds) {
       const m = mine.get(key)
@@ -78,16 +78,25 @@ export class PeerFeeds {
 
   /**
    * The state saved before. `was`: this device's list as saved beside it (what a `like` state
-   * is relative to); `mine`: its list now. A feed whose conversation this device no longer knows
-   * is left out, and the digest then recomputed: it differs from the peer's, and the peer's
-   * whole list comes again, as it would with nothing saved.
+   * is relative to), given as how it differs from `mine`, this device's list now; null when it
+   * cannot be rebuilt. A feed whose conversation this device no longer knows is left out, and
+   * the digest then recomputed: it differs from the peer's, and the peer's whole list comes
+   * again, as it would with nothing saved. This device's feeds that changed since the save are
+   * owed to the peer (unsent): it may not have been told of them.
    */
-  static restore (device: string, p: PersistedPeer, conversationOf: (key: string) => string | undefined, was: FeedList | null, mine: FeedList): PeerFeeds {
+  static restore (device: string, p: SavedPeer, conversationOf: (key: string) => string | undefined, was: SavedMine | null, mine: FeedList): PeerFeeds {
     const s = new PeerFeeds(device)
     s.unsent = p.unsent === 'all' ? 'all' : new Set(p.unsent)
+    if (was !== null && s.unsent !== 'all') for (const key of was.diff.keys()) s.unsent.add(key)
     if (p.like !== undefined) {
       if (was === null) return s // relative to a list that is gone: as if nothing were saved
-      const heard = new Map(was.feeds)
+      const heard = new Map(mine.feeds)
+      for (const [key, length] of was.diff) {
+        const m = mine.get(key)
+        if (length === null) heard.delete(key)
+        else if (m !== undefined) heard.set(key, { conversation: m.conversation, length })
+      }
+      if (heard.size !== was.size) return s
       for (const key of p.like.absent) heard.delete(key)
       const differ = withConversations(p.like.differ, conversationOf)
       for (const [key, f] of differ) heard.set(key, f)
@@ -95,12 +104,13 @@ export class PeerFeeds {
       s.heard = FeedList.restore(heard, p.digest)
       // where the two differ: the saved exceptions, and this device's feeds that changed since
       for (const [key] of differ) s.checkLag(key, mine)
-      for (const [key, f] of mine.feeds) if (was.get(key)?.length !== f.length) s.checkLag(key, mine)
+      for (const key of was.diff.keys()) s.checkLag(key, mine)
       return s
     }
     const entries = withConversations(p.heard ?? [], conversationOf)
     if (entries.length === (p.heard ?? []).length) {
-      s.heard = FeedList.restore(entries, p.digest)
+      s.heard = FeedList.restore(new Map(entries), p.digest)
+      if (s.heard.size !== entries.length) s.heard = FeedList.of(new Map(entries)) // a key twice: the saved digest is not this list's
       for (const [key] of entries) s.checkLag(key, mine)
     } else {
       for (const [key, f] of entries) s.heardFeed(key, f, mine)
@@ -109,13 +119,24 @@ export class PeerFeeds {
   }
 }
 
+/**
+ * This device's list as it was saved, told by how it differs from its list now: for each feed
+ * that changed since (or is new), its saved length, or null if the saved list lacked it.
+ * Kept up to date as the list changes, until every saved peer has been restored.
+ */
+export interface SavedMine {
+  /** how many feeds the saved list held */
+  size: number
+  diff: Map<string, number | null>
+}
+
 /** A list as saved: [key, length] pairs (the conversation is the history's). */
-export function pairs (l: FeedList): Array<[string, number]> {
+export function pairs (l: FeedList): SavedPairs {
   return [...l.feeds].map(([key, f]) => [key, f.length])
 }
 
 /** Saved pairs with their conversations from the history; those it does not know are left out. */
-export function withConversations (saved: Array<[string, number]>, conversationOf: (key: string) => string | undefined): Array<[string, HeldFeed]> {
+export function withConversations (saved: SavedPairs, conversationOf: (key: string) => string | undefined): Array<[string, HeldFeed]> {
   const out: Array<[string, HeldFeed]> = []
   for (const [key, length] of saved) {
     const conversation = conversationOf(key)
@@ -123,29 +144,3 @@ export function withConversations (saved: Array<[string, number]>, conversationO
   }
   return out
 }
-
-const HEX32 = /^[0-9a-f]{64}$/
-const Hex32 = z.string().regex(HEX32)
-/** Checked by a loop, not a schema per element: the lists hold a pair per feed, and a start reads them all. */
-const Pairs = z.custom<Array<[string, number]>>(v => Array.isArray(v) && v.every(p => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && HEX32.test(p[0]) && Number.isSafeInteger(p[1]) && (p[1] as number) >= 0), 'a list of [feed key, length]')
-const PersistedPeer = z.object({
-  /** the heard list's digest, as computed when it was saved */
-  digest: Hex32,
-  /** the heard list whole, or `like`: this device's saved list but for the feeds the peer holds at another length, and those it lacks */
-  heard: Pairs.optional(),
-  like: z.object({ differ: Pairs, absent: z.array(Hex32) }).optional(),
-  unsent: z.union([z.literal('all'), z.array(Hex32)])
-})
-type PersistedPeer = z.infer<typeof PersistedPeer>
-
-/**
- * The file of what this device knows of its peers' lists (`sync-peers.json` in the history's
- * directory), and its own list with its digest as they were (a start then hashes only the feeds
- * that changed since). A cache: losing it costs one full exchange per peer.
- */
-export const PeerFeedsFile = z.object({
-  v: z.literal(1),
-  mine: z.object({ digest: Hex32, feeds: Pairs }).optional(),
-  peers: z.record(Hex32, PersistedPeer)
-})
-export type PeerFeedsFile = z.infer<typeof PeerFeedsFile>

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events'
+import fs from 'node:fs/promises'
 import path from 'node:path'
 import Hyperswarm from 'hyperswarm'
 import DHT from 'hyperdht'
@@ -14,9 +15,10 @@ import { FailureDetector } from './failure-detector'
 import { Lease, type Instant } from './lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, type SessionHost } from './sync-session'
-import { FeedList } from './feed-list'
-import { PeerFeeds, PeerFeedsFile, pairs, withConversations } from './peer-feeds'
-import { readJsonFile, writeStateFile } from '../disk/state-file'
+import { FeedList, type HeldFeed } from './feed-list'
+import { PeerFeeds, pairs, type SavedMine } from './peer-feeds'
+import { decodeList, decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type PeerFeedsFile, type SavedListView } from './peer-feeds-file'
+import { writeStateFile } from '../disk/state-file'
 import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '../../shared/protocol-version'
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
 import { ARBOR_VERSION } from '../../shared/app-version'
@@ -52,8 +54,10 @@ export const HELD_QUIET_MS = 500
 /** Why a step's intent is not acknowledged yet: no device connected, only devices of an older Arbor (`older`), or none answered yet. */
 export interface HeldWait { why: 'none-connected' | 'older-only' | 'unanswered'; older: string[] }
 
-/** Where a node keeps what its peers hold (peer-feeds.ts), in its history's directory. */
-export const PEER_FEEDS_FILE = 'sync-peers.json'
+/** Where a node keeps what its peers hold (peer-feeds-file.ts), in its history's directory. */
+export const PEER_FEEDS_FILE = 'sync-peers.bin'
+/** The JSON file protocol 1.2's first build wrote (it shipped nowhere): ignored, and removed on the first save. */
+const OLD_PEER_FEEDS_FILE = 'sync-peers.json'
 /** How long after a change of what peers hold it is saved: a crash loses at most this, and costs a full exchange. */
 const PEER_FEEDS_SAVE_MS = 2000
 
@@ -144,10 +148,16 @@ export class SyncNode extends EventEmitter {
   /** what each peer's last hello said of its versions */
   private readonly peerVersions = new Map<string, ProtocolVersions | 'unreadable'>()
   private readonly attached = new WeakSet<NoiseSecretStream>()
-  /** this device's feed list as announced (kept as the history changes: its digest costs nothing to read) */
-  private mine = new FeedList()
+  /** this device's feed list as announced (kept as the history changes: its digest costs nothing to read); built on first need */
+  private mine_: FeedList | null = null
+  /** this device's list as saved, until `mine` is first needed and built from the history against it */
+  private savedList: Buffer | null = null
   /** what this device knows of each peer's list (peer-feeds.ts), saved in PEER_FEEDS_FILE */
   private readonly peerFeeds = new Map<string, PeerFeeds>()
+  /** peers' saved states not read yet: each is decoded when its peer first needs it (peerFeedsOf), not at start */
+  private readonly savedPeers = new Map<string, Buffer>()
+  /** this device's list as saved, which saved peers are relative to (null once none is left, or when it is gone) */
+  private savedMine: SavedMine | null = null
   private peerFeedsTimer: NodeJS.Timeout | null = null
   private peerFeedsSaving: Promise<void> = Promise.resolve()
   private swarm: Hyperswarm | null = null
@@ -247,31 +257,78 @@ export class SyncNode extends EventEmitter {
   private get peerFeedsFile (): string { return path.join(this.history.dir, PEER_FEEDS_FILE) }
 
   /**
-   * This device's list, from the history (hashing only the feeds that changed since it was
-   * saved), and what it knew of its peers' lists when it last ran: a file it cannot read costs
-   * one full exchange per peer.
+   * What this device knew of its lists when it last ran: the file is read, nothing more. Its
+   * own list is built from the history when first needed (`mine`), each peer's state when that
+   * peer first needs it (peerFeedsOf): a start pays neither. A file this version cannot read
+   * costs one full exchange per peer.
    */
   private async loadFeedLists (): Promise<void> {
     const file = this.peerFeedsFile
-    let saved: PeerFeedsFile | undefined
+    let saved: PeerFeedsFile | null = null
     try {
-      const raw = await readJsonFile(file)
-      if (raw !== undefined) {
-        const r = PeerFeedsFile.safeParse(raw)
-        if (!r.success) throw new Error(`${file} is not a list of peers' feeds this version reads`)
-        saved = r.data
-      }
+      saved = decodePeerFeedsFile(await fs.readFile(file))
     } catch (err) {
-      this.log.warn(`${(err as Error).message}; each peer sends its whole feed list again`)
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn(`${file} is not read: ${(err as Error).message}; each peer sends its whole feed list again`)
     }
+    this.savedList = saved?.mine ?? null
+    for (const [device, block] of saved?.peers ?? []) this.savedPeers.set(device, block)
+  }
+
+  /** This device's feed list as it announces it: built from the history on first need. */
+  private get mine (): FeedList {
+    this.mine_ ??= this.buildMine()
+    return this.mine_
+  }
+
+  /**
+   * This device's list from the history, with the digest saved beside it: only the feeds that
+   * changed since the save are hashed (with no save, none until a peer asks: FeedList.of).
+   * The saved list is in the history's order as a rule, so the two are compared in step; a
+   * feed out of step is looked up.
+   */
+  private buildMine (): FeedList {
+    let saved: SavedListView | null = null
+    try {
+      if (this.savedList !== null) saved = decodeList(this.savedList)
+    } catch (err) {
+      this.log.warn(`this device's saved feed list is not read (${(err as Error).message}); each peer sends its whole feed list again`)
+    }
+    this.savedList = null
     const feeds = this.history.feeds()
-    const conversations = new Map(feeds.map(f => [f.key, f.conversation]))
-    const conversationOf = (key: string): string | undefined => conversations.get(key)
-    const entries = saved?.mine !== undefined ? withConversations(saved.mine.feeds, conversationOf) : []
-    const was = saved?.mine !== undefined && entries.length === saved.mine.feeds.length ? FeedList.restore(entries, saved.mine.digest) : null
-    this.mine = was !== null ? FeedList.restore(was.feeds, was.digest) : new FeedList()
-    for (const f of feeds) this.mine.set(f.key, { conversation: f.conversation, length: this.history.availableLength(f.key) })
-    for (const [device, p] of Object.entries(saved?.peers ?? {})) this.peerFeeds.set(device, PeerFeeds.restore(device, p, conversationOf, was, this.mine))
+    const now = feeds.map(f => ({ conversation: f.conversation, length: this.history.availableLength(f.key) }))
+    if (saved === null) return FeedList.of(new Map(feeds.map((f, i) => [f.key, now[i] as HeldFeed])))
+    const inStep: Array<number | undefined> = new Array(feeds.length)
+    const outOfStep = new Map<string, number>()
+    let j = 0
+    for (let i = 0; i < saved.size; i++) {
+      if (j < feeds.length && saved.keyIs(i, (feeds[j] as FeedRecord).key)) inStep[j++] = saved.lengths[i]
+      else outOfStep.set(saved.key(i), saved.lengths[i] as number)
+    }
+    const map = new Map<string, HeldFeed>()
+    const changed: number[] = []
+    const diff = new Map<string, number | null>()
+    let matched = j
+    for (let i = 0; i < feeds.length; i++) {
+      const f = feeds[i] as FeedRecord
+      const cur = now[i] as HeldFeed
+      let was = inStep[i]
+      if (was === undefined && outOfStep.size > 0) {
+        was = outOfStep.get(f.key)
+        if (was !== undefined) matched++
+      }
+      if (was === undefined) { diff.set(f.key, null); changed.push(i); continue }
+      map.set(f.key, was === cur.length ? cur : { conversation: cur.conversation, length: was })
+      if (was !== cur.length) { diff.set(f.key, was); changed.push(i) }
+    }
+    // a saved feed the history does not hold (or one saved twice): the saved digest is not of a list this device can rebuild
+    if (matched !== saved.size || map.size !== saved.size) {
+      this.savedMine = null
+      return FeedList.of(new Map(feeds.map((f, i) => [f.key, now[i] as HeldFeed])))
+    }
+    const mine = FeedList.restore(map, saved.digest)
+    for (const i of changed) mine.set((feeds[i] as FeedRecord).key, now[i] as HeldFeed)
+    this.savedMine = this.savedPeers.size > 0 ? { size: map.size, diff } : null
+    return mine
   }
 
   /** Saves the peers' lists a few seconds after a change (and on close): one write for a burst. */
@@ -283,22 +340,33 @@ export class SyncNode extends EventEmitter {
 
   private savePeerFeeds (): Promise<void> {
     this.peerFeedsTimer = null
-    const text = (): string => JSON.stringify({
-      v: 1,
-      mine: { digest: this.mine.digest, feeds: pairs(this.mine) },
-      peers: Object.fromEntries([...this.peerFeeds].map(([d, p]) => [d, p.toJSON(this.mine)]))
-    } satisfies PeerFeedsFile)
+    // The saved peers are relative to the list saved before: read them before it is replaced.
+    for (const device of [...this.savedPeers.keys()]) this.peerFeedsOf(device)
+    const bytes = (): Buffer => encodePeerFeedsFile({ digest: this.mine.digest, feeds: pairs(this.mine) }, [...this.peerFeeds].map(([d, p]) => [d, p.saved(this.mine)]))
     // Only a cache: a failed write costs the next reconnect a full exchange, nothing more.
-    this.peerFeedsSaving = writeStateFile(this.peerFeedsFile, text).catch((err: Error) => this.log.warn(`could not save what peers hold: ${err.message}`))
+    this.peerFeedsSaving = writeStateFile(this.peerFeedsFile, bytes)
+      .then(() => fs.rm(path.join(this.history.dir, OLD_PEER_FEEDS_FILE), { force: true }))
+      .catch((err: Error) => this.log.warn(`could not save what peers hold: ${err.message}`))
     return this.peerFeedsSaving
   }
 
+  /** What this device knows of a peer's list: read from the save on first need, else new. */
   private peerFeedsOf (device: string): PeerFeeds {
     let p = this.peerFeeds.get(device)
-    if (p === undefined) {
-      p = new PeerFeeds(device)
-      this.peerFeeds.set(device, p)
+    if (p !== undefined) return p
+    const block = this.savedPeers.get(device)
+    p = new PeerFeeds(device)
+    if (block !== undefined) {
+      const mine = this.mine // built against the saved list first: what saved peers are relative to
+      this.savedPeers.delete(device)
+      try {
+        p = PeerFeeds.restore(device, decodePeer(block), key => this.history.feedRecord(key)?.conversation, this.savedMine, mine)
+      } catch (err) {
+        this.log.warn(`what was saved of ${device.slice(0, 12)}'s feeds is not read (${(err as Error).message}); it sends its whole list again`)
+      }
+      if (this.savedPeers.size === 0) this.savedMine = null
     }
+    this.peerFeeds.set(device, p)
     return p
   }
 
@@ -469,6 +537,8 @@ export class SyncNode extends EventEmitter {
   /** Tells connected peers about a change in the device list (paired or forgotten). */
   devicesChanged (): void {
     for (const device of this.peerFeeds.keys()) if (!this.cluster.isTrusted(device)) this.peerFeeds.delete(device)
+    for (const device of this.savedPeers.keys()) if (!this.cluster.isTrusted(device)) this.savedPeers.delete(device)
+    if (this.savedPeers.size === 0) this.savedMine = null
     for (const s of [...this.sessions]) {
       if (!this.cluster.isTrusted(s.remoteDevice)) s.close('the device was forgotten')
       else if (s.opened) s.sendDevices()
@@ -749,7 +819,13 @@ export class SyncNode extends EventEmitter {
   private feedChanged (key: string): void {
     const rec = this.history.feedRecord(key)
     if (rec === undefined) return
-    if (!this.mine.set(key, { conversation: rec.conversation, length: this.history.availableLength(key) })) return
+    // a list built just now has this change already (and, against the saved list, in savedMine)
+    const built = this.mine_ === null
+    const was = this.mine.get(key)
+    const changed = this.mine.set(key, { conversation: rec.conversation, length: this.history.availableLength(key) })
+    if (!changed && !built) return
+    // peers not read yet are relative to the saved list: keep how it differs from this one
+    if (changed && this.savedMine !== null && !this.savedMine.diff.has(key)) this.savedMine.diff.set(key, was?.length ?? null)
     // Every peer, connected or not, is owed this change: a reconnect sends it (FeedsSince).
     for (const p of this.peerFeeds.values()) p.localChanged(key, this.mine)
     this.peerFeedsChanged()
