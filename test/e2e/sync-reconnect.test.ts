@@ -509,3 +509,33 @@ describe('a peer that says nothing changed while its feed grew', () => {
     await until(() => c.session.remoteFeeds.size === feeds.length, 'the liar\'s whole list')
   })
 })
+
+describe('a change while a reconnect is opening', () => {
+  it('a feed that grows after this device sent what changed, before the peer\'s hello arrived, still reaches the peer on that connection', async () => {
+    const { a, b, ids } = await synced()
+    const id = ids[0] as string
+    const tip = (await a.history.open(id)).branch().at(-1)?.id as string
+    // The peer's hello reaches A 100 ms late (a slow link); A's feed grows just after A sent
+    // its FeedsSince, so its announcement falls between the two.
+    const proto = SyncSession.prototype as unknown as Record<string, (this: SyncSession, m?: unknown) => void>
+    const onHello = proto.onHello as (this: SyncSession, m?: unknown) => void
+    vi.spyOn(proto, 'onHello').mockImplementation(function (this: SyncSession, m?: unknown) {
+      if (on(this) === a.history.device) setTimeout(() => onHello.call(this, m), 100)
+      else onHello.call(this, m)
+    })
+    const onOpen = proto.onOpen as (this: SyncSession, m?: unknown) => void
+    let grew: Promise<unknown> | undefined
+    vi.spyOn(proto, 'onOpen').mockImplementation(function (this: SyncSession, m?: unknown) {
+      onOpen.call(this, m)
+      if (on(this) === a.history.device && grew === undefined) grew = a.history.append(id, [note('while opening', tip)])
+    })
+    const link = new MemoryLink(a.history.keyPair, b.history.keyPair)
+    defer(() => link.cut())
+    expect(await link.opened()).toBe(true)
+    a.node.attach(link.a)
+    b.node.attach(link.b)
+    await until(() => grew !== undefined, 'A to open its side')
+    await grew
+    await until(() => b.history.summary(id)?.size === 3, 'the peer to hold the entry written while the connection opened', 5_000)
+  }, 30_000)
+})

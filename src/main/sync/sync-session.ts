@@ -183,6 +183,10 @@ export class SyncSession {
     if (!this.compatible) { this.host.onIncompatible(this); return }
     // A peer before 1.2 reads only the 1.0 digest; the list itself if it lacks it (WantFeeds).
     if (this.remoteVersions !== 'unreadable' && !speaksFeedsSince(this.remoteVersions)) this.send(6, { digest: this.host.mine.sorted(), count: this.host.mine.size } satisfies FeedsDigest)
+    // What changed after this side's FeedsSince went out and before this hello came was
+    // announced while the session was not open yet: it goes now, or this connection misses it.
+    const { full, feeds } = this.known.pending(this.host.mine)
+    if (!full) this.sendFeeds(feeds)
     this.host.onHeard(this)
     this.host.onOpen(this)
   }
