@@ -132,7 +132,9 @@ describe('arbor CLI', () => {
     expect(made.status, made.stderr).toBe(0)
     const ls = spawnSync(process.execPath, [bin, 'ls'], { env, encoding: 'utf8' })
     expect(ls.stdout).toContain('from the bin')
-    const npx = spawnSync('npx', ['--no-install', 'arbor', '--version'], { env, encoding: 'utf8' })
+    // Scripts off: npm exec of the project's own bin otherwise runs its `prepare` (a full build),
+    // rewriting out/ under every other test's running processes.
+    const npx = spawnSync('npx', ['--no-install', 'arbor', '--version'], { env: { ...env, npm_config_ignore_scripts: 'true' }, encoding: 'utf8' })
     expect(npx.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/)
     const bad = spawnSync(process.execPath, [bin, 'show', 'nope'], { env, encoding: 'utf8' })
     expect(bad.status).toBe(1)
