@@ -645,22 +645,33 @@ export class SyncNode extends EventEmitter {
     const done = (): boolean => this.alone() || this.heldBy(key, length).length > 0
     if (done()) return
     const asked = new WeakSet<SyncSession>()
+    await this.waitSaying(signal, () => done() || !needed(), () => this.heldWait(), onWait, ['held', 'peer', 'online'], () => {
+      for (const s of this.openSessions()) {
+        if (asked.has(s) || !this.speaksHeld(s.remoteDevice)) continue
+        asked.add(s)
+        s.sendHeld({ want: [{ key, length }] })
+      }
+    })
+  }
+
+  /**
+   * Waits until `over` (or the abort, or the node closing), re-checking on `events` and each
+   * second; once it has waited HELD_QUIET_MS it says why (`why`, again when that changes) and
+   * says it no longer waits at the end. A wait answered at once shows nothing.
+   */
+  private async waitSaying (signal: AbortSignal, over: () => boolean, why: () => HeldWait, onWait: (w: HeldWait | null) => void, events: readonly string[], each: () => void = () => {}): Promise<void> {
     const since = this.mono()
     let said: string | null = null
     try {
-      while (!done() && !signal.aborted && !this.life.closed && needed()) {
-        for (const s of this.openSessions()) {
-          if (asked.has(s) || !this.speaksHeld(s.remoteDevice)) continue
-          asked.add(s)
-          s.sendHeld({ want: [{ key, length }] })
-        }
+      while (!over() && !signal.aborted && !this.life.closed) {
+        each()
         const waited = this.mono() - since
         if (waited >= HELD_QUIET_MS) {
-          const w = this.heldWait()
+          const w = why()
           const k = JSON.stringify(w)
           if (k !== said) { said = k; onWait(w) }
         }
-        await this.nextEvent(signal, said === null ? Math.max(1, HELD_QUIET_MS - waited) : 1000, ['held', 'peer', 'online'])
+        await this.nextEvent(signal, said === null ? Math.max(1, HELD_QUIET_MS - waited) : 1000, events)
       }
     } finally {
       if (said !== null) onWait(null)
@@ -718,25 +729,9 @@ export class SyncNode extends EventEmitter {
     this.beat() // a heartbeat sent since: its echoes are the answers
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
     // Held again, and every peer connected (suspected or not: on waking all are) answered since.
-    // Bounded by the abort, the node closing and `needed` (auto-revival turned off); rechecked
-    // each second.
+    // Bounded by the abort, the node closing and `needed` (auto-revival turned off).
     const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
-    // Said after HELD_QUIET_MS, as the acknowledgement's wait: a stall noticed and answered at
-    // once (the usual wake) shows nothing.
-    let said: string | null = null
-    try {
-      while (!answered() && waiting()) {
-        const waited = this.mono() - since
-        if (waited >= HELD_QUIET_MS) {
-          const w: HeldWait = { why: this.peersToHear().size === 0 ? 'none-connected' : 'unanswered', older: [] }
-          const k = JSON.stringify(w)
-          if (k !== said) { said = k; onWait(w) }
-        }
-        await this.nextEvent(signal, said === null ? Math.max(1, HELD_QUIET_MS - waited) : 1000, ['lease', 'online', 'peer'])
-      }
-    } finally {
-      if (said !== null) onWait(null)
-    }
+    await this.waitSaying(signal, () => answered() || !needed(), () => ({ why: this.peersToHear().size === 0 ? 'none-connected' : 'unanswered', older: [] }), onWait, ['lease', 'online', 'peer'])
     // Entries replicate beside the arbor channel: the blocks of this conversation that peers
     // announced before their echo (a revival among them) are read before the agent acts. At
     // most two windows: a peer that never serves them must not stall the agent for ever.
