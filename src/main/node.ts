@@ -133,13 +133,13 @@ export class ArborNode implements NodeCommands {
       ...(opts.fault !== undefined ? { fault: opts.fault } : {}),
       // Only an agent a peer may revive acts under a lease; others are never slowed.
       lease: async (run, signal) => {
-        const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
+        const revivable = (): boolean => this.revivable(run.conversation)
         if (revivable()) await this.sync.waitForLease(signal, run.conversation, revivable, w => { this.showWait(run, 'lease', w) })
       },
       // A step that must not run twice starts once another device holds its intent (and all
       // before it in this device's feed), so whoever revives the agent sees it.
       held: async (run, signal) => {
-        const revivable = (): boolean => this.history.summary(run.conversation)?.autoRevival === true
+        const revivable = (): boolean => this.revivable(run.conversation)
         const own = revivable() ? this.history.feeds(run.conversation).find(f => f.own) : undefined
         if (own === undefined) return
         await this.sync.waitForHeld(signal, own.key, this.history.availableLength(own.key), revivable, w => { this.showWait(run, 'acknowledgement', w) })
@@ -172,6 +172,9 @@ export class ArborNode implements NodeCommands {
   ready (): Promise<void> { return this.life.ready() }
 
   /** A component's logger: the one given to the node (tests), else the console. */
+  /** Whether a peer may revive this conversation's agent (it opted into auto-revival): only then does it act under a lease and wait for acknowledgements. */
+  private revivable (conversation: string): boolean { return this.history.summary(conversation)?.autoRevival === true }
+
   /** An agent here began (w) or stopped (null) waiting before acting: shown on the host's record of the run (each attempt runs on a copy of it), which status reads. */
   private showWait (run: AgentRun, kind: AgentWait['for'], w: HeldWait | null): void {
     const shown = this.agents.runOf(run.conversation) ?? run
