@@ -8,7 +8,7 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { callNode } from '../../src/main/api/local-socket'
+import { callNode } from '../../src/main/api/local-socket-client'
 import { ProcessCluster, type ArborResult } from '../helpers/arbor-processes'
 import { until } from '../helpers/temp-dir'
 

@@ -13,7 +13,7 @@ export interface CliApi {
 
 /** An API session with the node serving `dir` over its local socket; null if none runs there. */
 export async function nodeApi (dir: string): Promise<CliApi | null> {
-  const { openLocalApi } = await import('../api/local-socket')
+  const { openLocalApi } = await import('../api/local-socket-client')
   const transport = await openLocalApi(dir)
   return transport === null ? null : session(transport)
 }

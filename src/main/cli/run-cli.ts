@@ -219,7 +219,7 @@ async function runNodeCommand (command: string, args: string[], values: Values, 
 
 /** Runs the command in the node serving this data directory; null if none runs. */
 async function forwardToNode (dir: string, argv: string[], io: CliIo): Promise<number | null> {
-  const { callNode } = await import('../api/local-socket')
+  const { callNode } = await import('../api/local-socket-client')
   const reply = await callNode(dir, 'cli', { argv, cwd: io.cwd, env: io.env }, {
     onEvent: e => {
       const ev = e as { out?: string; err?: string }
