@@ -43,6 +43,14 @@ describe('terminalSafe (property)', () => {
     fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }).filter(s => !FORBIDDEN.test(s)), s => { expect(terminalSafe(s)).toBe(s) }))
   })
 
+  it('changes exactly the controls: every UTF-16 code unit alone, and inside plain text', () => {
+    for (let c = 0; c <= 0xffff; c++) {
+      const ch = String.fromCharCode(c)
+      expect(terminalSafe(ch) === ch, `U+${c.toString(16)}`).toBe(!isControl(c))
+      expect(terminalSafe(`ab${ch}cd`) === `ab${ch}cd`, `U+${c.toString(16)} in text`).toBe(!isControl(c))
+    }
+  })
+
   it('is idempotent', () => {
     fc.assert(fc.property(hostile, s => { expect(terminalSafe(terminalSafe(s))).toBe(terminalSafe(s)) }), { numRuns: 2000 })
   })

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { HistoryIndexFile, emptyIndex, indexDir, readSummaries, type ConversationSummary, type IndexState } from '../../src/main/history/history-index'
+import { HistoryIndexFile, emptyIndex, indexDir, readSummaries, sortSummaries, type ConversationSummary, type IndexState } from '../../src/main/history/history-index'
 import { HistoryStore } from '../../src/main/history/history-store'
 import { FORMAT_VERSION, MAGIC } from '../../src/main/history/index-codec'
 import { memoryLogger } from '../../src/shared/logger'
@@ -56,7 +56,8 @@ describe('history index files', () => {
     expect(plain((await new HistoryIndexFile(dir).load(DEVICE)).state)).toEqual(plain(s))
     const listed = await readSummaries(dir)
     expect(listed?.clean).toBe(false)
-    expect(plain(listed?.conversations)).toEqual(plain(Object.values(s.conversations)))
+    // a snapshot lists them most recent first, as `arbor ls` prints them (its sort is then one pass)
+    expect(plain(listed?.conversations)).toEqual(plain(sortSummaries(Object.values(s.conversations))))
   })
 
   it('appends only what changed, and compacts once the journal outgrows its share of the snapshot', async () => {

@@ -371,9 +371,10 @@ function printList (list: ConversationSummary[], values: Values, io: CliIo): voi
   if (list.length === 0) { io.out('no conversations yet; start one with `arbor new --title "..."`\n'); return }
   // 10,000 rows: columns built once, each line once, one write (no table of arrays of cells)
   const now = Date.now()
+  const days = new Map<number, string>() // 10,000 rows fall on a few hundred days: each date formatted once
   const columns = [['UPDATED'], ['ENTRIES'], ['BRANCHES']] as [string[], string[], string[]]
   for (const c of list) {
-    columns[0].push(ago(c.updatedAt, now))
+    columns[0].push(ago(c.updatedAt, now, days))
     columns[1].push(String(c.size))
     columns[2].push(String(c.heads.length))
   }
@@ -388,10 +389,13 @@ function printList (list: ConversationSummary[], values: Values, io: CliIo): voi
   io.out(lines.join('\n') + '\n')
 }
 
-function ago (ts: number, now: number): string {
+function ago (ts: number, now: number, days?: Map<number, string>): string {
   const s = Math.max(0, Math.round((now - ts) / 1000))
   if (s < 60) return `${s}s ago`
   if (s < 3600) return `${Math.floor(s / 60)}m ago`
   if (s < 86400) return `${Math.floor(s / 3600)}h ago`
-  return new Date(ts).toISOString().slice(0, 10)
+  const day = Math.floor(ts / 86_400_000)
+  let date = days?.get(day)
+  if (date === undefined) { date = new Date(ts).toISOString().slice(0, 10); days?.set(day, date) }
+  return date
 }

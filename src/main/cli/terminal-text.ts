@@ -18,6 +18,8 @@ const CSI8 = 0x9b
  * \n and \t pass, and so does every other character (all of non-ASCII Unicode). Idempotent.
  */
 export function terminalSafe (text: string): string {
+  // most text has no control at all: one regex scan (fast, native) instead of the loop below
+  if (!ANY_CONTROL.test(text)) return text
   let out = ''
   let plain = 0 // start of the run of characters not yet copied
   for (let i = 0; i < text.length; i++) {
@@ -32,6 +34,9 @@ export function terminalSafe (text: string): string {
   }
   return out + text.slice(plain)
 }
+
+/** Every character isControl() matches. */
+const ANY_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/ // eslint-disable-line no-control-regex
 
 /** \t and \n are the only controls a terminal may see. */
 function isControl (c: number): boolean {

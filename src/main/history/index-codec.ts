@@ -249,9 +249,14 @@ function writeSave (w: Writer, state: IndexState, changes: IndexChanges, summari
   const count = w.reserve(4)
   let n = 0
   if (summariesAsJson) {
-    writeRecord(w, TAG_SUMMARIES_JSON, () => w.string(JSON.stringify(state.conversations)))
+    // Most recent first, the order `arbor ls` prints: a reader's sort of what it parses is then
+    // one pass (an already sorted array), and JSON.parse keeps this order (the keys are no indices).
+    const keys = Object.keys(state.conversations).sort((a, b) => (state.conversations[b] as ConversationSummary).updatedAt - (state.conversations[a] as ConversationSummary).updatedAt || (a < b ? -1 : 1))
+    const ordered: Record<string, ConversationSummary> = {}
+    for (const k of keys) ordered[k] = state.conversations[k] as ConversationSummary
+    writeRecord(w, TAG_SUMMARIES_JSON, () => w.string(JSON.stringify(ordered)))
     // the feeds below name them by number, in the order a reader's Object.keys sees them
-    for (const k of Object.keys(state.conversations)) w.refs.set(k, w.refs.size)
+    for (const k of keys) w.refs.set(k, w.refs.size)
     n++
   } else for (const k of changes.conversations) {
     const v = state.conversations[k]
