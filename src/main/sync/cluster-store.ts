@@ -166,7 +166,18 @@ interface FileData {
   invites: InviteRecord[]
 }
 
-export class ClusterStore extends EventEmitter {
+/**
+ * What a ClusterStore tells: `devices` when who is a member, their names or the statements
+ * held changed (however it came: an act here, a peer, a statement becoming due), `invites`
+ * when invites were added or pruned, `secret` when this device got its cluster secret.
+ */
+export interface ClusterStoreEvents {
+  devices: []
+  invites: []
+  secret: []
+}
+
+export class ClusterStore extends EventEmitter<ClusterStoreEvents> {
   readonly file: string
   private readonly log: Logger
   private readonly seenDelay: number
