@@ -164,8 +164,6 @@ export class ArborNode implements NodeCommands {
     this.sync.on('peer', () => { this.placement.peersChanged() })
     this.sync.on('hears', () => { this.placement.peersChanged() })
     this.sync.on('presence', ({ agents }) => { for (const a of agents) this.placement.reconcile(a.conversation) })
-    // Membership changes however they come (a statement becoming due included): peers hear, sessions follow.
-    this.cluster.on('devices', () => { this.sync.devicesChanged() })
     this.life = new Lifecycle(() => this.open(), () => this.shut())
   }
 
@@ -229,10 +227,7 @@ export class ArborNode implements NodeCommands {
       swarm,
       cluster: this.cluster,
       device: this.history.keyPair,
-      onPaired: d => {
-        this.log.info(`paired with ${d.name} (${d.key.slice(0, 12)})`)
-        this.sync.devicesChanged()
-      },
+      onPaired: d => { this.log.info(`paired with ${d.name} (${d.key.slice(0, 12)})`) },
       log: this.logFor('pairing'),
       pollMs: PAIRING_POLL_MS
     })
@@ -335,7 +330,6 @@ export class ArborNode implements NodeCommands {
       this.joining = false
       await this.startPairingHost()
     }
-    this.sync.devicesChanged()
     return { inviter: inviter.toString('hex') }
   }
 
@@ -359,9 +353,8 @@ export class ArborNode implements NodeCommands {
     if (match.length > 1) throw new Error(`"${device}" matches ${match.length} devices; give more of the key`)
     const d = match[0] as { key: string; name: string }
     const scope = this.cluster.forgetScope(d.key)
-    this.cluster.forget(d.key)
+    this.cluster.forget(d.key) // its sessions close on the cluster's `devices` event (SyncNode)
     await this.cluster.flush()
-    this.sync.devicesChanged()
     return describeForget(d.name, scope, false)
   }
 

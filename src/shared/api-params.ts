@@ -2,6 +2,7 @@
 // (ApiService), and ApiMethods in api.ts infers the params' TypeScript types from them.
 // Pure (no node:*): the renderer imports only the types, the node runs the checks.
 import { z } from 'zod'
+import { HEX32 } from './hex32'
 
 /** Longest user message accepted (entries are capped at 1 MiB encoded). */
 export const MAX_MESSAGE_CHARS = 200_000
@@ -15,7 +16,7 @@ export function isAbsolutePath (p: string): boolean {
 
 const none = z.strictObject({})
 const ref = z.string().trim().min(1, 'is empty').max(64).regex(/^[0-9a-fA-F]+$/, 'must be a hex id (or a prefix of one)')
-const entryId = z.string().regex(/^[0-9a-f]{64}$/, 'must be an entry id (64 lower-case hex characters)')
+const entryId = z.string().regex(HEX32, 'must be an entry id (64 lower-case hex characters)')
 const absolutePath = z.string().min(1).max(4096).refine(isAbsolutePath, 'must be an absolute path')
 const messageText = z.string().max(MAX_MESSAGE_CHARS, `is longer than ${MAX_MESSAGE_CHARS} characters`).refine(t => t.trim() !== '', 'is empty')
 /** '' clears a setting (JSON has no undefined) */

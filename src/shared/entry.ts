@@ -1,8 +1,6 @@
 import { z } from 'zod'
 import { canonicalJson } from './canonical-json'
-
-/** Lower-case hex of 32 bytes: entry ids and device public keys. */
-const Hex32 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex characters')
+import { Hex32, isHex32 } from './hex32'
 
 export const EFFECT_CLASSES = ['read', 'idempotent', 'workspace', 'external'] as const
 export type EffectClass = typeof EFFECT_CLASSES[number]
@@ -269,7 +267,6 @@ export function checkEnvelope (raw: unknown, device?: string): EnvelopeCheck {
   return { ok: true, entry: raw as WrittenEntry }
 }
 
-const HEX32 = /^[0-9a-f]{64}$/
 const ENVELOPE_KEYS = ['v', 'id', 'conversation', 'parents', 'author', 'ts', 'kind', 'body']
 
 /**
@@ -297,10 +294,6 @@ export function fitsEnvelope (raw: unknown): boolean {
 
 function isPlainObject (x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && Object.getPrototypeOf(x) === Object.prototype
-}
-
-function isHex32 (x: unknown): boolean {
-  return typeof x === 'string' && x.length === 64 && HEX32.test(x)
 }
 
 /** Why this version does not understand a written entry's kind or body; undefined if it does. */

@@ -1,8 +1,26 @@
 // Minimal types for protomux, compact-encoding and @hyperswarm/secret-stream (only what Arbor calls).
 
 declare module 'compact-encoding' {
-  interface Encoding<T = unknown> { preencode: unknown; encode: unknown; decode: unknown; __t?: T }
-  const c: { json: Encoding<unknown>; fixed32: Encoding<Buffer>; buffer: Encoding<Buffer | null>; string: Encoding<string> }
+  namespace c {
+    /** Where an encoder is in a buffer: preencode grows `end`, encode and decode move `start`. */
+    interface State { start: number; end: number; buffer: Buffer | null }
+    /** `I`: what is encoded; `O`: what decoding gives (the same unless the codec checks what it reads). */
+    interface Encoding<I = unknown, O = I> {
+      preencode (state: State, m: I): void
+      encode (state: State, m: I): void
+      decode (state: State): O
+    }
+  }
+  const c: {
+    json: c.Encoding<unknown>
+    fixed32: c.Encoding<Buffer>
+    buffer: c.Encoding<Buffer | null>
+    string: c.Encoding<string>
+    uint16: c.Encoding<number>
+    state (start?: number, end?: number, buffer?: Buffer | null): c.State
+    encode<I> (enc: c.Encoding<I, unknown>, m: I): Buffer
+    decode<O> (enc: c.Encoding<never, O>, buffer: Buffer): O
+  }
   export = c
 }
 
@@ -13,6 +31,8 @@ declare module 'protomux' {
     interface Channel {
       readonly opened: boolean
       readonly closed: boolean
+      /** the message handles, in the order they were added */
+      readonly messages: Message[]
       open (handshake?: unknown): void
       close (): void
       addMessage (opts: { encoding: unknown; onmessage?: (m: unknown) => void }): Message

@@ -6,7 +6,8 @@ import createTestnet from 'hyperdht/testnet.js'
 import crypto from 'hypercore-crypto'
 import { HistoryStore } from '../../src/main/history/history-store'
 import { ClusterStore, type DevicesList } from '../../src/main/sync/cluster-store'
-import { PairingHost, WELCOME_MAX_BYTES, createInvite, decodeWelcome, encodeWelcome, joinCluster } from '../../src/main/sync/pairing'
+import { PairingHost, createInvite, joinCluster } from '../../src/main/sync/pairing'
+import { WELCOME_MAX_BYTES, decodeWelcome, encodeWelcome } from '../../src/main/sync/pairing-messages'
 import { SyncNode, type ClusterMembership } from '../../src/main/sync/sync-node'
 import { memoryLogger } from '../../src/shared/logger'
 import type * as MembershipModule from '../../src/main/sync/membership'
@@ -81,7 +82,6 @@ class World {
     }) as unknown as ClusterMembership
     d.sync = new SyncNode({ history, cluster: said, swarm: false, log, heartbeatMs: 200 })
     await d.sync.ready()
-    cluster.on('devices', () => d.sync.devicesChanged())
     defer(async () => {
       await d.host?.close()
       await d.sync.close()
@@ -103,13 +103,13 @@ class World {
   /** `joiner` joins through `inviter` with a one-time code, as `arbor invite` / `arbor join` do. */
   async pair (inviter: Device, joiner: Device): Promise<void> {
     if (inviter.host === null) {
-      inviter.host = new PairingHost({ swarm: inviter.swarm, cluster: inviter.cluster, device: inviter.kp, log: inviter.log, onPaired: () => inviter.sync.devicesChanged(), pollMs: 300 })
+      inviter.host = new PairingHost({ swarm: inviter.swarm, cluster: inviter.cluster, device: inviter.kp, log: inviter.log, pollMs: 300 })
       await inviter.host.ready()
     }
     const { code } = await createInvite(inviter.cluster)
     await inviter.host.flushed()
+    // (each node hears of the new member from its own cluster store: nothing is called by hand)
     await joinCluster({ swarm: joiner.swarm, code, device: joiner.legacy ? { publicKey: joiner.kp.publicKey } : joiner.kp, name: joiner.name, cluster: joiner.cluster, timeoutMs: 15_000, pollMs: 300 })
-    joiner.sync.devicesChanged()
     await this.link()
   }
 
@@ -143,11 +143,10 @@ class World {
   async send (attacker: Device, msg: DevicesList | null, victims: Device[]): Promise<void> {
     const lie = attacker.lie
     if (msg !== null) attacker.lie = () => msg
-    attacker.sync.devicesChanged()
+    attacker.cluster.emit('devices') // the attacker's own node, told to send its devices message now
     attacker.lie = lie
     const marker = `${attacker.name} ${crypto.randomBytes(3).toString('hex')}`
     attacker.cluster.setName(marker)
-    attacker.sync.devicesChanged()
     // (a victim the attack cut off from the attacker has taken the message in already: the attack worked)
     await until(() => victims.every(v => !v.sync.peers().some(p => p.device === attacker.key && p.connected) ||
       v.cluster.devices().some(d => d.key === attacker.key && d.name === marker)), `the victims to process ${attacker.name}'s message`, 10_000, 20)

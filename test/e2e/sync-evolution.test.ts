@@ -247,14 +247,26 @@ describe('a device of protocol 1.0 (before hellos carried versions)', () => {
   })
 })
 
+/** c.json for values; a Buffer is sent as it is (bytes no Arbor would write). */
+const jsonOrBytes = {
+  preencode: (state: c.State, m: unknown): void => { if (Buffer.isBuffer(m)) state.end += m.byteLength; else c.json.preencode(state, m) },
+  encode: (state: c.State, m: unknown): void => {
+    if (!Buffer.isBuffer(m)) { c.json.encode(state, m); return }
+    (state.buffer as Buffer).set(m, state.start)
+    state.start += m.byteLength
+  },
+  decode: (state: c.State): unknown => c.json.decode(state)
+}
+
 describe('what a newer version may send on arbor/1', () => {
   /** A bare `arbor/1` channel from a trusted device, with `types` message slots, as a newer version would open it. */
-  async function newerPeer (types = 12): Promise<{ here: SyncNode; h: HistoryStore; device: string; link: MemoryLink; send: (type: number, m: unknown) => void; got: Array<[number, unknown]>; opened: Promise<void> }> {
+  async function newerPeer (types = 12): Promise<{ here: SyncNode; h: HistoryStore; device: string; link: MemoryLink; send: (type: number, m: unknown) => void; got: Array<[number, unknown]>; opened: Promise<void>; log: ReturnType<typeof memoryLogger> }> {
     const h = await store()
     const peer = crypto.keyPair()
     const device = peer.publicKey.toString('hex')
     const cluster = new TestCluster(crypto.randomBytes(32), [h.device, device])
-    const here = await node(h, cluster, { openTimeoutMs: 300 })
+    const log = memoryLogger()
+    const here = await node(h, cluster, { openTimeoutMs: 300, log })
     const link = new MemoryLink(h.keyPair, peer)
     defer(() => link.cut())
     expect(await link.opened()).toBe(true)
@@ -264,14 +276,36 @@ describe('what a newer version may send on arbor/1', () => {
     const channel = Protomux.from(link.b).createChannel({
       protocol: 'arbor/1',
       handshake: c.fixed32,
-      messages: Array.from({ length: types }, (_, i) => ({ encoding: c.json, onmessage: (m: unknown) => { got.push([i, m]) } })),
+      messages: Array.from({ length: types }, (_, i) => ({ encoding: jsonOrBytes, onmessage: (m: unknown) => { got.push([i, m]) } })),
       onopen: () => opened()
     }) as Protomux.Channel
     const wait = new Promise<void>(resolve => { opened = resolve })
     channel.open(cluster.proof(link.b.handshakeHash as Buffer, false))
     const msgs = (channel as unknown as { messages: Protomux.Message[] }).messages
-    return { here, h, device, link, send: (type, m) => { msgs[type]?.send(m) }, got, opened: wait }
+    return { here, h, device, link, send: (type, m) => { msgs[type]?.send(m) }, got, opened: wait, log }
   }
+
+  it('a frame that is not even JSON is reported and dropped: the connection stays up and the messages after it are read', async () => {
+    const p = await newerPeer()
+    await p.opened
+    p.send(0, { v: 1, device: p.device, name: 'garbled', manifest: 'e'.repeat(64) })
+    expect(await shown(p.here, p.device)).toMatchObject({ connected: true })
+    // On every known type: text that is not JSON, a length past the frame's end, no bytes at all.
+    for (let type = 1; type < 10; type++) {
+      p.send(type, Buffer.from('\x05{"t":'))
+      p.send(type, Buffer.from([0xfd, 0xff, 0xff, 0x7b]))
+      p.send(type, Buffer.alloc(0))
+    }
+    // a well-formed message after them is still read (the peer's heartbeat says it hears this device)
+    const heard = new Promise<unknown>(resolve => p.here.once('hears', resolve))
+    p.send(4, { t: 1, hears: [p.h.device] })
+    expect(await heard).toEqual({ device: p.device, hears: [p.h.device] })
+    await until(() => p.log.lines.filter(l => l.message.startsWith('ignored a malformed')).length >= 18, 'the malformed frames reported')
+    await new Promise(resolve => setTimeout(resolve, 600)) // past the open timeout and a heartbeat or more
+    expect(p.link.down).toBe(false)
+    expect(p.here.peers().find(q => q.device === p.device)?.connected).toBe(true)
+    expect(p.got.filter(([t]) => t === 4).length).toBeGreaterThan(0) // this device's heartbeats still reach it
+  })
 
   it('message types and fields this version does not know are ignored, not fatal', async () => {
     const p = await newerPeer()

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events'
 import crypto from 'hypercore-crypto'
 import type { DevicesMessage } from '../../src/main/sync/arbor-messages'
 import type { ClusterMembership } from '../../src/main/sync/sync-node'
@@ -10,16 +11,19 @@ export type TestDevices = Map<string, { name: string; addedAt: number }>
  * TestDevices map rather than keys, it trusts what is in that map, shared with whoever else
  * holds it (a device added there is trusted by all of them at once).
  */
-export class TestCluster implements ClusterMembership {
+export class TestCluster extends EventEmitter<{ devices: [] }> implements ClusterMembership {
   readonly devices: TestDevices
   constructor (public secret: Buffer | null, devices: string[] | TestDevices, readonly name = 'test') {
+    super()
     this.devices = devices instanceof Map ? devices : new Map()
     if (Array.isArray(devices)) for (const d of devices) this.add(d)
   }
 
-  /** Trusts a device (named by the start of its key) unless it is trusted already. */
+  /** Trusts a device (named by the start of its key) unless it is trusted already; the nodes on this cluster hear of it (`devices`), as from a ClusterStore. */
   add (device: string): void {
-    if (!this.devices.has(device)) this.devices.set(device, { name: device.slice(0, 6), addedAt: 0 })
+    if (this.devices.has(device)) return
+    this.devices.set(device, { name: device.slice(0, 6), addedAt: 0 })
+    this.emit('devices')
   }
 
   isTrusted (device: string): boolean { return this.devices.has(device) }
@@ -30,6 +34,7 @@ export class TestCluster implements ClusterMembership {
   merge (msg: DevicesMessage): boolean {
     let changed = false
     for (const d of msg.devices) if (!this.devices.has(d.key)) { this.devices.set(d.key, { name: d.name, addedAt: d.addedAt }); changed = true }
+    if (changed) this.emit('devices')
     return changed
   }
 

@@ -1,6 +1,7 @@
 // Agent events as the API streams them: this node's agents' own, and those a connected
 // device relays over the sync channel (never trusted as they come: checked here first).
 import { z } from 'zod'
+import { Hex32 } from '../../shared/hex32'
 import type { AgentStreamEvent } from '../../shared/api'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 
@@ -21,14 +22,13 @@ export function streamEventOf (ev: AgentEvent, device: string): AgentStreamEvent
   }
 }
 
-const Hex64 = z.string().regex(/^[0-9a-f]{64}$/)
 const Id = z.string().min(1).max(200)
 /** Streamed pieces are small; anything bigger is not a live event of ours. */
 const Piece = z.string().max(1_000_000)
 
 const LiveAgentEvent = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('token'), run: Id, parent: Hex64, delta: Piece }),
-  z.object({ type: z.literal('reasoning'), run: Id, parent: Hex64, delta: Piece }),
+  z.object({ type: z.literal('token'), run: Id, parent: Hex32, delta: Piece }),
+  z.object({ type: z.literal('reasoning'), run: Id, parent: Hex32, delta: Piece }),
   z.object({ type: z.literal('tool-start'), run: Id, callId: Id, tool: z.string().min(1).max(200), args: z.unknown() }),
   z.object({ type: z.literal('tool-output'), run: Id, callId: Id, chunk: Piece }),
   z.object({ type: z.literal('tool-end'), run: Id, callId: Id, status: z.enum(['ok', 'error']) })

@@ -1,5 +1,6 @@
 import crypto from 'hypercore-crypto'
 import { canonicalJson } from '../../shared/canonical-json'
+import { isHex32 } from '../../shared/hex32'
 
 /**
  * Block 0 of every feed Arbor writes says what the feed is and which device wrote it,
@@ -52,7 +53,7 @@ export function verifyFeedHeader (block: Buffer, feedKey: Buffer, expect: { type
     throw new Error(`${where}: header version ${String(h.v)}, which this Arbor does not read (header version ${FEED_HEADER_VERSION}): written by ${typeof h.v === 'number' && h.v > FEED_HEADER_VERSION ? 'a newer Arbor; update Arbor on this device' : 'something else than Arbor'}`)
   }
   if (h.feed !== feedKey.toString('hex')) throw new Error(`${where}: header names another feed`)
-  if (typeof h.device !== 'string' || !/^[0-9a-f]{64}$/.test(h.device)) throw new Error(`${where}: header has no device key`)
+  if (!isHex32(h.device)) throw new Error(`${where}: header has no device key`)
   if (expect.conversation !== undefined && h.conversation !== expect.conversation) {
     throw new Error(`${where}: belongs to conversation ${String(h.conversation).slice(0, 12)}, not ${expect.conversation.slice(0, 12)}`)
   }

@@ -72,6 +72,13 @@ export interface InvalidEvent {
   error: string
 }
 
+export interface HistoryStoreEvents {
+  entries: [EntriesEvent]
+  invalid: [InvalidEvent]
+  /** a feed was added, or this device can serve more of it */
+  feed: [FeedRecord]
+}
+
 export interface NewConversation {
   title?: string
   cwd?: string
@@ -108,7 +115,7 @@ interface Pending {
  * the union of the entries of all its feeds, kept as a ConversationDag. Summaries and
  * entry caches are derived state under index/, rebuildable from the feeds.
  */
-export class HistoryStore extends EventEmitter {
+export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
   readonly dir: string
   readonly corestore: Corestore
   private readonly log: Logger

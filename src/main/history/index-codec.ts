@@ -9,6 +9,7 @@
 // A record is [tag][uint32 length][body]: a reader skips tags it does not know and bytes past the
 // fields it knows, so a record can gain fields at its end without a new format version.
 import { crc32 } from 'node:zlib'
+import { isHex32 } from '../../shared/hex32'
 import type { ConversationSummary, FeedRecord, IndexState } from './history-index'
 
 export const MAGIC = Buffer.from('ARBI')
@@ -33,8 +34,6 @@ const FLAG_REVIVAL = 2
 const FLAG_REVIVAL_ON = 4
 const FLAG_OWN = 1
 const FLAG_CLEAN = 1
-
-const HEX32 = /^[0-9a-f]{64}$/
 
 /**
  * Writes into a growing buffer. Integers are varints as compact-encoding's uint writes them
@@ -77,7 +76,7 @@ class Writer {
   /** An id: 32 raw bytes when it is lowercase 64-hex (all of them in practice), else its text. */
   id (v: string): void {
     this.room(33)
-    if (v.length === 64 && HEX32.test(v)) {
+    if (isHex32(v)) {
       this.buf[this.p++] = 0
       this.p += this.buf.write(v, this.p, 32, 'hex')
     } else {

@@ -1,11 +1,14 @@
+import c from 'compact-encoding'
 import { z } from 'zod'
+import { Hex32 } from '../../shared/hex32'
 import { UNVERSIONED, type ProtocolVersions } from '../../shared/protocol-version'
 
 /**
- * The messages of the `arbor/1` channel. Everything from a peer is checked against these
- * before use: a malformed message is reported and dropped, never trusted.
+ * The messages of the `arbor/1` channel: their shapes, and a compact-encoding codec for each
+ * (`arborMessages`, in wire order), the way hypercore's lib/messages.js names its own.
+ * Everything from a peer is checked against these before use: a malformed message is
+ * reported and dropped, never trusted.
  */
-const Hex32 = z.string().regex(/^[0-9a-f]{64}$/)
 
 const Count = z.number().int().nonnegative()
 const ProtocolField = z.object({ major: Count.min(1), minor: Count, oldest: Count.min(1) })
@@ -44,7 +47,7 @@ export const FeedsMessage = z.object({
   feeds: z.array(z.object({ conversation: Hex32, key: Hex32, length: z.number().int().nonnegative() })).max(100_000)
 })
 /** On connect: a digest of every feed held and its length. A peer that has the same list cached asks for nothing. */
-export const FeedsDigest = z.object({ digest: z.string().regex(/^[0-9a-f]{64}$/), count: z.number().int().nonnegative() })
+export const FeedsDigest = z.object({ digest: Hex32, count: z.number().int().nonnegative() })
 /** Asks for the complete feeds list (the digest did not match what this device has cached). */
 export const WantFeeds = z.object({})
 /**
@@ -56,7 +59,7 @@ export const WantFeeds = z.object({})
  */
 export const FeedsSince = z.object({
   full: z.boolean(),
-  digest: z.string().regex(/^[0-9a-f]{64}$/),
+  digest: Hex32,
   count: z.number().int().nonnegative(),
   feeds: FeedsMessage.shape.feeds
 })
@@ -98,3 +101,61 @@ export type PresenceMessage = z.infer<typeof PresenceMessage>
 export type HeartbeatMessage = z.infer<typeof HeartbeatMessage>
 export type LiveMessage = z.infer<typeof LiveMessage>
 export type HeldMessage = z.infer<typeof HeldMessage>
+export type WantFeeds = z.infer<typeof WantFeeds>
+
+/**
+ * What decoding a message from a peer gives: the checked message, or why it is not one.
+ * Never a throw: Protomux destroys the whole stream (the feeds' replication with it) when a
+ * decode throws, and one garbled frame must cost that frame only.
+ */
+export type Decoded<T> = { ok: true; value: T } | { ok: false; error: string }
+
+/** A codec for one message: encodes what this device sends, decodes what a peer sent into a Decoded. */
+export type MessageCodec<T> = c.Encoding<T, Decoded<T>>
+
+/**
+ * JSON text behind a length, the bytes c.json writes and every version of arbor/1 sends,
+ * read against a zod shape (which drops the fields it does not know, as it always has).
+ */
+function jsonMessage<S extends z.ZodType> (schema: S): MessageCodec<z.infer<S>> {
+  return {
+    preencode: (state, m) => { c.json.preencode(state, m) },
+    encode: (state, m) => { c.json.encode(state, m) },
+    decode: state => {
+      let raw: unknown
+      try {
+        raw = c.json.decode(state)
+      } catch (err) {
+        state.start = state.end // the rest of this frame is not read
+        return { ok: false, error: `not JSON (${(err as Error).message})` }
+      }
+      const m = schema.safeParse(raw)
+      if (m.success) return { ok: true, value: m.data }
+      const issue = m.error.issues[0]
+      return { ok: false, error: issue === undefined ? 'not of its shape' : `${issue.path.join('.') || 'the message'}: ${issue.message}` }
+    }
+  }
+}
+
+/**
+ * The `arbor/1` messages in wire order: a message's type number is its place here. Append
+ * only: an older version knows the first ones and ignores the types past them.
+ */
+export const ARBOR_MESSAGES = ['hello', 'feeds', 'devices', 'presence', 'heartbeat', 'live', 'feedsDigest', 'wantFeeds', 'feedsSince', 'held'] as const
+export type ArborMessageName = typeof ARBOR_MESSAGES[number]
+
+export const arborMessages = {
+  hello: jsonMessage(Hello),
+  feeds: jsonMessage(FeedsMessage),
+  devices: jsonMessage(DevicesMessage),
+  presence: jsonMessage(PresenceMessage),
+  heartbeat: jsonMessage(HeartbeatMessage),
+  live: jsonMessage(LiveMessage),
+  feedsDigest: jsonMessage(FeedsDigest),
+  wantFeeds: jsonMessage(WantFeeds),
+  feedsSince: jsonMessage(FeedsSince),
+  held: jsonMessage(HeldMessage)
+} satisfies Record<ArborMessageName, object>
+
+/** What each message carries. */
+export type ArborMessage<K extends ArborMessageName> = (typeof arborMessages)[K] extends MessageCodec<infer T> ? T : never

@@ -6,6 +6,7 @@ import crypto from 'hypercore-crypto'
 import { z } from 'zod'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { writeStateFile } from '../disk/state-file'
+import { Hex32, isHex32 } from '../../shared/hex32'
 import { SECRET_BYTES, clusterTopic, proof, verifyProof } from './cluster-keys'
 import {
   NAME_MAX, STATEMENT_MAX_SKEW_MS, acceptStatements, cleanName, compact, displayNames, evaluate, parseStatement, plainName,
@@ -84,9 +85,6 @@ export interface ForgetScope {
   paired: string[]
 }
 
-const HEX32 = /^[0-9a-f]{64}$/
-
-const Hex32 = z.string().regex(HEX32)
 const Time = z.number().finite().nonnegative()
 // Version 1 throughout: the membership section is optional, so today's and older Arbors both load the file
 // (an older one ignores the section and keeps `devices`, the members, as its trusted list).
@@ -132,7 +130,7 @@ export interface ClusterStoreOptions {
 
 export function toHexKey (key: string | Buffer): string {
   const hex = typeof key === 'string' ? key.toLowerCase() : key.toString('hex')
-  if (!HEX32.test(hex)) throw new TypeError(`not a device key (32 bytes, hex): ${String(hex).slice(0, 80)}`)
+  if (!isHex32(hex)) throw new TypeError(`not a device key (32 bytes, hex): ${String(hex).slice(0, 80)}`)
   return hex
 }
 
@@ -168,7 +166,18 @@ interface FileData {
   invites: InviteRecord[]
 }
 
-export class ClusterStore extends EventEmitter {
+/**
+ * What a ClusterStore tells: `devices` when who is a member, their names or the statements
+ * held changed (however it came: an act here, a peer, a statement becoming due), `invites`
+ * when invites were added or pruned, `secret` when this device got its cluster secret.
+ */
+export interface ClusterStoreEvents {
+  devices: []
+  invites: []
+  secret: []
+}
+
+export class ClusterStore extends EventEmitter<ClusterStoreEvents> {
   readonly file: string
   private readonly log: Logger
   private readonly seenDelay: number
@@ -637,7 +646,7 @@ export class ClusterStore extends EventEmitter {
 
   private logUnsigned (msg: DevicesList, from: string | undefined): void {
     const view = this.currentView()
-    const adds = msg.devices.filter(d => HEX32.test(d.key) && d.key !== this.m.self && !view.members.has(d.key))
+    const adds = msg.devices.filter(d => isHex32(d.key) && d.key !== this.m.self && !view.members.has(d.key))
     const removes = msg.forgotten.filter(f => view.members.has(f.key))
     if (adds.length + removes.length === 0) return
     const tag = `unsigned ${from ?? 'welcome'}`
@@ -711,14 +720,14 @@ export class ClusterStore extends EventEmitter {
     put({ key: inviter, at: this.actDate(inviter, at), name: cleanName(w.inviter.name) || inviter.slice(0, 8) })
     const forgets = this.m.forgets.filter(f => f.key !== inviter)
     for (const f of w.forgotten) {
-      if (HEX32.test(f.key) && f.key !== this.m.self && f.key !== inviter && Number.isFinite(f.at) && !forgets.some(x => x.key === f.key)) forgets.push({ key: f.key, at: f.at })
+      if (isHex32(f.key) && f.key !== this.m.self && f.key !== inviter && Number.isFinite(f.at) && !forgets.some(x => x.key === f.key)) forgets.push({ key: f.key, at: f.at })
     }
     // What this device forgot itself and the welcome lists: joining again is the user's act
     // here, so it takes them back as if paired here (the others take them on the inviter's word).
     const forgotHere = new Set([...this.m.forgets.map(f => f.key), ...this.m.statements.filter(s => s.t === 'remove' && s.by === this.m.self).map(s => s.device)])
     const listed = new Set<string>()
     for (const d of w.devices) {
-      if (!HEX32.test(d.key) || d.key === this.m.self || d.key === inviter) continue
+      if (!isHex32(d.key) || d.key === this.m.self || d.key === inviter) continue
       listed.add(d.key)
       const name = cleanName(d.name) || d.key.slice(0, 8)
       if (forgotHere.has(d.key)) put({ key: d.key, at: this.actDate(d.key, at), name })

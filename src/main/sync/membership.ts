@@ -1,6 +1,7 @@
 import crypto from 'hypercore-crypto'
 import { z } from 'zod'
 import { canonicalJson } from '../../shared/canonical-json'
+import { Hex32 } from '../../shared/hex32'
 
 /**
  * Who is in the cluster, as this device decides it (DESIGN.md, "Trust": membership changes
@@ -42,9 +43,7 @@ export const MAX_STATEMENTS = 1000
 export const MAX_PER_SIGNER = 200
 export const NAME_MAX = 200
 
-const HEX32 = /^[0-9a-f]{64}$/
 const SIG = /^[0-9a-f]{128}$/
-const Hex32 = z.string().regex(HEX32)
 const Sig = z.string().regex(SIG)
 const Time = z.number().finite().nonnegative()
 export function cleanName (name: string): string {

@@ -3,9 +3,11 @@ import type Hyperswarm from 'hyperswarm'
 import crypto from 'hypercore-crypto'
 import z32 from 'z32'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { NAME_MAX, toHexKey, type ClusterStore, type InviteRecord, type WelcomeContent } from './cluster-store'
+import c from 'compact-encoding'
+import { toHexKey, type ClusterStore, type InviteRecord, type WelcomeContent } from './cluster-store'
 import { SECRET_BYTES } from './cluster-keys'
-import { STATEMENT_MAX_SKEW_MS, cleanName, inviteKey, parseStatement, signJoin, verifyJoin, type JoinSignature, type Statement } from './membership'
+import { STATEMENT_MAX_SKEW_MS, cleanName, inviteKey, signJoin, verifyJoin } from './membership'
+import { WELCOME_VERSION, decodeWelcome, encodeWelcome, joinRequest, type JoinRequest } from './pairing-messages'
 
 /**
  * Pairing devices into a cluster with blind-pairing (DESIGN.md, "Sync and trust";
@@ -102,134 +104,14 @@ export async function createInvite (cluster: ClusterStore, opts: { expiresMs?: n
 
 // --- what the two sides send ---
 
-/** The newest welcome this version reads (a candidate says so in its request; older ones read 1 only). */
-export const WELCOME_VERSION = 2
-/**
- * The statements a welcome carries stop at this size: it may travel in a DHT record, which
- * holds about 1.5 KB (measured on the testnet: 1500 bytes arrive, 2000 time out) with
- * blind-pairing's envelope around it. What does not fit arrives by gossip from the inviter.
- */
-export const WELCOME_MAX_BYTES = 1100
-
-interface JoinRequest extends PairedDevice {
-  /** its co-signature over its key, its name and the invite (absent from older versions) */
-  join?: JoinSignature
-  /** the newest welcome it reads */
-  welcome: number
-}
-
-// JSON, with the fields of version 1; an older member reads key and name and ignores the rest.
-function encodeUserData (key: string, name: string, join: JoinSignature | null): Buffer {
-  return Buffer.from(JSON.stringify({ v: 1, key, name, ...(join !== null ? { join, welcome: WELCOME_VERSION } : {}) }))
-}
-
-function decodeUserData (buf: Buffer | null): JoinRequest | null {
+/** The candidate's request, or null if it is not one (it is refused). */
+function readRequest (buf: Buffer | null): JoinRequest | null {
   if (buf === null) return null
   try {
-    const u = JSON.parse(buf.toString('utf8')) as { v?: unknown; key?: unknown; name?: unknown; join?: { at?: unknown; sig?: unknown }; welcome?: unknown }
-    if (u.v !== 1 || typeof u.key !== 'string' || typeof u.name !== 'string') return null
-    const r: JoinRequest = { key: toHexKey(u.key), name: u.name.slice(0, NAME_MAX), welcome: typeof u.welcome === 'number' && Number.isInteger(u.welcome) && u.welcome > 1 ? u.welcome : 1 }
-    const j = u.join
-    if (j !== null && typeof j === 'object' && typeof j.at === 'number' && Number.isFinite(j.at) && typeof j.sig === 'string') r.join = { at: j.at, sig: j.sig }
-    return r
+    return c.decode(joinRequest, buf)
   } catch {
     return null
   }
-}
-
-// Binary, to stay small: the answer may travel through a DHT record when no connection forms.
-// Version 1 is what older devices read (the lists); version 2 appends the signed statements.
-export function encodeWelcome (w: WelcomeContent, version: 1 | 2, maxBytes = WELCOME_MAX_BYTES): Buffer {
-  const parts: Buffer[] = [Buffer.from([version])]
-  const u16 = (n: number): void => { const b = Buffer.alloc(2); b.writeUInt16BE(n); parts.push(b) }
-  const f64 = (n: number): void => { const b = Buffer.alloc(8); b.writeDoubleBE(n); parts.push(b) }
-  const key = (hex: string): void => { parts.push(Buffer.from(hex, 'hex')) }
-  const str = (s: string): void => { const b = Buffer.from(s.slice(0, NAME_MAX)); u16(b.byteLength); parts.push(b) }
-  key(w.inviter.key); str(w.inviter.name)
-  const devices = w.devices.slice(0, 0xffff)
-  u16(devices.length)
-  for (const d of devices) { key(d.key); str(d.name); f64(d.addedAt) }
-  const forgotten = [...w.forgotten].sort((a, b) => b.at - a.at).slice(0, 0xffff)
-  u16(forgotten.length)
-  for (const f of forgotten) { key(f.key); f64(f.at) }
-  if (version === 1) return Buffer.concat(parts)
-  // Only statements of exactly the known shape fit the binary form, in their order while the
-  // welcome stays under the budget; the rest arrives by gossip.
-  const lists = Buffer.concat(parts)
-  const encoded: Buffer[] = []
-  let size = lists.byteLength + 2
-  for (const s of w.statements.filter(knownShape)) {
-    const one = encodeStatement(s)
-    if (size + one.byteLength > maxBytes || encoded.length === 0xffff) break
-    encoded.push(one)
-    size += one.byteLength
-  }
-  const count = Buffer.alloc(2)
-  count.writeUInt16BE(encoded.length)
-  return Buffer.concat([lists, count, ...encoded])
-}
-
-function encodeStatement (s: Statement): Buffer {
-  const parts: Buffer[] = []
-  const f64 = (n: number): void => { const b = Buffer.alloc(8); b.writeDoubleBE(n); parts.push(b) }
-  const key = (hex: string): void => { parts.push(Buffer.from(hex, 'hex')) }
-  const str = (x: string): void => { const b = Buffer.from(x); const n = Buffer.alloc(2); n.writeUInt16BE(b.byteLength); parts.push(n, b) }
-  if (s.t === 'add') { parts.push(Buffer.from([1])); key(s.device); key(s.by); key(s.nonce); f64(s.at); str(s.name); f64(s.join.at); key(s.join.sig); key(s.sig) }
-  if (s.t === 'remove') { parts.push(Buffer.from([2])); key(s.device); key(s.by); f64(s.at); key(s.sig) }
-  if (s.t === 'name') { parts.push(Buffer.from([3])); key(s.device); f64(s.at); str(s.name); key(s.sig) }
-  return Buffer.concat(parts)
-}
-
-const SHAPES = { add: 9, remove: 6, name: 6 } as const
-function knownShape (s: Statement): boolean {
-  return Object.keys(s).length === SHAPES[s.t] && (s.t !== 'add' || Object.keys(s.join).length === 2)
-}
-
-export function decodeWelcome (buf: Buffer): WelcomeContent {
-  let at = 0
-  const take = (n: number): Buffer => {
-    if (at + n > buf.byteLength) throw new Error('truncated')
-    const b = buf.subarray(at, at + n)
-    at += n
-    return b
-  }
-  const u16 = (): number => take(2).readUInt16BE()
-  const f64 = (): number => { const n = take(8).readDoubleBE(); if (!Number.isFinite(n)) throw new Error('bad time'); return n }
-  const key = (): string => take(32).toString('hex')
-  const sig = (): string => take(64).toString('hex')
-  const str = (): string => take(u16()).toString('utf8')
-  const version = take(1)[0]
-  if (version !== 1 && version !== 2) throw new Error('unknown version')
-  const inviter = { key: key(), name: str() }
-  const devices: WelcomeContent['devices'] = []
-  for (let n = u16(); n > 0; n--) devices.push({ key: key(), name: str(), addedAt: f64() })
-  const forgotten: WelcomeContent['forgotten'] = []
-  for (let n = u16(); n > 0; n--) forgotten.push({ key: key(), at: f64() })
-  const statements: Statement[] = []
-  if (version === 1) {
-    if (at !== buf.byteLength) throw new Error('trailing bytes')
-    return { inviter, devices, forgotten, statements }
-  }
-  for (let n = u16(); n > 0; n--) {
-    const kind = take(1)[0]
-    let raw: unknown
-    if (kind === 1) {
-      const [device, by, nonce, t, name, joinAt, joinSig, s] = [key(), key(), key(), f64(), str(), f64(), sig(), sig()]
-      raw = { t: 'add', v: 1, device, name, join: { at: joinAt, sig: joinSig }, by, nonce, at: t, sig: s }
-    } else if (kind === 2) {
-      const [device, by, t, s] = [key(), key(), f64(), sig()]
-      raw = { t: 'remove', v: 1, device, by, at: t, sig: s }
-    } else if (kind === 3) {
-      const [device, t, name, s] = [key(), f64(), str(), sig()]
-      raw = { t: 'name', v: 1, device, name, at: t, sig: s }
-    } else {
-      throw new Error('unknown statement')
-    }
-    const parsed = parseStatement(raw)
-    if (parsed !== null) statements.push(parsed)
-  }
-  // (what a later version appends after the statements is left for it)
-  return { inviter, devices, forgotten, statements }
 }
 
 // blind-pairing's response statuses
@@ -353,7 +235,7 @@ export class PairingHost {
     } catch {
       return // not made with this invite
     }
-    const candidate = decodeUserData(userData)
+    const candidate = readRequest(userData)
     if (candidate === null || candidate.key === this.self) {
       this.log.warn('refused a pairing request: it did not name a device')
       request.deny({ status: DENY_REJECTED })
@@ -459,7 +341,7 @@ export async function joinCluster (opts: JoinOptions): Promise<Buffer> {
   const join = opts.device.secretKey !== undefined
     ? signJoin({ publicKey: opts.device.publicKey, secretKey: opts.device.secretKey }, name, code.discoveryKey.toString('hex'), now)
     : null
-  const userData = encodeUserData(self, name, join)
+  const userData = c.encode(joinRequest, { key: self, name, ...(join !== null ? { join } : {}), welcome: WELCOME_VERSION })
   const blind = new BlindPairing(swarm, { poll: opts.pollMs ?? DEFAULT_POLL_MS })
   let candidate: BlindPairing.Candidate | null = null
   let timer: NodeJS.Timeout | null = null

@@ -23,9 +23,12 @@ import { PROTOCOL, peerVersion, type PeerVersion, type ProtocolVersions } from '
 import { ENTRY_SCHEMA_VERSION } from '../../shared/entry'
 import { ARBOR_VERSION } from '../../shared/app-version'
 
-/** What the sync layer needs of the cluster: its secret and who is in it. */
+/** What the sync layer needs of the cluster: its secret and who is in it, and word when that changes. */
 export interface ClusterMembership {
   readonly secret: Buffer | null
+  /** `devices`: who is in the cluster changed (ClusterStoreEvents): the node tells its peers and drops who left */
+  on (event: 'devices', listener: () => void): unknown
+  off (event: 'devices', listener: () => void): unknown
   readonly name: string
   isTrusted (device: string): boolean
   devicesMessage (): DevicesMessage
@@ -120,6 +123,23 @@ export interface PeerState {
 /** 'incompatible': it said hello, but the two do not sync (its PeerState's version says what to do) */
 export type PeerEvent = { device: string; state: 'connected' | 'disconnected' | 'suspected' | 'recovered' | 'incompatible' }
 
+export interface SyncNodeEvents {
+  /** a paired device connected, went, was suspected or recovered, or does not sync */
+  peer: [PeerEvent]
+  /** the agents a peer runs */
+  presence: [{ device: string; agents: RunningAgent[] }]
+  /** the devices a peer hears changed */
+  hears: [{ device: string; hears: string[] }]
+  /** a peer echoed a heartbeat: the lease may be held again */
+  lease: []
+  /** a peer said it holds more of this device's feeds */
+  held: []
+  /** a live event from a peer's agent */
+  live: [LiveMessage & { device: string }]
+  /** the network was switched on or off here */
+  online: [boolean]
+}
+
 /**
  * Keeps this device's history in sync with its paired devices (DESIGN.md, "Sync and
  * trust"): a Hyperswarm on the cluster's topic whose firewall admits only paired
@@ -127,7 +147,7 @@ export type PeerEvent = { device: string; state: 'connected' | 'disconnected' | 
  * heartbeats and a failure detector. Never blocks local work: everything here reacts
  * to the history, it is never awaited by it.
  */
-export class SyncNode extends EventEmitter {
+export class SyncNode extends EventEmitter<SyncNodeEvents> {
   readonly history: HistoryStore
   readonly cluster: ClusterMembership
   private readonly opts: SyncNodeOptions
@@ -217,6 +237,7 @@ export class SyncNode extends EventEmitter {
     await this.history.ready()
     await this.loadFeedLists()
     this.history.on('feed', this.onFeed)
+    this.cluster.on('devices', this.onDevices)
     this.history.setPeersLack((key, length) => this.peersLack(key, length))
     // Started offline, the swarm is made only when the network is turned on: a DHT node
     // contacts its bootstrap nodes as soon as it exists.
@@ -242,6 +263,7 @@ export class SyncNode extends EventEmitter {
 
   private async shut (): Promise<void> {
     this.history.off('feed', this.onFeed)
+    this.cluster.off('devices', this.onDevices)
     this.history.setPeersLack(() => false)
     if (this.heartbeatTimer !== null) this.clock.clearTimeout(this.heartbeatTimer)
     if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
@@ -534,8 +556,8 @@ export class SyncNode extends EventEmitter {
     for (const s of this.sessions) if (s.opened) s.sendLive(msg)
   }
 
-  /** Tells connected peers about a change in the device list (paired or forgotten). */
-  devicesChanged (): void {
+  /** Who is in the cluster changed (the cluster's `devices` event): peers hear it, a device gone is dropped, one new may connect. */
+  private readonly onDevices = (): void => {
     for (const device of this.peerFeeds.keys()) if (!this.cluster.isTrusted(device)) this.peerFeeds.delete(device)
     for (const device of this.savedPeers.keys()) if (!this.cluster.isTrusted(device)) this.savedPeers.delete(device)
     if (this.savedPeers.size === 0) this.savedMine = null
@@ -659,7 +681,7 @@ export class SyncNode extends EventEmitter {
    * second; once it has waited HELD_QUIET_MS it says why (`why`, again when that changes) and
    * says it no longer waits at the end. A wait answered at once shows nothing.
    */
-  private async waitSaying (signal: AbortSignal, over: () => boolean, why: () => HeldWait, onWait: (w: HeldWait | null) => void, events: readonly string[], each: () => void = () => {}): Promise<void> {
+  private async waitSaying (signal: AbortSignal, over: () => boolean, why: () => HeldWait, onWait: (w: HeldWait | null) => void, events: ReadonlyArray<keyof SyncNodeEvents>, each: () => void = () => {}): Promise<void> {
     const since = this.mono()
     let said: string | null = null
     try {
@@ -753,7 +775,7 @@ export class SyncNode extends EventEmitter {
   }
 
   /** Resolves on one of `events` (default: a lease renewal, the network switched), the abort, or after `ms`. */
-  private async nextEvent (signal: AbortSignal, ms: number, events: readonly string[] = ['lease', 'online']): Promise<void> {
+  private async nextEvent (signal: AbortSignal, ms: number, events: ReadonlyArray<keyof SyncNodeEvents> = ['lease', 'online']): Promise<void> {
     await new Promise<void>(resolve => {
       const done = (): void => {
         for (const e of events) this.off(e, done)
@@ -878,7 +900,8 @@ export class SyncNode extends EventEmitter {
       proof: (hh, init) => this.cluster.proof(hh, init),
       verify: (hh, remoteInit, proof) => this.cluster.verifyProof(hh, remoteInit, proof),
       devices: () => this.cluster.devicesMessage(),
-      mergeDevices: (msg, from) => { if (this.cluster.merge(msg, from)) this.devicesChanged() },
+      // what it changes comes back as the cluster's `devices` event (onDevices)
+      mergeDevices: (msg, from) => { this.cluster.merge(msg, from) },
       presence: () => this.agents,
       openTimeoutMs: this.opts.openTimeoutMs ?? 3000,
       get mine () { return mine() },

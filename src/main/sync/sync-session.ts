@@ -1,12 +1,12 @@
 import c from 'compact-encoding'
 import Protomux from 'protomux'
 import type NoiseSecretStream from '@hyperswarm/secret-stream'
-import type { z } from 'zod'
 import type { HistoryStore } from '../history/history-store'
 import type { Logger } from '../../shared/logger'
 import {
-  DevicesMessage, FeedsDigest, FeedsMessage, FeedsSince, HeartbeatMessage, HeldMessage, Hello, LiveMessage, PresenceMessage, WantFeeds, helloVersions,
-  type FeedAnnouncement, type RunningAgent
+  ARBOR_MESSAGES, arborMessages, helloVersions,
+  type ArborMessage, type ArborMessageName, type Decoded, type DevicesMessage, type FeedAnnouncement, type FeedsDigest, type FeedsMessage, type FeedsSince,
+  type HeartbeatMessage, type HeldMessage, type Hello, type LiveMessage, type RunningAgent
 } from './arbor-messages'
 import { compareVersions, speaksFeedsSince, type Compat, type ProtocolVersions } from '../../shared/protocol-version'
 import type { FeedList, HeldFeed } from './feed-list'
@@ -51,6 +51,14 @@ export interface SessionHost {
 
 const NO_FEEDS: ReadonlyMap<string, HeldFeed> = new Map()
 
+/** What a session does with each message once it is read and checked. */
+type Handlers = { [K in ArborMessageName]: (m: ArborMessage<K>) => void }
+/** The channel's message handles, by name (as hypercore's replicator keeps its wire* handles). */
+type Wire = { [K in ArborMessageName]: { send (m: ArborMessage<K>): boolean } }
+
+/** 'feedsDigest' → 'feeds digest', as the warnings name it. */
+const label = (name: ArborMessageName): string => name.replace(/[A-Z]/g, x => ` ${x.toLowerCase()}`)
+
 /**
  * Every version opens this channel and says hello on it, whatever protocol it speaks: it is
  * where two devices learn whether they sync (shared/protocol-version.ts).
@@ -80,7 +88,7 @@ export class SyncSession {
   /** the `t` of the peer's latest heartbeat, echoed in ours */
   private remoteT: number | undefined
   private channel: Protomux.Channel | null = null
-  private msgs: Protomux.Message[] = []
+  private wire: Wire | null = null
   private closed = false
   private openTimer: NodeJS.Timeout | null = null
 
@@ -108,41 +116,45 @@ export class SyncSession {
     stream.on('error', (err: Error) => host.log.info(`connection to ${this.remoteDevice.slice(0, 12)} failed: ${err.message}`))
     host.history.replicate(stream)
     const mux = Protomux.from(stream)
-    const parse = <S extends z.ZodType>(schema: S, what: string, raw: unknown): z.infer<S> | undefined => {
-      const m = schema.safeParse(raw)
-      if (!m.success) host.log.warn(`ignored a malformed ${what} message from ${this.remoteDevice.slice(0, 12)}`)
-      return m.data
+    const handlers: Handlers = {
+      hello: m => this.onHello(m),
+      feeds: m => this.onFeeds(m),
+      devices: m => host.mergeDevices(m, this.remoteDevice),
+      presence: m => { this.remoteAgents = m.agents; host.onPresence(this, m.agents) },
+      heartbeat: m => this.onHeartbeat(m),
+      live: m => host.onLive(this, m),
+      feedsDigest: m => this.onDigest(m),
+      wantFeeds: () => this.sendAllFeeds(),
+      feedsSince: m => this.onFeedsSince(m),
+      held: m => host.onHeld(this, m)
     }
-    // Synchronous on purpose: a returned promise would cork the whole connection.
-    const on = <S extends z.ZodType>(schema: S, what: string, fn: (m: z.infer<S>) => void) => (raw: unknown): void => {
-      if (!this.opened) return // before a hello that says the two sync, nothing but the hello is read
-      const m = parse(schema, what, raw)
-      if (m === undefined) return
-      host.onHeard(this)
-      fn(m)
-    }
+    const slot = <K extends ArborMessageName>(name: K): { encoding: unknown; onmessage: (d: unknown) => void } => ({
+      encoding: arborMessages[name],
+      onmessage: d => this.received(name, d as Decoded<ArborMessage<K>>, handlers[name])
+    })
     const channel = mux.createChannel({
       protocol: PROTOCOL,
       handshake: c.fixed32,
-      messages: [
-        { encoding: c.json, onmessage: (raw: unknown) => { const m = parse(Hello, 'hello', raw); if (m !== undefined) this.onHello(m) } },
-        { encoding: c.json, onmessage: on(FeedsMessage, 'feeds', m => this.onFeeds(m)) },
-        { encoding: c.json, onmessage: on(DevicesMessage, 'devices', m => host.mergeDevices(m, this.remoteDevice)) },
-        { encoding: c.json, onmessage: on(PresenceMessage, 'presence', m => { this.remoteAgents = m.agents; host.onPresence(this, m.agents) }) },
-        { encoding: c.json, onmessage: on(HeartbeatMessage, 'heartbeat', m => this.onHeartbeat(m)) },
-        { encoding: c.json, onmessage: on(LiveMessage, 'live', m => host.onLive(this, m)) },
-        { encoding: c.json, onmessage: on(FeedsDigest, 'feeds digest', m => this.onDigest(m)) },
-        { encoding: c.json, onmessage: on(WantFeeds, 'want feeds', () => this.sendAllFeeds()) },
-        { encoding: c.json, onmessage: on(FeedsSince, 'feeds since', m => this.onFeedsSince(m)) },
-        { encoding: c.json, onmessage: on(HeldMessage, 'held', m => host.onHeld(this, m)) }
-      ],
+      messages: ARBOR_MESSAGES.map(slot),
       onopen: (remoteProof: unknown) => this.onOpen(remoteProof as Buffer),
       onclose: () => this.close('the peer closed the arbor channel')
     })
     if (channel === null) { this.close('duplicate arbor channel'); return }
     this.channel = channel
-    this.msgs = (channel as unknown as { messages: Protomux.Message[] }).messages
+    this.wire = Object.fromEntries(ARBOR_MESSAGES.map((name, i) => [name, channel.messages[i]])) as unknown as Wire
     channel.open(proof)
+  }
+
+  /** A message as its codec read it. Synchronous on purpose: a returned promise would cork the whole connection. */
+  private received<K extends ArborMessageName> (name: K, d: Decoded<ArborMessage<K>>, handle: (m: ArborMessage<K>) => void): void {
+    // before a hello that says the two sync, nothing but the hello is read
+    if (name !== 'hello' && !this.opened) return
+    if (!d.ok) {
+      this.host.log.warn(`ignored a malformed ${label(name)} message from ${this.remoteDevice.slice(0, 12)}: ${d.error}`)
+      return
+    }
+    if (name !== 'hello') this.host.onHeard(this)
+    handle(d.value)
   }
 
   private onOpen (remoteProof: Buffer): void {
@@ -154,17 +166,17 @@ export class SyncSession {
     }
     this.channel?.cork()
     const { schema, app, ...protocol } = host.versions
-    this.send(0, { v: 1, device: host.history.device, name: host.name, manifest: host.history.manifestKey.toString('hex'), protocol, schema, ...(app !== undefined ? { app } : {}) } satisfies Hello)
-    this.send(2, host.devices())
+    this.send('hello', { v: 1, device: host.history.device, name: host.name, manifest: host.history.manifestKey.toString('hex'), protocol, schema, ...(app !== undefined ? { app } : {}) })
+    this.send('devices', host.devices())
     // What changed since the peer was last told, and the digest of the whole list: a reconnect
     // costs what changed. An older peer ignores it; it is sent a FeedsDigest after its hello.
     const known = this.known
     const { full, feeds } = known.pending(host.mine)
-    this.send(8, { full, digest: host.mine.digest, count: host.mine.size, feeds } satisfies FeedsSince)
+    this.send('feedsSince', { full, digest: host.mine.digest, count: host.mine.size, feeds })
     if (full) known.toldAll()
     else known.told(feeds.map(f => f.key))
     if (full || feeds.length > 0) host.peerFeedsChanged()
-    this.send(3, { agents: host.presence() })
+    this.send('presence', { agents: host.presence() })
     this.channel?.uncork()
   }
 
@@ -182,7 +194,7 @@ export class SyncSession {
     // Kept open, not synced with: its Devices row says what to do, and a reconnect would only say it again.
     if (!this.compatible) { this.host.onIncompatible(this); return }
     // A peer before 1.2 reads only the 1.0 digest; the list itself if it lacks it (WantFeeds).
-    if (this.remoteVersions !== 'unreadable' && !speaksFeedsSince(this.remoteVersions)) this.send(6, { digest: this.host.mine.sorted(), count: this.host.mine.size } satisfies FeedsDigest)
+    if (this.remoteVersions !== 'unreadable' && !speaksFeedsSince(this.remoteVersions)) this.send('feedsDigest', { digest: this.host.mine.sorted(), count: this.host.mine.size })
     // What changed after this side's FeedsSince went out and before this hello came was
     // announced while the session was not open yet: it goes now, or this connection misses it.
     const { full, feeds } = this.known.pending(this.host.mine)
@@ -204,7 +216,7 @@ export class SyncSession {
   private onDigest (m: FeedsDigest): void {
     const heard = this.known.heard
     if (heard.size === m.count && heard.sorted() === m.digest) this.listKnown([])
-    else this.send(7, {})
+    else this.send('wantFeeds', {})
   }
 
   /**
@@ -219,7 +231,7 @@ export class SyncSession {
     for (const f of m.feeds) known.heardFeed(f.key, f, this.host.mine)
     if (m.full || m.feeds.length > 0) this.host.peerFeedsChanged()
     if (known.heard.size === m.count && known.heard.digest === m.digest) this.listKnown(m.feeds)
-    else this.send(7, {})
+    else this.send('wantFeeds', {})
   }
 
   private onFeeds (m: FeedsMessage): void {
@@ -247,7 +259,7 @@ export class SyncSession {
   }
 
   private sendAllFeeds (): void {
-    this.send(1, { full: true, feeds: this.host.mine.list() } satisfies FeedsMessage)
+    this.send('feeds', { full: true, feeds: this.host.mine.list() })
     this.known.toldAll()
     this.host.peerFeedsChanged()
   }
@@ -262,16 +274,16 @@ export class SyncSession {
   /** Tells the peer of feeds that changed here (as the node's list has them now). */
   sendFeeds (feeds: FeedAnnouncement[]): void {
     if (feeds.length === 0 || !this.opened) return
-    this.send(1, { full: false, feeds } satisfies FeedsMessage)
+    this.send('feeds', { full: false, feeds })
     this.known.told(feeds.map(f => f.key))
   }
-  sendDevices (): void { this.send(2, this.host.devices()) }
-  sendPresence (agents: RunningAgent[]): void { this.send(3, { agents }) }
+  sendDevices (): void { this.send('devices', this.host.devices()) }
+  sendPresence (agents: RunningAgent[]): void { this.send('presence', { agents }) }
   heartbeat (t: number, hears: string[]): void {
-    this.send(4, (this.remoteT !== undefined ? { t, hears, echo: this.remoteT } : { t, hears }) satisfies HeartbeatMessage)
+    this.send('heartbeat', this.remoteT !== undefined ? { t, hears, echo: this.remoteT } : { t, hears })
   }
-  sendLive (msg: LiveMessage): void { this.send(5, msg) }
-  sendHeld (msg: HeldMessage): void { this.send(9, msg) }
+  sendLive (msg: LiveMessage): void { this.send('live', msg) }
+  sendHeld (msg: HeldMessage): void { this.send('held', msg) }
 
   /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
   behind (conversation?: string): number {
@@ -281,9 +293,9 @@ export class SyncSession {
     return n
   }
 
-  private send (i: number, data: unknown): void {
-    if (this.closed || this.channel === null || this.channel.closed) return
-    this.msgs[i]?.send(data)
+  private send<K extends ArborMessageName> (name: K, m: ArborMessage<K>): void {
+    if (this.closed || this.wire === null || this.channel?.closed !== false) return
+    this.wire[name].send(m)
   }
 
   close (why: string): void {

@@ -43,7 +43,9 @@ export class ChildStartError extends Error {
  * It is itself a RunningChild, so supervisors nest. All state changes go through one
  * queue, as messages to an Erlang process would.
  */
-export class Supervisor extends EventEmitter implements RunningChild {
+export interface SupervisorEvents { event: [SupervisorEvent] }
+
+export class Supervisor extends EventEmitter<SupervisorEvents> implements RunningChild {
   readonly id: string
   readonly exit: Promise<ExitReason>
   private readonly strategy: Strategy
@@ -177,10 +179,6 @@ export class Supervisor extends EventEmitter implements RunningChild {
       })
     }
   }
-
-  override emit (event: 'event', ev: SupervisorEvent): boolean
-  override emit (event: string | symbol, ...args: unknown[]): boolean
-  override emit (event: string | symbol, ...args: unknown[]): boolean { return super.emit(event, ...args) }
 
   // ------------------------------------------------------------------ internals
 
