@@ -1,6 +1,6 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
-import { ALLOWED, MAY_IMPORT_ELECTRON, NO_NODE_BUILTINS, PENDING_ONE_API_EXCEPTIONS, UNITS } from './scripts/dependency-rule.js'
+import { ALLOWED, MAY_IMPORT_ELECTRON, NO_NODE_BUILTINS, UNITS } from './scripts/dependency-rule.js'
 
 /**
  * The dependency rule (scripts/dependency-rule.js) as no-restricted-imports, a block per unit:
@@ -16,9 +16,8 @@ function dependencyRule () {
     if (unit === 'root') return '**/node'
     return `**/${UNITS[unit].slice(inMain(unit) ? 'src/main/'.length : 'src/'.length)}**`
   }
-  const pending = unit => PENDING_ONE_API_EXCEPTIONS.filter(p => p.from === UNITS[unit]).map(p => p.to)
   return Object.entries(ALLOWED).filter(([unit]) => unit !== 'types').map(([unit, allowed]) => {
-    const refused = Object.keys(UNITS).filter(u => u !== unit && u !== 'types' && !allowed.includes(u) && !pending(unit).includes(UNITS[u]))
+    const refused = Object.keys(UNITS).filter(u => u !== unit && u !== 'types' && !allowed.includes(u))
     const patterns = [...new Set(refused.map(u => patternOf(unit, u)))]
     if (NO_NODE_BUILTINS.includes(unit)) patterns.push('node:*')
     const where = UNITS[unit]

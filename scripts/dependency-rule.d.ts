@@ -4,8 +4,6 @@ export type Unit =
 
 export const UNITS: Record<Unit, string>
 export const ALLOWED: Record<Unit, readonly Unit[]>
-/** from a file, to a file or (ending in /) a folder */
-export const PENDING_ONE_API_EXCEPTIONS: ReadonlyArray<{ from: string; to: string }>
 export const NO_NODE_BUILTINS: readonly Unit[]
 export const MAY_IMPORT_ELECTRON: readonly Unit[]
 export function unitOf(file: string): Unit | undefined

@@ -45,16 +45,6 @@ export const ALLOWED = {
   types: []
 }
 
-/**
- * The one known violation: src/main/node.ts importing src/main/cli/run-cli.ts (its types, and
- * runCli to serve the `cli` socket method). Issue 14 "One API" is removing it (the CLI becomes
- * a client of the API; the composition root runs no CLI code). Delete this entry when that
- * lands: test/unit/dependency-rule.test.ts fails while it matches no import.
- */
-export const PENDING_ONE_API_EXCEPTIONS = [
-  { from: 'src/main/node.ts', to: 'src/main/cli/' }
-]
-
 /** Units that run where Node's modules do not (the renderer, and shared, which it uses). */
 export const NO_NODE_BUILTINS = ['shared', 'renderer']
 

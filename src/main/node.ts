@@ -11,15 +11,14 @@ import type { AgentDeps, AgentEvent, AgentRun } from './runtime/agent/agent-loop
 import { Lifecycle } from '../shared/lifecycle'
 import { consoleLogger, type Logger } from '../shared/logger'
 import { ClusterStore, describeForget } from './sync/cluster-store'
-import { PairingHost, createInvite, joinCluster } from './sync/pairing'
+import type { PairingHost } from './sync/pairing'
 import { SyncNode, type BootstrapNode, type HeldWait } from './sync/sync-node'
 import type { AgentWait } from '../shared/agent-wait'
 import { LocalApiServer } from './api/local-socket'
 import { ApiService } from './api/api-service'
 import { FileSecretStore, type SecretStore } from './secrets/secret-store'
-import type { CliContext, CliIo, DeviceRow, NodeCommands } from './cli/run-cli'
 import { defaultRegistryDir, registerDataDir } from './tools/sandbox/data-dir-registry'
-import type { ProtocolVersions } from '../shared/protocol-version'
+import type { PeerVersion, ProtocolVersions } from '../shared/protocol-version'
 import type { Clock } from '../shared/clock'
 
 /** When a direct connection is not made, pairing falls back to polling DHT records this often. */
@@ -31,8 +30,15 @@ export interface ArborNodeOptions {
   bootstrap?: BootstrapNode[]
   /** this device's name for the others (default: the host name) */
   name?: string
-  /** serve the local socket the CLI talks to (default true) */
+  /** serve the local socket the CLI talks to (default true); the API itself (apiService) is there either way */
   api?: boolean
+  /** the version the API's hello reports (default this Arbor's) */
+  version?: string
+  /**
+   * opened for one CLI command while no node runs here (no network): agents a crash cut short
+   * are left for the device's own node to continue, and a forget is told when that node runs
+   */
+  forCommand?: boolean
   log?: Logger
   heartbeatMs?: number
   suspectAfterMs?: number
@@ -62,6 +68,23 @@ export interface ArborNodeOptions {
   fault?: AgentDeps['fault']
 }
 
+/** A device as the node sees it: this one, and each paired one with what sync knows of it. */
+export interface DeviceRow {
+  device: string
+  name: string
+  self: boolean
+  connected: boolean
+  suspected: boolean
+  /** when this node began to suspect it (ms since the epoch): how long failure detection took */
+  suspectedSince?: number
+  lastSeen?: number
+  behind: number
+  /** the device whose signed pairing brought it in (its name), when not this one */
+  addedBy?: string
+  /** how its Arbor compares with this one's, once it said hello */
+  version?: PeerVersion
+}
+
 /** What the node's agent host reports: every agent event, and agents starting and ending. */
 export interface NodeAgentEvents {
   event: [AgentEvent]
@@ -75,7 +98,7 @@ export interface NodeAgentEvents {
  * cluster membership, sync with the paired devices, pairing, and the local socket the
  * CLI drives it through. The process that owns the data directory runs exactly one.
  */
-export class ArborNode implements NodeCommands {
+export class ArborNode {
   readonly dataDir: string
   readonly history: HistoryStore
   readonly cluster: ClusterStore
@@ -91,7 +114,7 @@ export class ArborNode implements NodeCommands {
   private readonly life: Lifecycle
   private pairing: PairingHost | null = null
   private api: LocalApiServer | null = null
-  /** the API the local socket serves (null with `api: false`); one per node, `arbor serve`'s web UI shares it */
+  /** the node's API, made when first asked for: one per node (one guard per conversation's agent), every transport shares it */
   private service: ApiService | null = null
   /** joining a cluster: the inviting device (not trusted yet) must get through the firewall */
   private joining = false
@@ -203,18 +226,9 @@ export class ArborNode implements NodeCommands {
     if (this.opts.name !== undefined) this.cluster.setName(this.opts.name)
     await this.sync.ready()
     await this.startPairingHost()
-    await this.placement.ready()
+    await this.placement.ready({ restore: this.opts.forCommand !== true })
     if (this.opts.api !== false) {
-      this.service = new ApiService(this, { log: this.logFor('api') })
-      this.api = new LocalApiServer(this.dataDir, {
-        cli: async (params, ctx) => {
-          const p = params as { argv: string[]; cwd: string; env: NodeJS.ProcessEnv }
-          const { runCli } = await import('./cli/run-cli')
-          const io: CliIo = { out: t => ctx.notify({ out: t }), err: t => ctx.notify({ err: t }), env: p.env, cwd: p.cwd, signal: ctx.signal }
-          const cliCtx: CliContext = { store: this.history, node: this, secrets: this.secrets }
-          return runCli(p.argv, io, cliCtx)
-        }
-      }, this.logFor('api'), this.service)
+      this.api = new LocalApiServer(this.dataDir, this.apiService, this.logFor('api'))
       await this.api.listen()
     }
   }
@@ -223,6 +237,9 @@ export class ArborNode implements NodeCommands {
   private async startPairingHost (): Promise<void> {
     const swarm = this.sync.hyperswarm
     if (swarm === null || this.life.closed) return
+    // loaded with the network only (blind pairing): a node opened for one command has none
+    const { PairingHost } = await import('./sync/pairing')
+    if (this.life.closed || this.pairing !== null) return
     this.pairing = new PairingHost({
       swarm,
       cluster: this.cluster,
@@ -234,8 +251,11 @@ export class ArborNode implements NodeCommands {
     await this.pairing.ready()
   }
 
-  /** The API this node's local socket serves (null when it serves none). */
-  get apiService (): ApiService | null { return this.service }
+  /** The node's API (src/shared/api.ts): its local socket, the web server, Electron's ports and the CLI in process all serve this one. */
+  get apiService (): ApiService {
+    this.service ??= new ApiService(this, { log: this.logFor('api'), ...(this.opts.version !== undefined ? { version: this.opts.version } : {}) })
+    return this.service
+  }
 
   private async shut (): Promise<void> {
     await this.api?.close()
@@ -307,9 +327,10 @@ export class ArborNode implements NodeCommands {
     return this.placement.status(conversation)
   }
 
-  // ------------------------------------------------------------ NodeCommands
+  // ------------------------------------------------------------ devices and the network (the API's devices and net handlers)
 
   async invite (opts: { expiresMs?: number } = {}): Promise<{ code: string; expiresAt: number }> {
+    const { createInvite } = await import('./sync/pairing')
     const inv = await createInvite(this.cluster, opts.expiresMs !== undefined ? { expiresMs: opts.expiresMs } : {})
     await this.sync.refresh() // the first invite creates the cluster: start meeting on its topic
     return { code: inv.code, expiresAt: inv.expiresAt }
@@ -325,6 +346,7 @@ export class ArborNode implements NodeCommands {
     this.pairing = null
     let inviter: Buffer
     try {
+      const { joinCluster } = await import('./sync/pairing')
       inviter = await joinCluster({ swarm, code, device: this.history.keyPair, cluster: this.cluster, signal, pollMs: PAIRING_POLL_MS })
     } finally {
       this.joining = false
@@ -355,7 +377,7 @@ export class ArborNode implements NodeCommands {
     const scope = this.cluster.forgetScope(d.key)
     this.cluster.forget(d.key) // its sessions close on the cluster's `devices` event (SyncNode)
     await this.cluster.flush()
-    return describeForget(d.name, scope, false)
+    return describeForget(d.name, scope, this.opts.forCommand === true)
   }
 
   async setOnline (on: boolean): Promise<void> {

@@ -39,6 +39,17 @@ export const API_PARAMS = {
   'agent.cancel': z.strictObject({ conversation: ref }),
   'agent.resume': z.strictObject({ conversation: ref }),
   'agent.status': z.strictObject({ conversation: ref }),
+  /** `arbor chat --provider … --model … --base-url … --script … --sandbox|--no-sandbox`; the provider's own words refuse a bad one */
+  'agent.configure': z.strictObject({
+    conversation: ref,
+    llm: z.strictObject({
+      provider: z.string().min(1).max(100).optional(),
+      model: z.string().min(1).max(200).optional(),
+      baseURL: z.string().min(1).max(2000).optional(),
+      script: absolutePath.optional()
+    }).optional(),
+    sandbox: z.boolean().optional()
+  }),
   'agent.autoRevival': z.strictObject({ conversation: ref, on: z.boolean() }),
   'devices.list': none,
   'devices.invite': none,

@@ -22,7 +22,13 @@ export interface ConversationSummaryDto {
   updatedAt: number
   size: number
   heads: number
+  /** the last entry of each branch (`heads` of them) */
+  tips?: string[]
   waiting: number
+  /** the directory this device gave it when it began it here (ConversationDto.cwd says where its agent works) */
+  cwd?: string
+  /** a live device revives its agent when the owner's device dies */
+  autoRevival?: boolean
   /** an agent runs for it, on this device or on a connected one (`agents` says where) */
   running: boolean
   /** where its agent runs: this device first; more than one only while two sides heal */
@@ -41,6 +47,8 @@ export interface ConversationDto {
   usage: { input: number; output: number }
   /** where this device's agent works: the directory this device gave it, else its own workspace (never a path a peer wrote) */
   cwd?: string
+  /** entries held whose parents have not arrived (not in `entries`; a lossless export keeps them) */
+  waiting?: Entry[]
 }
 
 export interface DeviceDto {
@@ -50,6 +58,10 @@ export interface DeviceDto {
   connected: boolean
   suspected: boolean
   lastSeen?: number
+  /** when this device began to suspect it (ms since the epoch): how long failure detection took */
+  suspectedSince?: number
+  /** the device whose signed pairing brought it in (its name), when not this one */
+  addedBy?: string
   behind: number
   /** the conversations whose agents run on the device (another device's: as it announces them while connected) */
   agents: Array<{ conversation: string; title: string }>
@@ -137,6 +149,12 @@ export interface ApiMethods {
   'agent.cancel': { params: P<'agent.cancel'>; result: Record<string, never> }
   /** moves the conversation's agent to this device with a higher epoch (`/resume`); the other stops at its next step */
   'agent.resume': { params: P<'agent.resume'>; result: { device: string; name: string; epoch: number } }
+  /**
+   * sets how this device's agent of the conversation runs (its model, kept in the history as this
+   * device's `llm` setting; the sandbox switch) and says what it would run with: the warnings the
+   * bash tool would give, whether the sandbox is on; an error, saying what to set up, if no model is
+   */
+  'agent.configure': { params: P<'agent.configure'>; result: { conversation: string; warnings: string[]; sandboxed: boolean } }
   'agent.status': { params: P<'agent.status'>; result: AgentStatusDto }
   /** turns auto-revival on or off for the conversation (a setting in its history, so every device follows it) */
   'agent.autoRevival': { params: P<'agent.autoRevival'>; result: AgentStatusDto }

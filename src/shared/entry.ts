@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { canonicalJson } from './canonical-json'
-import { Hex32, isHex32 } from './hex32'
+import { isHex32 } from './hex32'
+import { Hex32 } from './hex32-schema'
 
 export const EFFECT_CLASSES = ['read', 'idempotent', 'workspace', 'external'] as const
 export type EffectClass = typeof EFFECT_CLASSES[number]

@@ -1,6 +1,6 @@
 // Attacks on the node's local socket (<data>/arbor.sock), the door the `arbor` CLI drives a
-// running node through: its `cli` method runs any CLI command with the caller's argv and
-// environment. Whoever reaches the socket without the node's token must be refused before
+// running node through: it serves the whole API (a conversation made, a message sent, the
+// network switched, a device forgotten). Whoever reaches the socket without the node's token must be refused before
 // anything runs, and no other user may reach it at all, not even in the moment after bind.
 import { describe, expect, it } from 'vitest'
 import { spawn, spawnSync } from 'node:child_process'
@@ -28,8 +28,8 @@ async function startNode (dir?: string): Promise<{ node: ArborNode; dir: string;
   return { node, dir: d, sock: path.join(d, 'arbor.sock'), log }
 }
 
-/** What an attacker would run through the socket: a CLI command of its choosing. */
-const pwn = (dir: string): unknown => ({ id: 1, method: 'cli', params: { argv: ['new', '--title', 'pwned'], cwd: dir, env: {} } })
+/** What an attacker would run through the socket: an API request of its choosing. */
+const pwn = (_dir: string): unknown => ({ id: 1, method: 'conversation.create', params: { title: 'pwned' } })
 
 interface Heard { replies: Array<{ id?: unknown; result?: unknown; error?: { message: string } }>; closed: boolean }
 
@@ -100,7 +100,7 @@ describe('the local socket authenticates its callers', () => {
     expectRefused(await speak(net.connect(a.sock), [{ token }, pwn(a.dir)]), a.node)
     // and the token works where it belongs
     const ok = await speak(net.connect(b.sock), [{ token }, pwn(b.dir)])
-    expect(ok.replies.filter(r => 'result' in r)).toEqual([{ id: 1, result: 0 }])
+    expect(ok.replies.filter(r => 'result' in r)).toEqual([{ id: 1, result: { id: expect.stringMatching(/^[0-9a-f]{64}$/) } }])
     expect(titles(b.node)).toContain('pwned')
   })
 

@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { defaultWorkspace } from '../../src/main/runtime/agent/agent-config'
 import { ApiService } from '../../src/main/api/api-service'
-import { chat } from '../../src/main/cli/chat-command'
+import { runCli } from '../../src/main/cli/run-cli'
 import { setMeta } from '../../src/main/history/set-meta'
 import type { Entry } from '../../src/shared/entry'
 import { reply, startOpenAITestServer, type OpenAITestServer, type RecordedRequest } from '../helpers/openai-test-server'
@@ -105,17 +105,8 @@ describe('attack: conversation settings written by another device', () => {
     const a = await attack({ mine, settings: { provider: 'openai', baseURL: mine.baseURL, model: 'victim-model' }, apiKey: key }, outside, chosen, theirs)
 
     const out: string[] = []
-    const code = await chat(a.victim.node.history, {
-      conversation: a.conv,
-      newConversation: false,
-      message: 'go',
-      dataDir: a.victim.dir,
-      secrets: a.victim.node.secrets,
-      env: a.victim.env,
-      out: t => { out.push(t) },
-      err: t => { out.push(t) },
-      node: a.victim.node
-    })
+    // `arbor chat` as a client of the victim's node (its own agents run the turn)
+    const code = await runCli(['chat', a.conv, 'go'], { out: t => { out.push(t) }, err: t => { out.push(t) }, env: a.victim.env, cwd: a.victim.dir }, { node: a.victim.node })
     expect(code, out.join('')).toBe(0)
     expect.soft(out.join('')).not.toMatch(/sandbox is off/)
     await assertVictimSafe(a, key)
@@ -127,18 +118,7 @@ describe('attack: conversation settings written by another device', () => {
     const key = 'sk-victim-env-secret'
     const victim = await peers.add('victim', { env: { OPENAI_API_KEY: key, OPENAI_BASE_URL: mine.baseURL } })
     const out: string[] = []
-    const code = await chat(victim.node.history, {
-      newConversation: true,
-      message: 'go',
-      baseURL: other.baseURL,
-      model: 'other-model',
-      dataDir: victim.dir,
-      secrets: victim.node.secrets,
-      env: victim.env,
-      out: t => { out.push(t) },
-      err: t => { out.push(t) },
-      node: victim.node
-    })
+    const code = await runCli(['chat', '--new', 'go', '--base-url', other.baseURL, '--model', 'other-model'], { out: t => { out.push(t) }, err: t => { out.push(t) }, env: victim.env, cwd: victim.dir }, { node: victim.node })
     expect(code, out.join('')).toBe(0)
     expect(other.chatRequests().length).toBeGreaterThan(0)
     expect(other.requests.filter(r => String(r.headers.authorization ?? '').includes(key)), 'the key went to a server it was not configured for').toEqual([])

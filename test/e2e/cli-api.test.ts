@@ -67,6 +67,21 @@ describe('the CLI speaks the node\'s API', () => {
     expect(node.history.list().map(c => c.title)).toEqual(['over the socket'])
   })
 
+  it('the socket runs no CLI code: a caller with the token cannot have the node run an argv with its environment', async () => {
+    const { node, dir } = await startNode()
+    const token = fs.readFileSync(path.join(dir, 'arbor.sock.token'), 'utf8').trim()
+    // what the transitional `cli` method ran inside the node: any command, with the caller's cwd and environment
+    const argv = ['chat', '--new', 'hi', '--provider', 'fake', '--no-sandbox']
+    const lines = await exchange(path.join(dir, 'arbor.sock'), [
+      { token },
+      { id: 1, method: 'cli', params: { argv, cwd: dir, env: { ARBOR_DATA: dir, OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' } } },
+      { id: 2, method: 'cancel' }
+    ], ls => ls.some(l => l.id === 1) && ls.some(l => l.id === 2))
+    expect(lines.find(l => l.id === 1)).toMatchObject({ error: { message: expect.stringMatching(/^unknown method "cli"/) } })
+    expect(lines.find(l => l.id === 2)).toMatchObject({ error: { message: expect.stringMatching(/^unknown method "cancel"/) } })
+    expect(node.history.list()).toEqual([])
+  })
+
   it('net, forget and invite reach the running node through the API, in the words they always had', async () => {
     const { node, dir } = await startNode()
     expect(await arbor(dir, 'net', 'off')).toEqual({ code: 0, out: 'network off: this device works alone until `arbor net on`\n', err: '' })

@@ -218,7 +218,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     const index = new HistoryIndexFile(path.join(data, 'index'))
     const view = new ViewState(path.join(data, 'view-state.json'))
     const registry = path.join(d.dir, 'registry')
-    const socket = new LocalApiServer(data, {}, log)
+    const socket = new LocalApiServer(data, {} as ApiService, log) // only its token file is written here: no connection reaches the API
 
     // the first version of each, on a disk with room
     cluster.ensureSecret()

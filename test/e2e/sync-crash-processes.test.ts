@@ -6,9 +6,10 @@
 // list the conversation, open it, and hold every entry it had shown — from its own disk,
 // with the index the kill left and again with the index rebuilt from the feeds.
 import fs from 'node:fs/promises'
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { callNode } from '../../src/main/api/local-socket-client'
+import { runCli } from '../../src/main/cli/run-cli'
 import { ProcessCluster, type ArborResult } from '../helpers/arbor-processes'
 import { until } from '../helpers/temp-dir'
 
@@ -27,8 +28,8 @@ afterAll(async () => {
 }, 30_000)
 
 /**
- * `arbor ...` run inside a device's node over its local socket, as the CLI forwards it, but
- * from this process: no process start between seeing a conversation and the kill.
+ * `arbor ...` run in this process, a client of the device's node over its local socket as the
+ * CLI is: no process start between seeing a conversation and the kill.
  */
 async function inNode (name: string, ...argv: string[]): Promise<ArborResult> {
   const dev = cluster.devices.get(name)
@@ -36,15 +37,9 @@ async function inNode (name: string, ...argv: string[]): Promise<ArborResult> {
   let out = ''
   let err = ''
   const env = { ...process.env, ARBOR_DATA: dev.dir, ARBOR_WORKSPACES: dev.workspaces }
-  const reply = await callNode(dev.dir, 'cli', { argv, cwd: dev.workspaces, env }, {
-    onEvent: e => {
-      const ev = e as { out?: string; err?: string }
-      if (typeof ev.out === 'string') out += ev.out
-      if (typeof ev.err === 'string') err += ev.err
-    }
-  })
-  if (reply === null) throw new Error(`${name}'s node does not serve`)
-  return { code: Number(reply.result), out, err }
+  if (!existsSync(path.join(dev.dir, 'arbor.sock'))) throw new Error(`${name}'s node does not serve`)
+  const code = await runCli(argv, { out: t => { out += t }, err: t => { err += t }, env, cwd: dev.workspaces })
+  return { code, out, err }
 }
 
 interface Listed { id: string; size: number }

@@ -186,7 +186,7 @@ describe('acknowledged intents: a workspace step of an auto-revival conversation
     const st = await laptop.api.request('agent.status', { conversation: id })
     expect(st.waiting).toMatchObject({ for: 'acknowledgement', why: 'none-connected', text: expect.stringMatching(/^waiting for another device to hold the step before running it: no other device is connected/) })
     expect(st.runningHere).toMatchObject({ self: true })
-    const text = agentStatusText({ dag: await laptop.node.history.open(id), status: await laptop.node.agentStatus(id), self: laptop.node.device, name: d => laptop.node.deviceName(d), autoRevival: true })
+    const text = agentStatusText({ entries: [...(await laptop.node.history.open(id)).entries()], status: st, live: true, self: laptop.node.device })
     expect(text).toMatch(/\nwaiting: waiting for another device to hold the step before running it: no other device is connected/)
     expect(marker()).toBe(false)
 

@@ -8,7 +8,7 @@ import { isBuiltin } from 'node:module'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { ALLOWED, MAY_IMPORT_ELECTRON, NO_NODE_BUILTINS, PENDING_ONE_API_EXCEPTIONS, unitOf } from '../../scripts/dependency-rule.js'
+import { ALLOWED, MAY_IMPORT_ELECTRON, NO_NODE_BUILTINS, unitOf } from '../../scripts/dependency-rule.js'
 import { cycles, importsOf, resolveImport, type ImportRef } from '../helpers/import-graph'
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..')
@@ -47,8 +47,6 @@ function readTree (): { files: string[]; edges: Edge[]; packages: Array<{ from: 
   return { files, edges, packages, unresolved }
 }
 
-const isPending = (e: { from: string; to: string }): boolean => PENDING_ONE_API_EXCEPTIONS.some(p => p.from === e.from && (p.to.endsWith('/') ? e.to.startsWith(p.to) : e.to === p.to))
-
 describe('the dependency rule (DESIGN.md "Layout")', () => {
   const tree = readTree()
 
@@ -66,7 +64,7 @@ describe('the dependency rule (DESIGN.md "Layout")', () => {
     const violations = tree.edges.flatMap(e => {
       const from = unitOf(e.from)
       const to = unitOf(e.to)
-      if (from === undefined || to === undefined || from === to || ALLOWED[from].includes(to) || isPending(e)) return []
+      if (from === undefined || to === undefined || from === to || ALLOWED[from].includes(to)) return []
       return [`${e.from}:${e.ref.line} (${from}) imports ${e.to} (${to}) [${e.ref.kind}]; ${from} may import only: ${ALLOWED[from].join(', ') || 'nothing of ours'}`]
     })
     expect(violations).toEqual([])
@@ -86,17 +84,12 @@ describe('the dependency rule (DESIGN.md "Layout")', () => {
 
   // Cycles are over value imports (static, export … from, dynamic): a type-only import is erased,
   // so it orders no evaluation and bundles nothing, and it is how a file declares the interface
-  // another implements (cli/run-cli.ts's NodeCommands, implemented by cli/node-commands.ts).
+  // another implements (the api handlers' ArborNode, which node.ts builds).
   // Across folders the rule above already counts type imports.
   it('finds no import cycle between files (value imports, dynamic ones included)', () => {
     const graph = new Map<string, string[]>(tree.files.map(f => [f, []]))
-    for (const e of tree.edges) if (e.ref.kind !== 'type' && !isPending(e)) graph.get(e.from)!.push(e.to)
+    for (const e of tree.edges) if (e.ref.kind !== 'type') graph.get(e.from)!.push(e.to)
     expect(cycles(graph).map(c => `a cycle of ${c.length} files: ${c.join(', ')}`)).toEqual([])
-  })
-
-  it('names in PENDING_ONE_API_EXCEPTIONS only edges that still exist (delete the entry once One API lands)', () => {
-    const stale = PENDING_ONE_API_EXCEPTIONS.filter(p => !tree.edges.some(e => isPending(e) && e.from === p.from))
-    expect(stale).toEqual([])
   })
 })
 

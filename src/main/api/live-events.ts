@@ -1,7 +1,7 @@
 // Agent events as the API streams them: this node's agents' own, and those a connected
 // device relays over the sync channel (never trusted as they come: checked here first).
 import { z } from 'zod'
-import { Hex32 } from '../../shared/hex32'
+import { Hex32 } from '../../shared/hex32-schema'
 import type { AgentStreamEvent } from '../../shared/api'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 

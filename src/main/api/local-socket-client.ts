@@ -17,47 +17,6 @@ export function tokenPath (dataDir: string): string {
   return path.join(path.resolve(dataDir), 'arbor.sock.token')
 }
 
-/** Calls a method on the node serving the data directory `dataDir`; null if no node answers there. */
-export async function callNode (dataDir: string, method: string, params: unknown, opts: { onEvent?: (e: unknown) => void; signal?: AbortSignal } = {}): Promise<{ result: unknown } | null> {
-  let conn: net.Socket
-  try {
-    conn = await connect(socketPath(dataDir))
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ECONNREFUSED') return null
-    throw err
-  }
-  const token = await readToken(dataDir, conn)
-  return new Promise((resolve, reject) => {
-    const id = 1
-    const onAbort = (): void => { conn.write(JSON.stringify({ id, method: 'cancel' }) + '\n') }
-    opts.signal?.addEventListener('abort', onAbort)
-    let done = false
-    const finish = (fn: () => void): void => {
-      if (done) return
-      done = true
-      opts.signal?.removeEventListener('abort', onAbort)
-      conn.end()
-      fn()
-    }
-    conn.on('error', err => finish(() => reject(err)))
-    conn.on('close', () => finish(() => reject(new Error('the Arbor node closed the connection before answering'))))
-    readLines(conn, {
-      onLine: line => {
-        const msg = JSON.parse(line) as { id: number | null; event?: unknown; result?: unknown; error?: { message: string } }
-        // An error for no request is about the connection (the token was refused).
-        if (msg.id === null && msg.error !== undefined) { finish(() => reject(new Error(msg.error?.message))); return }
-        if (msg.id !== id) return
-        if ('event' in msg) opts.onEvent?.(msg.event)
-        else if (msg.error !== undefined) finish(() => reject(new Error(msg.error?.message)))
-        else finish(() => resolve({ result: msg.result }))
-      }
-    })
-    if (token !== undefined) conn.write(JSON.stringify({ token }) + '\n')
-    conn.write(JSON.stringify({ id, method, params }) + '\n')
-  })
-}
-
 /**
  * An API session with the node serving `dataDir`, as a Transport for the shared ApiClient;
  * null if no node answers there. A refused token ends it with the node's words as the reason.

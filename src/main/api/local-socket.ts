@@ -18,10 +18,7 @@ import type { ApiService } from './api-service'
  * `{id: null, error}` and the connection is closed before any request is read. Then the
  * connection is an API session (ApiConnection: `{id, method, params}` requests, one
  * `{id, result}` or `{id, error}` each, `{event}` in between), as over the WebSocket.
- * Transitional: the `cli` method (argv run inside the node, output as `{id, event}`) and
- * `{id, method: 'cancel'}` are still served for the commands not yet ported to the API.
  */
-export type ApiHandler = (params: unknown, ctx: { notify: (event: unknown) => void; signal: AbortSignal }) => Promise<unknown>
 
 /** An unauthenticated connection is closed after this long without its token, or a first frame this long. */
 const AUTH_TIMEOUT_MS = 10_000
@@ -36,7 +33,7 @@ export class LocalApiServer {
   private token: string | null = null
   private readonly sockets = new Set<net.Socket>()
 
-  constructor (dataDir: string, private readonly handlers: Record<string, ApiHandler>, private readonly log?: Logger, private readonly api?: ApiService) {
+  constructor (dataDir: string, private readonly api: ApiService, private readonly log?: Logger) {
     this.path = socketPath(dataDir)
     this.tokenFile = tokenPath(dataDir)
   }
@@ -78,7 +75,6 @@ export class LocalApiServer {
 
   private serve (socket: net.Socket): void {
     this.sockets.add(socket)
-    const running = new Map<number, AbortController>()
     let session: ApiConnection | null = null
     let authenticated = false
     let refused = false
@@ -96,8 +92,7 @@ export class LocalApiServer {
     socket.on('close', () => {
       clearTimeout(timer)
       this.sockets.delete(socket)
-      for (const c of running.values()) c.abort() // the client went away: stop its work
-      session?.close()
+      session?.close() // the client went away: its long requests stop
     })
     socket.on('error', () => { /* reported by 'close' */ })
     readLines(socket, {
@@ -112,7 +107,7 @@ export class LocalApiServer {
           req = parsed as typeof req
         } catch {
           if (!authenticated) refuse('the first frame is not a JSON object; it must be {"token": …}')
-          else send({ id: null, error: { message: 'not a JSON object' } })
+          else session?.receive(line) // the session answers what is not a request
           return
         }
         if (!authenticated) {
@@ -121,7 +116,7 @@ export class LocalApiServer {
             authenticated = true
             clearTimeout(timer)
             // Only now does the connection hear events or reach a method.
-            if (this.api !== undefined) session = new ApiConnection(this.api, { send, ...(this.log !== undefined ? { log: this.log } : {}) })
+            session = new ApiConnection(this.api, { send, ...(this.log !== undefined ? { log: this.log } : {}) })
             return
           }
           refuse(typeof req.token === 'string'
@@ -129,17 +124,7 @@ export class LocalApiServer {
             : `the connection did not present one; a client sends {"token": …} from ${this.tokenFile} as its first frame`)
           return
         }
-        const id = typeof req.id === 'number' ? req.id : -1
-        if (req.method === 'cancel') { running.get(id)?.abort(); return }
-        const handler = typeof req.method === 'string' && Object.hasOwn(this.handlers, req.method) ? this.handlers[req.method] : undefined
-        if (handler === undefined && session !== null) { session.receive(line); return }
-        if (handler === undefined) { send({ id, error: { message: `unknown method ${String(req.method)}` } }); return }
-        const controller = new AbortController()
-        running.set(id, controller)
-        handler(req.params, { notify: event => send({ id, event }), signal: controller.signal })
-          .then(result => send({ id, result: result ?? null }))
-          .catch((err: unknown) => send({ id, error: { message: err instanceof Error ? err.message : String(err) } }))
-          .finally(() => running.delete(id))
+        session?.receive(line)
       }
     })
   }

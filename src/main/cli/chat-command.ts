@@ -1,159 +1,119 @@
-import path from 'node:path'
+// `arbor chat`: a client of the node's API like the UI. The node's own agents run the turn (the
+// running node's, or those of the node opened for this command), so a device never runs two
+// agents for one conversation; the reply streams back as API events.
+import type { ApiEvent } from '../../shared/api'
 import type { Entry, EntryOf } from '../../shared/entry'
-import type { HistoryStore } from '../history/history-store'
-import { setMeta } from '../history/set-meta'
-import { AgentConfigError, conversationSettings, createLlm, readNodeSettings, resolveAgentConfig, type LlmSetting } from '../runtime/agent/agent-config'
-import { FileSecretStore, type SecretStore } from '../secrets/secret-store'
-import { AgentHost } from '../runtime/agent/agent-host'
-import type { AgentEvent } from '../runtime/agent/agent-loop'
+import type { CliApi } from './api-session'
 import { usageTotal } from '../runtime/agent/step-planner'
-import type { EventEmitter } from 'node:events'
-import type { PostOutcome } from '../runtime/placement/agent-placement'
-import type { NodeAgentEvents } from '../node'
 
 export interface ChatOptions {
-  conversation?: string      // id or prefix; undefined with newConversation
-  newConversation: boolean
+  /** an id or prefix; undefined: a new conversation */
+  conversation?: string
   message: string
-  provider?: string
-  model?: string
-  baseURL?: string
-  script?: string
+  /** the model for this device's agent of the conversation, kept with it (never the API key) */
+  llm: { provider?: string; model?: string; baseURL?: string; script?: string }
+  /** a new conversation's directory (absolute) */
   cwd?: string
-  /** true: turn the sandbox off for this conversation; false: on again; undefined: as it is */
-  sandboxOff?: boolean
-  dataDir: string
-  /** where the API key is kept (default: <data>/secrets.json; the running node's store when run through it) */
-  secrets?: SecretStore
-  env: NodeJS.ProcessEnv
+  /** false: turn the sandbox off for this conversation; true: on again; undefined: as it is */
+  sandbox?: boolean
   out: (text: string) => void
   err: (text: string) => void
   /** aborted on Ctrl-C: the agent is cancelled and records it */
   signal?: AbortSignal
-  /** the running node, when the command runs inside it: its agents run the turn */
-  node?: ChatNode
 }
-
-/** What chat needs of a running node: one agent host per device, and placement. */
-export interface ChatNode {
-  readonly agents: AgentHost
-  readonly agentEvents: EventEmitter<NodeAgentEvents>
-  posted (conversation: string, entry: Entry): Promise<PostOutcome>
-}
-
-export class ChatError extends Error {}
-
-export { defaultWorkspace } from '../runtime/agent/agent-config'
 
 /**
- * `arbor chat`: posts a user message and runs the conversation's agent on this device to
- * the end of its turn, printing the reply as it streams and the tool activity.
- * Returns the process exit code.
+ * Posts a user message and follows the conversation's agent on this device to the end of its
+ * turn, printing the reply as it streams and the tool activity. Returns the process exit code.
  */
-export async function chat (store: HistoryStore, o: ChatOptions): Promise<number> {
-  let conversation: string
-  if (o.newConversation) {
-    const cwd = o.cwd !== undefined ? path.resolve(o.cwd) : undefined
-    const root = await store.createConversation({ title: o.message.replace(/\s+/g, ' ').slice(0, 80), ...(cwd !== undefined ? { cwd } : {}) })
-    conversation = root.id
-    o.out(`conversation ${conversation}\n`)
+export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
+  let ref: string
+  if (o.conversation === undefined) {
+    const made = await api.call('conversation.create', { title: o.message.replace(/\s+/g, ' ').slice(0, 80), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) })
+    ref = made.id
+    o.out(`conversation ${made.id}\n`)
   } else {
-    if (o.conversation === undefined) throw new ChatError('name a conversation, or pass --new')
-    conversation = store.resolve(o.conversation)
+    ref = o.conversation
   }
-  const dag = await store.open(conversation)
-  const root = dag.root
-  if (root === undefined || root.kind !== 'conversation') throw new ChatError(`the start of conversation ${conversation.slice(0, 12)} has not arrived on this device yet`)
-
-  // The model settings given here are kept with the conversation (never the API key), as
-  // this device's: what another device wrote there is not looked at (conversationSettings).
-  const given: LlmSetting = {}
-  if (o.provider !== undefined) given.provider = o.provider
-  if (o.model !== undefined) given.model = o.model
-  if (o.baseURL !== undefined) given.baseURL = o.baseURL
-  if (o.script !== undefined) given.script = o.script
-  const own = conversationSettings(dag, store.device)
-  const saved = own.llm
-  const llm: LlmSetting = { ...saved, ...given }
-  if (Object.keys(given).length > 0 && JSON.stringify(llm) !== JSON.stringify(saved)) await setMeta(store, dag, 'llm', llm)
-  let resolved: Awaited<ReturnType<typeof resolveAgentConfig>>
-  try {
-    // This device's settings (as the app saves them) fill in what the conversation leaves open.
-    const [settings, apiKey] = await Promise.all([readNodeSettings(o.dataDir), (o.secrets ?? new FileSecretStore(o.dataDir)).get('apiKey')])
-    const made = createLlm({ llm, settings, ...(apiKey !== undefined ? { apiKey } : {}), ...(own.model !== undefined ? { rootModel: own.model } : {}), env: o.env })
-    if (o.sandboxOff !== undefined) await setMeta(store, dag, 'sandbox', !o.sandboxOff)
-    const cwd = o.cwd !== undefined && !o.newConversation ? path.resolve(o.cwd) : undefined
-    resolved = await resolveAgentConfig({ store, dag, dataDir: o.dataDir, env: o.env, llm: made, ...(cwd !== undefined ? { cwd } : {}) })
-  } catch (err) {
-    if (err instanceof AgentConfigError) throw new ChatError(err.message)
-    throw err
-  }
+  const configured = await api.call('agent.configure', { conversation: ref, ...(Object.keys(o.llm).length > 0 ? { llm: o.llm } : {}), ...(o.sandbox !== undefined ? { sandbox: o.sandbox } : {}) })
+  const conversation = configured.conversation
   // Say up front what the bash tool would say on its first call.
-  for (const w of resolved.warnings) o.err(`warning: ${w}\n`)
-  if (!resolved.sandboxed) o.err('warning: the sandbox is off for this conversation: bash runs with your full permissions (turn it back on with --sandbox)\n')
-
-  const tip = dag.branch(store.selected(conversation)).at(-1) as Entry
-  const [userEntry] = await store.append(conversation, [{ kind: 'user', body: { text: o.message }, parents: [tip.id] }])
-  store.select(conversation, (userEntry as Entry).id)
+  for (const w of configured.warnings) o.err(`warning: ${w}\n`)
+  if (!configured.sandboxed) o.err('warning: the sandbox is off for this conversation: bash runs with your full permissions (turn it back on with --sandbox)\n')
+  const { device } = await api.call('hello', {})
 
   const printer = new ChatPrinter(o.out, o.err)
-  // Inside a running node its own agents run the turn (one agent per conversation per device,
-  // and it may belong to another device); otherwise this process runs it.
-  const node = o.node
-  const onEvent = (ev: AgentEvent): void => { if (ev.conversation === conversation) printer.event(ev) }
-  let host: AgentHost
-  if (node !== undefined) {
-    host = node.agents
-    node.agentEvents.on('event', onEvent)
-  } else {
-    host = new AgentHost({ history: store, configFor: async () => resolved.config, onEvent })
-    await host.ready()
-  }
-  const onAbort = (): void => { void host.cancel(conversation) }
+  // The turn is over when this device's agent, started after the message, records that it stopped,
+  // or stops being listed where the conversation's agent runs (an agent outranked before it began writes nothing).
+  let started = false
+  let sent = false
+  let ended!: () => void
+  const turnOver = new Promise<void>(resolve => { ended = resolve })
+  const unsubscribe = api.onEvent((ev: ApiEvent) => {
+    if (!('conversation' in ev) || ev.conversation !== conversation) return
+    if (ev.type === 'entries') {
+      for (const e of ev.entries) {
+        if (e.author.device !== device) continue
+        printer.entry(e)
+        if (e.kind === 'agent.started') started = true
+        if (e.kind === 'agent.stopped' && started) ended()
+      }
+    } else if (ev.type === 'agent') {
+      if (sent && !ev.agents.some(a => a.self)) ended()
+    } else if (ev.device === device) {
+      printer.stream(ev)
+    }
+  })
+  const onAbort = (): void => { void api.call('agent.cancel', { conversation }).catch(() => undefined) }
   o.signal?.addEventListener('abort', onAbort)
   try {
-    if (node !== undefined) {
-      const where = await node.posted(conversation, userEntry as Entry)
-      if (where.runs === 'here' && where.queued === true) {
-        o.err('the agent is busy with this conversation: your message is queued, and answered when its current turn ends\n')
-        return 0
-      }
-      if (where.runs === 'elsewhere') {
-        o.err(where.reachable
-          ? `the agent of this conversation runs on ${where.name}: it answers there, and the answer syncs here\n`
-          : `the agent of this conversation runs on ${where.name}, which is not connected: the message waits for it (\`arbor resume ${conversation.slice(0, 12)}\` runs the agent here)\n`)
-        return 0
-      }
-    } else {
-      await host.start(conversation, { leaf: (userEntry as Entry).id })
+    const posted = await api.call('message.send', { conversation, text: o.message })
+    sent = true
+    if (posted.agent !== undefined) {
+      o.err(posted.agent.reachable
+        ? `the agent of this conversation runs on ${posted.agent.name}: it answers there, and the answer syncs here\n`
+        : `the agent of this conversation runs on ${posted.agent.name}, which is not connected: the message waits for it (\`arbor resume ${conversation.slice(0, 12)}\` runs the agent here)\n`)
+      return 0
     }
-    const end = await host.wait(conversation)
+    // it may have ended before the answer came (the events came first)
+    const status = await api.call('agent.status', { conversation })
+    if (status.runningHere === null && !started) ended()
+    const lost = await Promise.race([turnOver.then(() => null), api.lost])
+    if (lost !== null) {
+      const { NodeLostError } = await import('./node-lost')
+      throw new NodeLostError(lost)
+    }
     printer.finish()
-    const after = await store.open(conversation)
-    const branch = after.branch((userEntry as Entry).id)
+    const after = await api.call('conversation.open', { id: conversation })
+    const { ConversationDag } = await import('../../shared/conversation-dag')
+    const dag = new ConversationDag(conversation, [...after.entries, ...(after.waiting ?? [])])
+    const user = posted.entry
+    const branch = dag.branch(user.id)
     const last = branch.findLast(e => e.kind === 'agent.stopped') as EntryOf<'agent.stopped'> | undefined
     const finalTip = branch.at(-1)
-    if (finalTip !== undefined) store.select(conversation, finalTip.id)
-    const turn = usageTotal(branch.slice(branch.findIndex(e => e.id === (userEntry as Entry).id) + 1))
-    const total = usageTotal(after.entries())
+    if (finalTip !== undefined) await api.call('conversation.select', { id: conversation, entry: finalTip.id })
+    const turn = usageTotal(branch.slice(branch.findIndex(e => e.id === user.id) + 1))
+    const total = usageTotal(dag.entries())
     o.err(`tokens: ${turn.input} in, ${turn.output} out (conversation: ${total.input} in, ${total.output} out)\n`)
-    if (end === 'done' || end === 'idle') return 0
+    const end = last?.body.reason ?? 'stopped'
+    if (end === 'done') return 0
     if (end === 'cancelled') { o.err('stopped: the agent was cancelled\n'); return 130 }
     o.err(`the agent stopped: ${last?.body.message ?? end}\n`)
     return 1
   } finally {
     o.signal?.removeEventListener('abort', onAbort)
-    if (node !== undefined) node.agentEvents.off('event', onEvent)
-    else await host.close()
+    unsubscribe()
   }
 }
+
+type StreamEvent = Extract<ApiEvent, { type: 'token' | 'reasoning' | 'tool-start' | 'tool-output' | 'tool-end' }>
 
 /** Prints agent events as a terminal transcript: the reply as it streams, tool activity between. */
 class ChatPrinter {
   private midLine = false
   constructor (private readonly out: (t: string) => void, private readonly err: (t: string) => void) {}
 
-  event (ev: AgentEvent): void {
+  stream (ev: StreamEvent): void {
     switch (ev.type) {
       case 'token':
         this.write(ev.delta)
@@ -170,14 +130,15 @@ class ChatPrinter {
         this.newline()
         this.out(`${ev.status === 'ok' ? '✓' : '✗'} ${ev.status}\n`)
         break
-      case 'entry':
-        if (ev.entry.kind === 'tool.result' && ev.entry.body.status === 'unknown') { this.newline(); this.out('? outcome unknown (interrupted)\n') }
-        if (ev.entry.kind === 'agent.stopped' && ev.entry.body.reason === 'error') { this.newline(); this.err(`! ${ev.entry.body.message ?? 'the agent crashed'}\n`) }
-        if (ev.entry.kind === 'assistant') this.newline()
-        break
       default:
         break
     }
+  }
+
+  entry (e: Entry): void {
+    if (e.kind === 'tool.result' && e.body.status === 'unknown') { this.newline(); this.out('? outcome unknown (interrupted)\n') }
+    if (e.kind === 'agent.stopped' && e.body.reason === 'error') { this.newline(); this.err(`! ${e.body.message ?? 'the agent crashed'}\n`) }
+    if (e.kind === 'assistant') this.newline()
   }
 
   finish (): void { this.newline() }

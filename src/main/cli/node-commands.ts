@@ -1,9 +1,9 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import type { CliIo, NodeCommands } from './run-cli'
-import type { ArborNode } from '../node'
+import type { CliIo } from './run-cli'
 import { terminalJson } from './terminal-text'
-import { inProcessApi, type CliApi } from './api-session'
+import type { CliApi } from './api-session'
+import type { DeviceDto } from '../../shared/api'
 
 /** Options the node commands take (a subset of the CLI's). */
 export interface NodeCommandOptions {
@@ -28,20 +28,6 @@ function bootstrapOf (o: NodeCommandOptions, io: CliIo): string | undefined {
   return o.bootstrap ?? io.env.ARBOR_BOOTSTRAP
 }
 
-/** Starts a node for the length of one command (when none is running). */
-async function withNode<T> (o: NodeCommandOptions, io: CliIo, fn: (node: ArborNode) => Promise<T>, api = false): Promise<T> {
-  const { ArborNode, parseBootstrap } = await import('../node')
-  const b = bootstrapOf(o, io)
-  const fault = process.env.ARBOR_TEST_SIGSTOP === '1' ? sigstopAt(o.dir) : undefined
-  const node = new ArborNode({ dataDir: o.dir, api, ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.name !== undefined ? { name: o.name } : {}), ...(o.offline === true ? { online: false } : {}), ...(fault !== undefined ? { fault } : {}) })
-  await node.ready()
-  try {
-    return await fn(node)
-  } finally {
-    await node.close()
-  }
-}
-
 /**
  * Tests of pauses only (ARBOR_TEST_SIGSTOP=1): at the step boundary named in the file
  * `<data>/test-sigstop-at`, the node deletes the file and stops itself (SIGSTOP), so a test
@@ -56,21 +42,6 @@ function sigstopAt (dir: string): (point: string) => void {
     fs.unlinkSync(file)
     process.kill(process.pid, 'SIGSTOP')
   }
-}
-
-/** Opens a node for the length of one command and talks to it through the API, in process. */
-async function withApi<T> (o: NodeCommandOptions, io: CliIo, fn: (api: CliApi) => Promise<T>): Promise<T> {
-  return withNode(o, io, async node => {
-    const { ApiService } = await import('../api/api-service')
-    const service = new ApiService(node)
-    const api = inProcessApi(service)
-    try {
-      return await fn(api)
-    } finally {
-      api.close()
-      service.close()
-    }
-  })
 }
 
 function sleep (ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -94,11 +65,19 @@ export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> 
   const port = o.port === undefined ? undefined : Number(o.port)
   if (o.port !== undefined && !(/^\d{1,5}$/.test(o.port) && (port as number) < 65536)) throw new NodeCommandError(`--port ${o.port}: not a port number (0-65535; 0 picks a free one)`, 2)
   if (o.host !== undefined && o.host.trim() === '') throw new NodeCommandError('--host is empty', 2)
-  return withNode(o, io, async node => {
+  const { nodeApi } = await import('./api-session')
+  const running = await nodeApi(o.dir).catch(() => null)
+  if (running !== null) { await running.close(); throw new NodeCommandError(`a node is already serving ${o.dir}`) }
+  // The one composition root, as Electron's utility process opens it: with its local socket, so `arbor` commands go through it.
+  const { ArborNode, parseBootstrap } = await import('../node')
+  const b = bootstrapOf(o, io)
+  const fault = process.env.ARBOR_TEST_SIGSTOP === '1' ? sigstopAt(o.dir) : undefined
+  const node = new ArborNode({ dataDir: o.dir, ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.name !== undefined ? { name: o.name } : {}), ...(o.offline === true ? { online: false } : {}), ...(fault !== undefined ? { fault } : {}) })
+  await node.ready()
+  try {
     const { WebServer } = await import('../api/web-server')
     // the node's own API, which its local socket serves too: one per node (one guard per conversation's agent)
     const api = node.apiService
-    if (api === null) throw new NodeCommandError('the node serves no API')
     // The default port may be taken (another node on this machine): then any free one.
     const web = new WebServer({ api, ...(o.host !== undefined ? { host: o.host } : {}), ...(port !== undefined ? { port } : { fallbackPort: true }) })
     try {
@@ -125,75 +104,64 @@ export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> 
     } finally {
       await web.close()
     }
-  }, true)
+  } finally {
+    await node.close()
+  }
 }
 
-/** `arbor invite`: prints a one-time invite code (and, without a running node, waits for the join). */
-export async function invite (api: CliApi | undefined, o: NodeCommandOptions, io: CliIo): Promise<number> {
-  const print = (inv: { code: string; expiresAt: number }): void => {
-    io.out(`${inv.code}\n`)
-    io.err(`on the other device: arbor join ${inv.code}\n(one use; expires at ${new Date(inv.expiresAt).toLocaleTimeString()})\n`)
+/** `arbor invite`: prints a one-time invite code (and, from a node opened for the command, waits for the join). */
+export async function invite (api: CliApi, io: CliIo): Promise<number> {
+  const inv = await api.call('devices.invite', {})
+  io.out(`${inv.code}\n`)
+  io.err(`on the other device: arbor join ${inv.code}\n(one use; expires at ${new Date(inv.expiresAt).toLocaleTimeString()})\n`)
+  if (api.live) return 0
+  io.err('waiting for the other device to join (Ctrl-C to stop)…\n')
+  const before = (await api.call('devices.list', {})).length
+  let joined: Array<{ device: string; name: string }> | null = null
+  // bounded by the invite's expiry (and Ctrl-C)
+  while (joined === null && Date.now() < inv.expiresAt && io.signal?.aborted !== true) {
+    await sleep(200, io.signal)
+    const now = await api.call('devices.list', {})
+    if (now.length > before) joined = now
   }
-  if (api !== undefined) { print(await api.call('devices.invite', {})); return 0 }
-  return withApi(o, io, async a => {
-    const inv = await a.call('devices.invite', {})
-    print(inv)
-    io.err('waiting for the other device to join (Ctrl-C to stop)…\n')
-    const before = (await a.call('devices.list', {})).length
-    let joined: Array<{ device: string; name: string }> | null = null
-    // bounded by the invite's expiry (and Ctrl-C)
-    while (joined === null && Date.now() < inv.expiresAt && io.signal?.aborted !== true) {
-      await sleep(200, io.signal)
-      const now = await a.call('devices.list', {})
-      if (now.length > before) joined = now
-    }
-    if (joined === null) { io.err('no device joined\n'); return 1 }
-    const d = joined.at(-1)
-    io.out(`paired with ${d?.name ?? 'a device'} (${d?.device.slice(0, 12) ?? ''})\n`)
-    await new Promise(resolve => setTimeout(resolve, 2000)) // let the first sync start while both are here
-    return 0
-  })
+  if (joined === null) { io.err('no device joined\n'); return 1 }
+  const d = joined.at(-1)
+  io.out(`paired with ${d?.name ?? 'a device'} (${d?.device.slice(0, 12) ?? ''})\n`)
+  await new Promise(resolve => setTimeout(resolve, 2000)) // let the first sync start while both are here
+  return 0
 }
 
 /** `arbor join <code>`. */
-export async function join (api: CliApi | undefined, code: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
-  const run = async (a: CliApi): Promise<number> => {
-    io.err('looking for the inviting device…\n')
-    // Ctrl-C ends the session: the node aborts the join it was carrying out for it.
-    const stop = (): void => { a.close() }
-    io.signal?.addEventListener('abort', stop, { once: true })
-    try {
-      const { inviter } = await a.call('devices.join', { code })
-      io.out(`joined the cluster of ${inviter.slice(0, 12)}\n`)
-      return 0
-    } finally {
-      io.signal?.removeEventListener('abort', stop)
-    }
+export async function join (api: CliApi, code: string, io: CliIo): Promise<number> {
+  io.err('looking for the inviting device…\n')
+  // Ctrl-C ends the session: the node aborts the join it was carrying out for it.
+  const stop = (): void => { void api.close() }
+  io.signal?.addEventListener('abort', stop, { once: true })
+  try {
+    const { inviter } = await api.call('devices.join', { code })
+    io.out(`joined the cluster of ${inviter.slice(0, 12)}\n`)
+  } finally {
+    io.signal?.removeEventListener('abort', stop)
   }
-  if (api !== undefined) return run(api)
-  return withApi(o, io, async a => {
-    const code0 = await run(a)
+  if (!api.live) {
     io.err('syncing for a moment; run `arbor serve` to keep this device in sync\n')
     await new Promise(resolve => setTimeout(resolve, 3000))
-    return code0
-  })
+  }
+  return 0
+}
+
+/** A device's row as `arbor devices --json` has always printed it (what the node knows, without the agents on it). */
+function deviceRow (d: DeviceDto, live: boolean): Omit<DeviceDto, 'agents'> {
+  const { agents: _agents, ...row } = d
+  if (live) return row
+  // a node opened for the command has met no device: what the cluster file remembers
+  return { device: d.device, name: d.self ? `${d.name} (this device)` : d.name, self: d.self, connected: false, suspected: false, behind: 0, ...(d.lastSeen !== undefined && !d.self ? { lastSeen: d.lastSeen } : {}) }
 }
 
 /** `arbor devices`: this device and the paired ones. */
-export async function devices (node: NodeCommands | undefined, o: NodeCommandOptions, io: CliIo, json: boolean): Promise<number> {
-  let rows: Awaited<ReturnType<NodeCommands['devices']>>
-  let live = true
-  if (node !== undefined) {
-    rows = await node.devices()
-  } else {
-    live = false
-    // No node runs: what the cluster file remembers.
-    const { ClusterStore } = await import('../sync/cluster-store')
-    const cluster = new ClusterStore({ file: path.join(o.dir, 'sync', 'cluster.json') })
-    await cluster.load()
-    rows = [{ device: cluster.device ?? '(this device)', name: `${cluster.name} (this device)`, self: true, connected: false, suspected: false, behind: 0 },
-      ...cluster.devices().map(d => ({ device: d.key, name: d.name, self: false, connected: false, suspected: false, behind: 0, ...(d.lastSeen !== undefined ? { lastSeen: d.lastSeen } : {}) }))]
-  }
+export async function devices (api: CliApi, io: CliIo, json: boolean): Promise<number> {
+  const live = api.live
+  const rows = (await api.call('devices.list', {})).map(d => deviceRow(d, live))
   if (json) { io.out(terminalJson({ live, devices: rows }) + '\n'); return 0 }
   const table = [['DEVICE', 'NAME', 'STATE', 'LAST SEEN', 'BEHIND']]
   const advice: string[] = []
@@ -212,30 +180,17 @@ export async function devices (node: NodeCommands | undefined, o: NodeCommandOpt
   return 0
 }
 
-/** `arbor forget <device>`. */
-export async function forget (api: CliApi | undefined, device: string, o: NodeCommandOptions, io: CliIo): Promise<number> {
-  if (api !== undefined) {
-    io.out(`${(await api.call('devices.forget', { device })).text}\n`)
-    return 0
-  }
-  const { ClusterStore, describeForget } = await import('../sync/cluster-store')
-  const cluster = new ClusterStore({ file: path.join(o.dir, 'sync', 'cluster.json') })
-  await cluster.load()
-  const match = cluster.devices().filter(d => d.key.startsWith(device.toLowerCase()) || d.name === device)
-  if (match.length !== 1) throw new NodeCommandError(match.length === 0 ? `no paired device matches "${device}"; \`arbor devices\` lists them` : `"${device}" matches ${match.length} devices; give more of the key`)
-  const d = match[0] as { key: string; name: string }
-  // No node: the store has no key pair, so the forget is signed (and told) when the node next runs.
-  const scope = cluster.forgetScope(d.key)
-  cluster.forget(d.key)
-  await cluster.close()
-  io.out(`${describeForget(d.name, scope, true)}\n`)
+/** `arbor forget <device>`: from a node opened for the command, the others hear of it when this device's node runs. */
+export async function forget (api: CliApi, device: string, io: CliIo): Promise<number> {
+  io.out(`${(await api.call('devices.forget', { device })).text}\n`)
   return 0
 }
 
-/** `arbor net on|off`. */
-export async function netSwitch (api: CliApi | undefined, arg: string | undefined, io: CliIo): Promise<number> {
+/** `arbor net on|off`: switches the running node (`running`: its API, null when none runs). */
+export async function netSwitch (arg: string | undefined, running: () => Promise<CliApi | null>, io: CliIo): Promise<number> {
   if (arg !== 'on' && arg !== 'off') throw new NodeCommandError('say `arbor net on` or `arbor net off`', 2)
-  if (api === undefined) throw new NodeCommandError('no node is running here; `arbor serve` starts one (net on|off switches a running node)')
+  const api = await running()
+  if (api === null) throw new NodeCommandError('no node is running here; `arbor serve` starts one (net on|off switches a running node)')
   await api.call('net.set', { on: arg === 'on' })
   io.out(arg === 'on' ? 'network on: syncing with paired devices\n' : 'network off: this device works alone until `arbor net on`\n')
   return 0

@@ -1,28 +1,18 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { ConversationDag } from '../../shared/conversation-dag'
+import type { ConversationSummaryDto } from '../../shared/api'
 import type { Entry } from '../../shared/entry'
-import { entryByRef } from '../../shared/entry-ref'
-import { consoleLogger } from '../../shared/logger'
-import type { PeerVersion } from '../../shared/protocol-version'
 import { ARBOR_VERSION } from '../../shared/app-version'
 import { indexDir, readSummaries, sortSummaries, type ConversationSummary } from '../history/history-index'
-import type { HistoryStore } from '../history/history-store'
-import type { SecretStore } from '../secrets/secret-store'
 import type { NodeCommandOptions } from './node-commands'
-import type { CliApi } from './api-session'
+import type { CliApi, LentNode } from './api-session'
 import { NodeLostError } from './node-lost'
-import type { ApiService } from '../api/api-service'
 import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
 import { dataDir } from '../disk/data-dir'
 import { terminalJson, terminalSafeWriter } from './terminal-text'
 // Only what `ls` needs is imported here; every other command imports its modules when it runs
 // (the entry schema alone, zod, takes longer to load than listing 10,000 conversations).
-import type { EventEmitter } from 'node:events'
-import type { AgentHost } from '../runtime/agent/agent-host'
-import type { PlacementStatus, PostOutcome } from '../runtime/placement/agent-placement'
-import type { AgentRef } from '../runtime/placement/placement'
-import type { NodeAgentEvents } from '../node'
 
 export interface CliIo {
   out: (text: string) => void
@@ -74,45 +64,9 @@ const USAGE = `usage: arbor <command> [options]
 
 type Values = CliValues
 
-/** What a running node lends the CLI when a command runs inside it (through its local socket). */
+/** What runs the commands when not the node serving the data directory: a node in this process (tests). */
 export interface CliContext {
-  store?: HistoryStore
-  node?: NodeCommands
-  /** the node's API key store (in the desktop app, encrypted by Electron main) */
-  secrets?: SecretStore
-}
-
-/** A device as `arbor devices` lists it. */
-export interface DeviceRow {
-  device: string
-  name: string
-  self: boolean
-  connected: boolean
-  suspected: boolean
-  /** when this node began to suspect it (ms since the epoch): how long failure detection took */
-  suspectedSince?: number
-  lastSeen?: number
-  behind: number
-  /** the device whose signed pairing brought it in (its name), when not this one */
-  addedBy?: string
-  /** how its Arbor compares with this one's, once it said hello */
-  version?: PeerVersion
-}
-
-/** What the CLI uses of a node it runs inside (the transitional `cli` socket method) or was lent (tests). */
-export interface NodeCommands {
-  /** the node's API: the commands that are its clients use it in process */
-  readonly apiService: ApiService | null
-  devices (): Promise<DeviceRow[]>
-  /** moves a conversation's agent to this device (a higher epoch) */
-  resume (conversation: string): Promise<AgentRef>
-  agentStatus (conversation: string): Promise<PlacementStatus>
-  /** the node's own agents: `chat` runs through them, so a device never runs two for one conversation */
-  readonly agents: AgentHost
-  readonly agentEvents: EventEmitter<NodeAgentEvents>
-  posted (conversation: string, entry: Entry): Promise<PostOutcome>
-  /** a paired device's name (its key's start if unknown) */
-  deviceName (device: string): string
+  node?: LentNode
 }
 
 /** Runs one CLI invocation; returns the exit code. Never throws. */
@@ -141,71 +95,29 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
   if (values.version === true) { io.out(`${ARBOR_VERSION}\n`); return 0 }
   if (values.help === true || command === undefined || command === 'help') { io.out(USAGE + '\n'); return command === undefined && values.help !== true ? 2 : 0 }
   const handler = COMMANDS[command]
-
-  const dir = dataDir(values.data, io.env)
-  if (ctx.store === undefined && !API_COMMANDS.has(command)) {
-    // A node owns this data directory: the command runs there, its output comes back here
-    // (transitional: the commands in API_COMMANDS speak the API to it instead).
-    const remote = await forwardToNode(dir, argv, io).catch((err: Error) => { io.err(`arbor: the running node failed: ${err.message}\n`); return 1 })
-    if (remote !== null) return remote
-  }
-  if (NODE_COMMANDS.has(command)) return runNodeCommand(command, args, values, io, ctx, dir)
   if (handler === undefined) return 2
-  // Listing a cleanly closed store needs only its index: no Corestore to load or lock.
-  if (command === 'ls' && ctx.store === undefined) {
-    const index = await readSummaries(indexDir(dir)).catch(() => null)
-    if (index?.clean === true) { printList(sortSummaries(index.conversations), values, io); return 0 }
+  const dir = dataDir(values.data, io.env)
+  let session: Promise<CliApi> | undefined
+  // The node's API for this command, opened when the command first needs it (after its own checks).
+  const api = (network?: { bootstrap?: string; name?: string }): Promise<CliApi> => {
+    session ??= import('./api-session').then(({ openSession }) => openSession({
+      dir,
+      env: io.env,
+      ...(ctx.node !== undefined ? { node: ctx.node } : {}),
+      ...(network !== undefined ? { network } : {})
+    }))
+    return session
   }
-  let store = ctx.store
-  try {
-    if (store === undefined) {
-      // Loaded on demand: the storage stack is most of the CLI's start-up time.
-      const { HistoryStore } = await import('../history/history-store')
-      store = new HistoryStore({ dir, watchPeers: false, log: consoleLogger('history') })
-      await store.ready()
-    }
-    return (await handler(store, args, values, io, ctx)) ?? 0
-  } catch (err) {
-    const e = err as Error
-    io.err(`arbor ${command}: ${e.message}\n`)
-    if (io.env.ARBOR_DEBUG === '1' && e.stack !== undefined) io.err(e.stack + '\n')
-    return err instanceof CliError ? err.exitCode : 1
-  } finally {
-    if (store !== undefined && store !== ctx.store) await store.close().catch((err: Error) => { io.err(`arbor: could not close the store cleanly: ${err.message}\n`) })
+  // The node that runs here (or the one lent), if any: no node is opened for the command.
+  const running = async (): Promise<CliApi | null> => {
+    if (ctx.node !== undefined) return api()
+    const { nodeApi } = await import('./api-session')
+    const a = await nodeApi(dir).catch((err: Error) => { throw new NodeLostError(err.message) })
+    if (a !== null) session = Promise.resolve(a)
+    return a
   }
-}
-
-const NODE_COMMANDS = new Set(['serve', 'invite', 'join', 'devices', 'forget', 'net'])
-/** Commands that are clients of the node's API (over its socket, or in process); the others still run inside the node. */
-const API_COMMANDS = new Set(['invite', 'join', 'forget', 'net'])
-
-/** Pairing, devices and the network: carried out by the running node, or by one started for the command. */
-async function runNodeCommand (command: string, args: string[], values: Values, io: CliIo, ctx: CliContext, dir: string): Promise<number> {
-  const nc = await import('./node-commands')
-  const o: NodeCommandOptions = { dir, ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}), ...(values.name !== undefined ? { name: values.name } : {}), ...(values.port !== undefined ? { port: values.port } : {}), ...(values.host !== undefined ? { host: values.host } : {}), ...(values.offline === true ? { offline: true } : {}) }
-  let api: CliApi | undefined
   try {
-    if (API_COMMANDS.has(command)) {
-      const { inProcessApi, nodeApi } = await import('./api-session')
-      // inside the node (its transitional `cli` method): its own API; else the running node's, if one runs
-      const service = ctx.node?.apiService
-      if (service !== undefined && service !== null) api = inProcessApi(service)
-      else if (ctx.node === undefined) api = (await nodeApi(dir).catch((err: Error) => { throw new NodeLostError(err.message) })) ?? undefined
-    }
-    switch (command) {
-      case 'serve':
-        if (ctx.node !== undefined) throw new CliError(`a node is already serving ${dir}`)
-        return await nc.serve(o, io)
-      case 'invite': return await nc.invite(api, o, io)
-      case 'join':
-        need(args, 1, 'invite code: arbor join <code>')
-        return await nc.join(api, args[0] as string, o, io)
-      case 'devices': return await nc.devices(ctx.node, o, io, values.json === true)
-      case 'forget':
-        need(args, 1, 'device: arbor forget <device key prefix or name>')
-        return await nc.forget(api, args[0] as string, o, io)
-      default: return await nc.netSwitch(api, args[0], io)
-    }
+    return (await handler({ args, values, io, dir, api, running, ctx })) ?? 0
   } catch (err) {
     if (err instanceof NodeLostError) { io.err(`arbor: the running node failed: ${err.message}\n`); return 1 }
     const e = err as Error & { exitCode?: number }
@@ -213,33 +125,39 @@ async function runNodeCommand (command: string, args: string[], values: Values, 
     if (io.env.ARBOR_DEBUG === '1' && e.stack !== undefined) io.err(e.stack + '\n')
     return e.exitCode ?? 1
   } finally {
-    api?.close()
+    const opened = await session?.catch(() => undefined)
+    await opened?.close().catch((err: Error) => { io.err(`arbor: could not close the node cleanly: ${err.message}\n`) })
   }
 }
 
-/** Runs the command in the node serving this data directory; null if none runs. */
-async function forwardToNode (dir: string, argv: string[], io: CliIo): Promise<number | null> {
-  const { callNode } = await import('../api/local-socket-client')
-  const reply = await callNode(dir, 'cli', { argv, cwd: io.cwd, env: io.env }, {
-    onEvent: e => {
-      const ev = e as { out?: string; err?: string }
-      if (typeof ev.out === 'string') io.out(ev.out)
-      if (typeof ev.err === 'string') io.err(ev.err)
-    },
-    ...(io.signal !== undefined ? { signal: io.signal } : {})
-  })
-  return reply === null ? null : Number(reply.result)
+interface Command {
+  args: string[]
+  values: Values
+  io: CliIo
+  dir: string
+  /** the node's API: the running node's, else one opened for this command (with the network for invite and join) */
+  api: (network?: { bootstrap?: string; name?: string }) => Promise<CliApi>
+  /** the API of the node that runs here; null (and none opened) when none does */
+  running: () => Promise<CliApi | null>
+  ctx: CliContext
 }
 
-
-type Handler = (store: HistoryStore, args: string[], values: Values, io: CliIo, ctx: CliContext) => Promise<number | void>
+type Handler = (c: Command) => Promise<number | void>
 
 function need (args: string[], n: number, what: string): void {
   if (args.length < n) throw new CliError(`missing ${what}; see \`arbor --help\``, 2)
 }
 
+/** A conversation id or prefix as the API takes it; one it cannot be gets the words the history has for it. */
+async function conversationRef (ref: string): Promise<string> {
+  if (/^[0-9a-f]{1,64}$/i.test(ref)) return ref
+  const { ConversationNotFoundError } = await import('../history/history-store')
+  throw new ConversationNotFoundError(ref, /^[0-9a-f]+$/i.test(ref) ? undefined : 'no conversation (ids are hex)')
+}
+
 /** An entry of a conversation named by id or unique prefix. */
-function resolveEntry (dag: ConversationDag, ref: string): Entry {
+async function resolveEntry (dag: ConversationDag, ref: string): Promise<Entry> {
+  const { entryByRef } = await import('../../shared/entry-ref')
   try {
     return entryByRef(dag, ref)
   } catch (err) {
@@ -247,123 +165,167 @@ function resolveEntry (dag: ConversationDag, ref: string): Entry {
   }
 }
 
+/** A conversation as the node holds it (every entry, waiting ones too), and the entry this device looks at. */
+async function openConversation (api: CliApi, ref: string): Promise<{ dag: ConversationDag; selected: string | undefined }> {
+  const dto = await api.call('conversation.open', { id: await conversationRef(ref) })
+  const { ConversationDag } = await import('../../shared/conversation-dag')
+  return { dag: new ConversationDag(dto.id, [...dto.entries, ...(dto.waiting ?? [])]), selected: dto.selected }
+}
+
 /** The branch to show: --leaf, else the device's selection, else the newest head. */
-function branchOf (store: HistoryStore, dag: ConversationDag, leaf: string | undefined): Entry[] {
+async function branchOf (dag: ConversationDag, selected: string | undefined, leaf: string | undefined): Promise<Entry[]> {
   if (leaf !== undefined) {
-    const e = resolveEntry(dag, leaf)
+    const e = await resolveEntry(dag, leaf)
     if (!dag.isJoined(e.id)) throw new CliError(`entry ${e.id.slice(0, 8)} waits for a parent that has not arrived; it is not on a branch yet`)
     return dag.branch(e.id)
   }
-  return dag.branch(store.selected(dag.conversation))
+  return dag.branch(selected)
+}
+
+/** Pairing, devices, the network and serving: node-commands.ts. */
+async function nodeCommand (c: Command, command: 'serve' | 'invite' | 'join' | 'devices' | 'forget' | 'net'): Promise<number> {
+  const nc = await import('./node-commands')
+  const { values, args, io, dir } = c
+  const o: NodeCommandOptions = { dir, ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}), ...(values.name !== undefined ? { name: values.name } : {}), ...(values.port !== undefined ? { port: values.port } : {}), ...(values.host !== undefined ? { host: values.host } : {}), ...(values.offline === true ? { offline: true } : {}) }
+  const network = { ...(o.bootstrap !== undefined ? { bootstrap: o.bootstrap } : {}), ...(o.name !== undefined ? { name: o.name } : {}) }
+  switch (command) {
+    case 'serve': return nc.serve(o, io)
+    case 'invite': return nc.invite(await c.api(network), io)
+    case 'join':
+      need(args, 1, 'invite code: arbor join <code>')
+      return nc.join(await c.api(network), args[0] as string, io)
+    case 'devices': return nc.devices(await c.api(), io, values.json === true)
+    case 'forget':
+      need(args, 1, 'device: arbor forget <device key prefix or name>')
+      return nc.forget(await c.api(), args[0] as string, io)
+    case 'net': return nc.netSwitch(args[0], c.running, io)
+  }
 }
 
 const COMMANDS: Record<string, Handler> = {
-  async chat (store, args, values, io, ctx) {
+  serve: c => nodeCommand(c, 'serve'),
+  invite: c => nodeCommand(c, 'invite'),
+  join: c => nodeCommand(c, 'join'),
+  devices: c => nodeCommand(c, 'devices'),
+  forget: c => nodeCommand(c, 'forget'),
+  net: c => nodeCommand(c, 'net'),
+
+  async chat ({ args, values, io, api }) {
     const isNew = values.new === true
     need(args, isNew ? 1 : 2, isNew ? 'message: arbor chat --new <message>' : 'conversation and message: arbor chat <conv> <message> (or --new <message>)')
     if (values['no-sandbox'] === true && values.sandbox === true) throw new CliError('--sandbox and --no-sandbox contradict each other', 2)
     const message = (isNew ? args : args.slice(1)).join(' ')
     if (message.trim() === '') throw new CliError('the message is empty')
-    const { chat, ChatError } = await import('./chat-command')
-    try {
-      return await chat(store, {
-        ...(isNew ? {} : { conversation: args[0] as string }),
-        newConversation: isNew,
-        message,
+    const conversation = isNew ? undefined : await conversationRef(args[0] as string)
+    let cwd: string | undefined
+    if (values.cwd !== undefined) cwd = path.resolve(io.cwd, values.cwd)
+    const { chat } = await import('./chat-command')
+    return chat(await api(), {
+      ...(conversation !== undefined ? { conversation } : {}),
+      message,
+      llm: {
         ...(values.provider !== undefined ? { provider: values.provider } : {}),
         ...(values.model !== undefined ? { model: values.model } : {}),
         ...(values['base-url'] !== undefined ? { baseURL: values['base-url'] } : {}),
-        ...(values.script !== undefined ? { script: path.resolve(io.cwd, values.script) } : {}),
-        ...(values.cwd !== undefined ? { cwd: path.resolve(io.cwd, values.cwd) } : {}),
-        ...(values['no-sandbox'] === true ? { sandboxOff: true } : values.sandbox === true ? { sandboxOff: false } : {}),
-        dataDir: store.dir,
-        ...(ctx.node !== undefined ? { node: ctx.node } : {}),
-        ...(ctx.secrets !== undefined ? { secrets: ctx.secrets } : {}),
-        env: io.env,
-        out: io.out,
-        err: io.err,
-        ...(io.signal !== undefined ? { signal: io.signal } : {})
-      })
-    } catch (err) {
-      if (err instanceof ChatError) throw new CliError(err.message)
-      throw err
-    }
+        ...(values.script !== undefined ? { script: path.resolve(io.cwd, values.script) } : {})
+      },
+      ...(cwd !== undefined ? { cwd } : {}),
+      ...(values['no-sandbox'] === true ? { sandbox: false } : values.sandbox === true ? { sandbox: true } : {}),
+      out: io.out,
+      err: io.err,
+      ...(io.signal !== undefined ? { signal: io.signal } : {})
+    })
   },
 
-  async resume (store, args, _values, io, ctx) {
+  async resume ({ args, io, api }) {
     need(args, 1, 'conversation: arbor resume <conv>')
-    if (ctx.node === undefined) throw new CliError('the agent runs inside this device\'s node: start it (`arbor serve` or the desktop app), then resume')
-    const conversation = store.resolve(args[0] as string)
-    const ref = await ctx.node.resume(conversation)
-    io.out(`the agent of ${conversation.slice(0, 12)} now runs on this device (epoch ${ref.epoch})\n`)
+    const ref = await conversationRef(args[0] as string)
+    const a = await api()
+    if (!a.live) throw new CliError('the agent runs inside this device\'s node: start it (`arbor serve` or the desktop app), then resume')
+    const { conversation } = await a.call('agent.status', { conversation: ref }) // the full id, for the words below
+    const moved = await a.call('agent.resume', { conversation })
+    io.out(`the agent of ${conversation.slice(0, 12)} now runs on this device (epoch ${moved.epoch})\n`)
   },
 
-  async status (store, args, _values, io, ctx) {
+  async status ({ args, io, api }) {
     need(args, 1, 'conversation: arbor status <conv>')
-    const conversation = store.resolve(args[0] as string)
-    const dag = await store.open(conversation)
-    const status = ctx.node === undefined ? null : await ctx.node.agentStatus(conversation)
-    const name = ctx.node === undefined ? (d: string) => d.slice(0, 12) : (d: string) => (ctx.node as NodeCommands).deviceName(d)
+    const a = await api()
+    const { dag } = await openConversation(a, args[0] as string)
+    const [status, hello] = await Promise.all([a.call('agent.status', { conversation: dag.conversation }), a.call('hello', {})])
     const { agentStatusText } = await import('./agent-status')
-    io.out(agentStatusText({ dag, status, self: store.device, name, autoRevival: store.summary(conversation)?.autoRevival === true }))
+    io.out(agentStatusText({ entries: [...dag.entries()], status, live: a.live, self: hello.device }))
   },
 
-  async new (store, _args, values, io) {
+  async new ({ values, io, api }) {
     let cwd: string | undefined
     if (values.cwd !== undefined) {
       cwd = path.resolve(io.cwd, values.cwd)
       if (!fs.existsSync(cwd) || !fs.statSync(cwd).isDirectory()) throw new CliError(`--cwd ${values.cwd}: not a directory`)
     }
-    const root = await store.createConversation({ title: values.title ?? '', ...(cwd !== undefined ? { cwd } : {}), ...(values['auto-revival'] === true ? { autoRevival: true } : {}) })
-    store.select(root.id, root.id)
-    io.out(root.id + '\n')
+    const made = await (await api()).call('conversation.create', { title: values.title ?? '', ...(cwd !== undefined ? { cwd } : {}), ...(values['auto-revival'] === true ? { autoRevival: true } : {}) })
+    io.out(made.id + '\n')
   },
 
-  async post (store, args, values, io) {
+  async post ({ args, values, io, api }) {
     need(args, 2, 'conversation and text: arbor post <conv> <text>')
-    const dag = await store.open(args[0] as string)
+    const conversation = await conversationRef(args[0] as string)
     const text = args.slice(1).join(' ')
     if (text.trim() === '') throw new CliError('the message is empty')
-    let parent: Entry
-    if (values.parent !== undefined) {
-      parent = resolveEntry(dag, values.parent)
-      if (!dag.isJoined(parent.id)) throw new CliError(`entry ${parent.id.slice(0, 8)} waits for a parent that has not arrived; continue from another entry`)
-    } else {
-      const branch = branchOf(store, dag, undefined)
-      parent = branch[branch.length - 1] as Entry
+    const a = await api()
+    let parent = values.parent
+    // a parent no entry id can start with: the words a lookup in the conversation has for it
+    if (parent !== undefined && !/^[0-9a-f]{1,64}$/i.test(parent)) parent = (await resolveEntry((await openConversation(a, conversation)).dag, parent)).id
+    const { entry } = await a.call('message.post', { conversation, text, ...(parent !== undefined ? { parent } : {}) })
+    io.out(entry.id + '\n')
+  },
+
+  async ls ({ values, io, dir, api, running }) {
+    const a = await running()
+    if (a === null) {
+      // No node runs here and the store was closed cleanly: its index alone says it all (no node opened, no package loaded).
+      const index = await readSummaries(indexDir(dir)).catch(() => null)
+      if (index?.clean === true) { printList(sortSummaries(index.conversations), values, io); return }
     }
-    const [entry] = await store.append(dag.conversation, [{ kind: 'user', body: { text, reply: false }, parents: [parent.id] }])
-    store.select(dag.conversation, (entry as Entry).id)
-    io.out((entry as Entry).id + '\n')
+    printList(asSummaries(await (a ?? await api()).call('conversations.list', {})), values, io)
   },
 
-  async ls (store, _args, values, io) {
-    printList(store.list(), values, io)
-  },
-
-  async tree (store, args, _values, io) {
+  async tree ({ args, io, api }) {
     need(args, 1, 'conversation: arbor tree <conv>')
-    const dag = await store.open(args[0] as string)
-    const branch = new Set(branchOf(store, dag, undefined).map(e => e.id))
+    const a = await api()
+    const { dag, selected } = await openConversation(a, args[0] as string)
+    const branch = new Set((await branchOf(dag, selected, undefined)).map(e => e.id))
+    const { device } = await a.call('hello', {})
     const { asciiTree } = await import('./ascii-tree')
-    io.out(asciiTree(dag, { branch, device: store.device }))
+    io.out(asciiTree(dag, { branch, device }))
   },
 
-  async show (store, args, values, io) {
+  async show ({ args, values, io, api }) {
     need(args, 1, 'conversation: arbor show <conv>')
-    const dag = await store.open(args[0] as string)
+    const { dag, selected } = await openConversation(await api(), args[0] as string)
     const { transcriptText } = await import('../../shared/conversation-export')
-    io.out(transcriptText(branchOf(store, dag, values.leaf)))
+    io.out(transcriptText(await branchOf(dag, selected, values.leaf)))
   },
 
-  async export (store, args, values, io) {
+  async export ({ args, values, io, api }) {
     need(args, 1, 'conversation: arbor export <conv> --format md|json')
-    const dag = await store.open(args[0] as string)
+    if (values.format !== 'json' && values.format !== 'md') {
+      // the conversation is named first: a wrong one is the first thing to say
+      await openConversation(await api(), args[0] as string)
+      throw new CliError('--format must be md or json', 2)
+    }
+    const { dag, selected } = await openConversation(await api(), args[0] as string)
     const { conversationJson, transcriptMarkdown } = await import('../../shared/conversation-export')
     if (values.format === 'json') io.out(terminalJson(conversationJson(dag)) + '\n')
-    else if (values.format === 'md') io.out(transcriptMarkdown(dag, branchOf(store, dag, values.leaf)))
-    else throw new CliError('--format must be md or json', 2)
+    else io.out(transcriptMarkdown(dag, await branchOf(dag, selected, values.leaf)))
   }
+}
+
+/** The listing as the index keeps it (`ls --json` prints these fields, in this order). */
+function asSummaries (list: ConversationSummaryDto[]): ConversationSummary[] {
+  return list.map(c => ({
+    id: c.id, title: c.title, createdAt: c.createdAt, updatedAt: c.updatedAt, heads: c.tips ?? [], size: c.size, waiting: c.waiting,
+    ...(c.cwd !== undefined ? { cwd: c.cwd } : {}), ...(c.autoRevival !== undefined ? { autoRevival: c.autoRevival } : {})
+  }))
 }
 
 function printList (list: ConversationSummary[], values: Values, io: CliIo): void {

@@ -2,7 +2,6 @@
 // and supervises (DESIGN.md, "Processes"). Plain Node apart from the parentPort it is given,
 // so it runs and is tested without Electron; src/main/electron/node-entry.ts starts it.
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { ApiService } from '../api/api-service'
 import { PortApiServer } from '../api/port-server'
 import { ArborNode, parseBootstrap, type ArborNodeOptions } from '../node'
 import type { MessagePortLike } from '../api/message-port'
@@ -35,7 +34,6 @@ export class NodeProcess {
   /** ports that came before the node was open */
   private readonly early: MessagePortLike[] = []
   private node: ArborNode | null = null
-  private api: ApiService | null = null
   private server: PortApiServer | null = null
   private secrets: ParentSecretStore | null = null
   private opening: Promise<void> | null = null
@@ -114,11 +112,11 @@ export class NodeProcess {
     this.secrets = new ParentSecretStore({ post: m => { this.post(m) }, secrets: start.secrets, description: start.secretsDescription })
     const env = this.opts.env ?? process.env
     const bootstrap = env.ARBOR_BOOTSTRAP !== undefined && env.ARBOR_BOOTSTRAP !== '' ? { bootstrap: parseBootstrap(env.ARBOR_BOOTSTRAP) } : {}
-    this.node = new ArborNode({ ...bootstrap, ...this.opts.node, dataDir: start.dataDir, secrets: this.secrets })
+    this.node = new ArborNode({ ...bootstrap, ...this.opts.node, ...(this.opts.version !== undefined ? { version: this.opts.version } : {}), dataDir: start.dataDir, secrets: this.secrets })
     await this.node.ready()
     if (this.closing !== null) throw new Error('the node was asked to stop while it opened')
-    this.api = new ApiService(this.node, { log: this.log, ...(this.opts.version !== undefined ? { version: this.opts.version } : {}) })
-    this.server = new PortApiServer(this.api, { log: this.log })
+    // the node's own API, which its local socket serves too (one per node)
+    this.server = new PortApiServer(this.node.apiService, { log: this.log })
     for (const port of this.early.splice(0)) this.server.accept(port)
     this.post({ type: 'ready', device: this.node.device })
     this.log.info(`serving ${start.dataDir}`)
@@ -143,7 +141,6 @@ export class NodeProcess {
     for (const port of this.early.splice(0)) port.close()
     await this.opening?.catch(() => undefined)
     this.server?.close()
-    this.api?.close()
     this.secrets?.close()
     const node = this.node
     this.node = null

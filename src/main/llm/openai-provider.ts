@@ -2,7 +2,7 @@
 // vLLM, LM Studio, OpenRouter ...), through the official `openai` SDK. Every failure becomes an
 // LlmError whose message says what to do.
 import { createHash } from 'node:crypto'
-import OpenAI from 'openai'
+import type OpenAI from 'openai'
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions'
 import type { IrResult } from '../../shared/llm-ir'
 import type { Logger } from '../../shared/logger'
@@ -94,6 +94,8 @@ export class OpenAIProvider implements LlmProvider {
   private readonly stream: boolean
   private readonly logger: Logger | undefined
   private client: OpenAI | undefined
+  /** the SDK's class, loaded by the first call (a node that never calls a model, a CLI command's, never loads it) */
+  private OpenAI: typeof OpenAI | undefined
   private readonly clientOptions: ConstructorParameters<typeof OpenAI>[0]
   /** Retries so far of each call in flight, keyed by a header our fetch removes again. */
   private readonly retriesByCall = new Map<string, number>()
@@ -138,8 +140,9 @@ export class OpenAIProvider implements LlmProvider {
     return this.apiKey === undefined && !isLocalBaseURL(this.baseURL)
   }
 
-  private sdk (): OpenAI {
-    this.client ??= new OpenAI(this.clientOptions)
+  private async sdk (): Promise<OpenAI> {
+    this.OpenAI ??= (await import('openai')).default
+    this.client ??= new this.OpenAI(this.clientOptions)
     return this.client
   }
 
@@ -165,14 +168,14 @@ export class OpenAIProvider implements LlmProvider {
     try {
       if (!this.stream) {
         // The SDK's own timeout covers the whole non-streamed answer.
-        const completion = await untilAborted(this.sdk().chat.completions.create({ ...params, stream: false }, { signal: req.signal, headers }), req.signal)
+        const completion = await untilAborted((await this.sdk()).chat.completions.create({ ...params, stream: false }, { signal: req.signal, headers }), req.signal)
         if (!Array.isArray(completion.choices) || completion.choices.length === 0) {
           throw new LlmError('bad-response', `${this.baseURL} answered without a completion (no choices) for model "${model}"`)
         }
         return fromOpenAICompletion(completion, accOpts)
       }
       const stream = await untilAborted(
-        this.sdk().chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal, headers }),
+        (await this.sdk()).chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal, headers }),
         req.signal
       )
       // The SDK's timeout ends when the headers arrive; from here ours runs between chunks.
@@ -203,7 +206,8 @@ export class OpenAIProvider implements LlmProvider {
     if (this.missingKey) throw new LlmError('auth', `no API key for ${this.baseURL}: set OPENAI_API_KEY or the key in settings`)
     try {
       const ids: string[] = []
-      for await (const m of this.sdk().models.list({ signal })) ids.push(m.id)
+      const sdk = await this.sdk()
+      for await (const m of sdk.models.list({ signal })) ids.push(m.id)
       return ids
     } catch (e) {
       throw this.mapError(e, '(listing models)', signal, false, 0)
@@ -224,6 +228,8 @@ export class OpenAIProvider implements LlmProvider {
   private mapError (e: unknown, model: string, signal: AbortSignal, timedOut: boolean, retries: number): unknown {
     if (e instanceof LlmError) return e
     if (signal.aborted) return cancelled(e)
+    const OpenAI = this.OpenAI
+    if (OpenAI === undefined) return e // the SDK did not load: its own error says why
     if (timedOut || e instanceof OpenAI.APIConnectionTimeoutError) return this.timeoutError(model, retries)
     const base = this.baseURL
     const retried = retries > 0 ? ` after ${retries} ${retries === 1 ? 'retry' : 'retries'}` : ''

@@ -1,6 +1,6 @@
 import c from 'compact-encoding'
 import { z } from 'zod'
-import { Hex32 } from '../../shared/hex32'
+import { Hex32 } from '../../shared/hex32-schema'
 import { UNVERSIONED, type ProtocolVersions } from '../../shared/protocol-version'
 
 /**

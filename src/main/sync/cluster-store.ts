@@ -6,7 +6,8 @@ import crypto from 'hypercore-crypto'
 import { z } from 'zod'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { writeStateFile } from '../disk/state-file'
-import { Hex32, isHex32 } from '../../shared/hex32'
+import { isHex32 } from '../../shared/hex32'
+import { Hex32 } from '../../shared/hex32-schema'
 import { SECRET_BYTES, clusterTopic, proof, verifyProof } from './cluster-keys'
 import {
   NAME_MAX, STATEMENT_MAX_SKEW_MS, acceptStatements, cleanName, compact, displayNames, evaluate, parseStatement, plainName,

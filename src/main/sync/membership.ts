@@ -1,7 +1,7 @@
 import crypto from 'hypercore-crypto'
 import { z } from 'zod'
 import { canonicalJson } from '../../shared/canonical-json'
-import { Hex32 } from '../../shared/hex32'
+import { Hex32 } from '../../shared/hex32-schema'
 
 /**
  * Who is in the cluster, as this device decides it (DESIGN.md, "Trust": membership changes

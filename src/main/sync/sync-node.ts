@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events'
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import Hyperswarm from 'hyperswarm'
-import DHT from 'hyperdht'
+import type Hyperswarm from 'hyperswarm'
+import type DHT from 'hyperdht'
 import type NoiseSecretStream from '@hyperswarm/secret-stream'
 import type { HistoryStore } from '../history/history-store'
 import type { FeedRecord } from '../history/history-index'
@@ -181,6 +181,8 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private peerFeedsTimer: NodeJS.Timeout | null = null
   private peerFeedsSaving: Promise<void> = Promise.resolve()
   private swarm: Hyperswarm | null = null
+  /** Hyperswarm and HyperDHT, loaded at open unless `swarm: false` */
+  private net: { Hyperswarm: typeof Hyperswarm; DHT: typeof DHT } | null = null
   private joinedTopic: Buffer | null = null
   private discovery: Hyperswarm.Discovery | null = null
   private lookupTimer: ClockTimer | null = null
@@ -239,6 +241,8 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     this.history.on('feed', this.onFeed)
     this.cluster.on('devices', this.onDevices)
     this.history.setPeersLack((key, length) => this.peersLack(key, length))
+    // Loaded only for a node with a network: one opened for a single CLI command has none.
+    if (this.opts.swarm !== false) this.net = await loadNetwork()
     // Started offline, the swarm is made only when the network is turned on: a DHT node
     // contacts its bootstrap nodes as soon as it exists.
     if (this.online) this.makeSwarm()
@@ -247,12 +251,13 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   private makeSwarm (): void {
-    if (this.opts.swarm === false || this.swarm !== null) return
+    const net = this.net
+    if (net === null || this.swarm !== null) return
     const bootstrap = this.opts.bootstrap
     // A private DHT on loopback must bind loopback, or connections time out (notes/holepunch.md).
     const loopback = bootstrap !== undefined && bootstrap.length > 0 && bootstrap.every(b => b.host === '127.0.0.1' || b.host === 'localhost')
-    const dht = new DHT({ ...(bootstrap !== undefined ? { bootstrap } : {}), ...(loopback ? { host: '127.0.0.1' } : {}), keyPair: this.history.keyPair })
-    this.swarm = new Hyperswarm({
+    const dht = new net.DHT({ ...(bootstrap !== undefined ? { bootstrap } : {}), ...(loopback ? { host: '127.0.0.1' } : {}), keyPair: this.history.keyPair })
+    this.swarm = new net.Hyperswarm({
       keyPair: this.history.keyPair,
       dht,
       // Only paired devices get past the firewall (true = reject).
@@ -942,4 +947,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       }
     }
   }
+}
+
+async function loadNetwork (): Promise<{ Hyperswarm: typeof Hyperswarm; DHT: typeof DHT }> {
+  const [swarm, dht] = await Promise.all([import('hyperswarm'), import('hyperdht')])
+  return { Hyperswarm: swarm.default, DHT: dht.default }
 }

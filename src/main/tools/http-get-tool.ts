@@ -10,7 +10,6 @@ import https from 'node:https'
 import net from 'node:net'
 import zlib from 'node:zlib'
 import type { Readable } from 'node:stream'
-import { htmlToText } from './html-text'
 import { isPrivateAddress } from './private-address'
 import { groupDigits, limitOutput, type OutputLimits } from './output-limit'
 import { abortWords, argsObject, timeoutReason, validateArgs } from './tool-args'
@@ -172,7 +171,7 @@ export function createHttpGetTool (opts: HttpGetOptions = {}): Tool {
             url = new URL(r.redirect, url)
             continue
           }
-          return render(r, maxBytes, opts.limits)
+          return await render(r, maxBytes, opts.limits)
         }
       } catch (e) {
         if (ac.signal.aborted) return { status: 'error', output: `http_get ${abortWords(ac.signal)}: ${url.href}` }
@@ -188,7 +187,7 @@ export function createHttpGetTool (opts: HttpGetOptions = {}): Tool {
   return tool
 }
 
-function render (r: Fetched, maxBytes: number, limits: OutputLimits | undefined): ToolResult {
+async function render (r: Fetched, maxBytes: number, limits: OutputLimits | undefined): Promise<ToolResult> {
   const status: ToolResult['status'] = r.status >= 200 && r.status < 300 ? 'ok' : 'error'
   const head = `[HTTP ${r.status} ${r.url}${r.type === '' ? '' : `, ${r.type}`}]`
   if (r.binary || (r.type === '' && r.body.subarray(0, 1024).includes(0))) {
@@ -197,7 +196,8 @@ function render (r: Fetched, maxBytes: number, limits: OutputLimits | undefined)
   }
   const raw = decodeText(r.body, charsetOf(r.type, r.body))
   const isHtml = /html/i.test(r.type) || (r.type === '' && /^\s*<(!doctype html|html)/i.test(raw))
-  const text = isHtml ? htmlToText(raw, r.url) : raw
+  // html-to-text is loaded by the first page that needs it, not by every node that starts (a CLI command's included)
+  const text = isHtml ? (await import('./html-text')).htmlToText(raw, r.url) : raw
   const cutNote = r.cut ? `\n[stopped reading after ${groupDigits(maxBytes)} bytes]` : ''
   const limited = limitOutput(text, limits)
   const result: ToolResult = { status, output: `${head}\n${limited.text}${cutNote}` }

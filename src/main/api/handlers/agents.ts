@@ -1,13 +1,15 @@
-// agent.cancel, agent.resume, agent.status, agent.autoRevival: where a conversation's agent runs.
+// agent.cancel, agent.resume, agent.status, agent.autoRevival, agent.configure: where a conversation's agent runs and with what.
 import type { AgentRefDto, AgentStatusDto, ApiMethods } from '../../../shared/api'
+import type { ApiParamsOut } from '../../../shared/api-params'
 import { agentMoves, moveText } from '../../../shared/agent-moves'
 import { waitText } from '../../../shared/agent-wait'
 import type { Entry } from '../../../shared/entry'
 import { setMeta } from '../../history/set-meta'
+import { conversationSettings, type LlmSetting } from '../../runtime/agent/agent-config'
 import { compareRefs, topRef, workAt, type AgentRef } from '../../runtime/placement/placement'
 import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type HandlerContext, type HandlersOf } from './handler-context'
 
-type AgentMethod = 'agent.cancel' | 'agent.resume' | 'agent.status' | 'agent.autoRevival'
+type AgentMethod = 'agent.cancel' | 'agent.resume' | 'agent.status' | 'agent.autoRevival' | 'agent.configure'
 
 export function agentHandlers (c: HandlerContext): HandlersOf<AgentMethod> {
   const { node } = c
@@ -21,7 +23,8 @@ export function agentHandlers (c: HandlerContext): HandlersOf<AgentMethod> {
     },
     'agent.resume': async p => resume(c, p.conversation),
     'agent.status': async p => agentStatus(c, c.resolve(p.conversation)),
-    'agent.autoRevival': async p => setAutoRevival(c, p.conversation, p.on)
+    'agent.autoRevival': async p => setAutoRevival(c, p.conversation, p.on),
+    'agent.configure': async p => configure(c, p)
   }
 }
 
@@ -110,4 +113,30 @@ async function setAutoRevival (c: HandlerContext, ref: string, on: boolean): Pro
     await setMeta(node.history, dag, 'autoRevival', on)
   }
   return agentStatus(c, id)
+}
+
+/**
+ * How this device's agent of the conversation runs (`arbor chat --provider …`): the model given
+ * joins this device's `llm` setting in the history (never the key; what another device wrote
+ * there is not looked at), the sandbox switch its `sandbox` setting; then what it would run with.
+ */
+async function configure (c: HandlerContext, p: ApiParamsOut<'agent.configure'>): Promise<ApiMethods['agent.configure']['result']> {
+  const { node } = c
+  const id = c.resolve(p.conversation)
+  let dag = await node.history.open(id)
+  if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
+  const given: LlmSetting = {}
+  for (const k of ['provider', 'model', 'baseURL', 'script'] as const) {
+    const v = p.llm?.[k]
+    if (v !== undefined) given[k] = v
+  }
+  const saved = conversationSettings(dag, node.device).llm
+  const llm: LlmSetting = { ...saved, ...given }
+  if (Object.keys(given).length > 0 && JSON.stringify(llm) !== JSON.stringify(saved)) {
+    await setMeta(node.history, dag, 'llm', llm)
+    dag = await node.history.open(id)
+  }
+  if (p.sandbox !== undefined) await setMeta(node.history, dag, 'sandbox', p.sandbox)
+  const resolved = await asApiError(node.agentConfig(id))
+  return { conversation: id, warnings: resolved.warnings, sandboxed: resolved.sandboxed }
 }

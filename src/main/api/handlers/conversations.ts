@@ -36,7 +36,11 @@ function list (c: HandlerContext, query: string | undefined): ConversationSummar
     .filter(s => q === '' || s.title.toLowerCase().includes(q) || s.id.startsWith(q))
     .map(s => {
       const agents = c.locations.of(s.id)
-      return { id: s.id, title: s.title, createdAt: s.createdAt, updatedAt: s.updatedAt, size: s.size, heads: s.heads.length, waiting: s.waiting, running: agents.length > 0, agents }
+      return {
+        id: s.id, title: s.title, createdAt: s.createdAt, updatedAt: s.updatedAt, size: s.size, heads: s.heads.length, tips: s.heads, waiting: s.waiting,
+        ...(s.cwd !== undefined ? { cwd: s.cwd } : {}), ...(s.autoRevival !== undefined ? { autoRevival: s.autoRevival } : {}),
+        running: agents.length > 0, agents
+      }
     })
 }
 
@@ -57,7 +61,8 @@ async function open (c: HandlerContext, ref: string): Promise<ConversationDto> {
     running: agents.length > 0,
     agents,
     usage: { input: usage.input, output: usage.output },
-    cwd: await node.workingDirectory(id)
+    cwd: await node.workingDirectory(id),
+    waiting: dag.waiting()
   }
 }
 

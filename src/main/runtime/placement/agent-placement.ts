@@ -87,20 +87,34 @@ export class AgentPlacement {
   private closed = false
   private readonly retries = new Set<ClockTimer>()
   private opened = false
+  /** what a node that restores nothing read as running here: written back as it was, for the next node */
+  private leftRunning = new Set<string>()
+  /** false: this node decides nothing by itself (only what it is asked: posted, resume) */
+  private restoring = true
+  /** the agents the state file said ran here */
+  private savedRunning: string[] = []
   private readonly onEntries = (ev: EntriesEvent): void => { this.entriesArrived(ev) }
 
   constructor (opts: AgentPlacementOptions) {
     this.opts = opts
   }
 
-  async ready (): Promise<void> {
+  /**
+   * `restore: false` (a node opened for one CLI command): agents a crash cut short, and messages
+   * waiting for them, stay recorded for the device's own node; nothing is continued or revived.
+   */
+  async ready (opts: { restore?: boolean } = {}): Promise<void> {
     const { history } = this.opts
     history.on('entries', this.onEntries)
+    const restore = opts.restore !== false
+    this.restoring = restore
     // Opt-in conversations are watched for a dead owner; the others wait for events.
-    for (const s of history.list()) if (s.autoRevival === true) await this.learn(s.id)
-    for (const conversation of await this.readState()) this.reconcile(conversation)
+    if (restore) for (const s of history.list()) if (s.autoRevival === true) await this.learn(s.id)
+    const saved = await this.readState()
+    if (restore) for (const conversation of saved) this.reconcile(conversation)
+    else this.leftRunning = new Set(this.savedRunning)
     this.opened = true
-    this.sweepSoon()
+    if (restore) this.sweepSoon()
   }
 
   async close (): Promise<void> {
@@ -270,7 +284,7 @@ export class AgentPlacement {
   reconcile (conversation: string): void {
     // A peer may announce an agent for a conversation whose history has not reached this
     // device yet: its entries call for the decision when they arrive.
-    if (this.closed || !this.holds(conversation)) return
+    if (this.closed || !this.restoring || !this.holds(conversation)) return
     if (this.queue.has(conversation)) { this.again.add(conversation); return }
     const p = this.decideAndAct(conversation)
       .catch((err: Error) => {
@@ -343,6 +357,7 @@ export class AgentPlacement {
     try {
       const raw = JSON.parse(await fs.readFile(this.opts.stateFile, 'utf8')) as { running?: unknown; waiting?: unknown }
       const running = Array.isArray(raw.running) ? raw.running.filter((c): c is string => typeof c === 'string') : []
+      this.savedRunning = running
       const waiting = raw.waiting !== null && typeof raw.waiting === 'object' ? raw.waiting as Record<string, unknown> : {}
       for (const [conversation, ids] of Object.entries(waiting)) {
         if (Array.isArray(ids)) this.addFresh(conversation, ids.filter((id): id is string => typeof id === 'string'))
@@ -363,7 +378,7 @@ export class AgentPlacement {
     // it runs. Also while closing: the agents stopping cleanly leave the running list
     // (nothing to continue), while messages still waiting for them are kept.
     this.writing = writeStateFile(this.opts.stateFile, () => {
-      const running = this.opts.agents.runs().map(r => r.conversation).sort()
+      const running = [...new Set([...this.leftRunning, ...this.opts.agents.runs().map(r => r.conversation)])].sort()
       const waiting = Object.fromEntries([...this.fresh].map(([c, ids]) => [c, [...ids].sort()]))
       return JSON.stringify({ running, waiting })
     })
