@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { canonicalJson } from './canonical-json'
+import { canonicalCopy, canonicalJson } from './canonical-json'
 
 /** Lower-case hex of 32 bytes: entry ids and device public keys. */
 const Hex32 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex characters')
@@ -165,6 +165,35 @@ export function encodeFields (e: Omit<WrittenEntry, 'id'> | WrittenEntry): Encod
   const conversation = e.parents.length === 0 ? null : field('conversation', e.conversation)
   const tail = field('kind', e.kind) + field('parents', e.parents) + field('ts', e.ts) + field('v', e.v) + '}'
   return { head, conversation, tail }
+}
+
+/**
+ * encodeFields of an entry being written, and beside it the entry as JSON.parse of its stored
+ * form gives it back (keys in the same order; canonicalCopy), but for the id, not known yet:
+ * '' here, and a root's conversation with it. One walk of the body, no parse.
+ */
+export function encodeWritten (e: Omit<WrittenEntry, 'id'>): { fields: EncodedFields; entry: WrittenEntry } {
+  // In key order, so a value that is not JSON is reported where canonicalJson would find it first.
+  const author = canonicalCopy(e.author, '/author')
+  const body = e.body === undefined ? undefined : canonicalCopy(e.body, '/body')
+  const head = '{"author":' + author.json + (body === undefined ? '' : ',"body":' + body.json)
+  const root = e.parents.length === 0
+  const conversation = root ? null : field('conversation', e.conversation)
+  const parents = canonicalCopy(e.parents, '/parents')
+  const tail = field('kind', e.kind) + ',"parents":' + parents.json + field('ts', e.ts) + field('v', e.v) + '}'
+  // A kind, conversation or ts that is not a string or number is refused by the checks after
+  // this; the copies below matter for what they accept, where only -0 reads back otherwise.
+  const entry = {
+    author: author.copy,
+    body: body?.copy,
+    conversation: root ? '' : e.conversation,
+    id: '',
+    kind: e.kind,
+    parents: parents.copy,
+    ts: e.ts === 0 ? 0 : e.ts,
+    v: e.v
+  } as unknown as WrittenEntry
+  return { fields: { head, conversation, tail }, entry }
 }
 
 export function inputOf (f: EncodedFields): string {
