@@ -122,7 +122,7 @@ function encodeCopy (value: unknown): string {
     case 'string': {
       const json = quote(value)
       // A long string may be a slice or a rope of a larger one (a tool's whole output, a
-      // stream's tokens): parsed from its JSON it is a flat copy, holding nothing else alive.
+      // stream's tokens): a slice of a new rope flattens into a copy holding nothing else alive.
       copied = value.length < COPY_AT ? value : (' ' + value).slice(1)
       return json
     }
