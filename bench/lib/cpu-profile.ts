@@ -57,6 +57,13 @@ export function summarise (profile: CpuProfile, root: string, classify: (arbor: 
   // Lines of src/ are left out: run through tsx, V8 reports them all as line 1.
   const name = (n: CpuProfile['nodes'][number]): string => {
     const file = frameFile(n.callFrame, root)
+    // A native function's name is often not its own (an addon's binding called from
+    // rocksdb-native or sodium-native shows as listAttrsSync, snapshotDestroy…): named by its caller.
+    if (file === '(native)' && n.callFrame.functionName !== '') {
+      const up = parent.get(n.id)
+      const caller = up === undefined ? undefined : byId.get(up)
+      if (caller !== undefined && caller.callFrame.url !== '') return `(native) under ${name(caller)}`
+    }
     return `${n.callFrame.functionName || '(anonymous)'} ${file}${file.startsWith('src' + path.sep) || file.startsWith('(') ? '' : `:${n.callFrame.lineNumber + 1}`}`
   }
   const arborOf = new Map<number, string | null>()

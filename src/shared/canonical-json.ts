@@ -19,13 +19,23 @@ export function canonicalJson (value: unknown, at = ''): string {
 
 const NOT_JSON = 'not JSON'
 
+// What JSON.stringify escapes in a string (and, to keep the test simple, any surrogate):
+// a string without any is its own JSON between quotes.
+// eslint-disable-next-line no-control-regex -- control characters are what JSON escapes
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/
+
+/** JSON.stringify of a string: a regular-expression test and quotes where nothing needs escaping (several times faster). */
+function quote (s: string): string {
+  return ESCAPED.test(s) ? JSON.stringify(s) : '"' + s + '"'
+}
+
 // Every entry is encoded at least once on the way to its feed: plain concatenation, no
 // intermediate arrays, and no path strings (encodeAt builds those once something failed).
 function encode (value: unknown): string {
   if (value === null) return 'null'
   switch (typeof value) {
     case 'boolean': return value ? 'true' : 'false'
-    case 'string': return JSON.stringify(value)
+    case 'string': return quote(value)
     case 'number':
       if (!Number.isFinite(value)) throw new TypeError(NOT_JSON)
       return JSON.stringify(value)
@@ -47,7 +57,7 @@ function encode (value: unknown): string {
       for (const k of keys) {
         const v = obj[k]
         if (v === undefined) continue
-        out += (out.length === 1 ? '' : ',') + JSON.stringify(k) + ':' + encode(v)
+        out += (out.length === 1 ? '' : ',') + quote(k) + ':' + encode(v)
       }
       return out + '}'
     }
@@ -79,5 +89,78 @@ function encodeAt (value: unknown, path: string): void {
     }
     default:
       throw new TypeError(`cannot encode a ${typeof value} at ${path || '/'}`)
+  }
+}
+
+/**
+ * canonicalJson of a value and, beside it, the value as JSON.parse of that text gives it back
+ * (keys in the same order, undefined fields dropped, holes and undefined items null, -0 as 0,
+ * plain objects): one walk instead of an encoding and a parse. What an entry holds is what
+ * its feed stores, and no object of the caller's is shared (strings are immutable).
+ */
+export function canonicalCopy (value: unknown, at = ''): { json: string; copy: Json } {
+  try {
+    const json = encodeCopy(value)
+    return { json, copy: copied }
+  } catch (err) {
+    if (err instanceof TypeError && err.message === NOT_JSON) encodeAt(value, at)
+    throw err
+  } finally {
+    copied = null
+  }
+}
+
+// encodeCopy's second result: set by each call, read by its caller at once (no pair allocated per value).
+let copied: Json = null
+// V8 slices strings from 13 characters on; shorter ones are always copies of their own
+const COPY_AT = 13
+
+function encodeCopy (value: unknown): string {
+  if (value === null) { copied = null; return 'null' }
+  switch (typeof value) {
+    case 'boolean': copied = value; return value ? 'true' : 'false'
+    case 'string': {
+      const json = quote(value)
+      // A long string may be a slice or a rope of a larger one (a tool's whole output, a
+      // stream's tokens): a slice of a new rope flattens into a copy holding nothing else alive.
+      copied = value.length < COPY_AT ? value : (' ' + value).slice(1)
+      return json
+    }
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(NOT_JSON)
+      copied = value === 0 ? 0 : value // -0 is written 0
+      return JSON.stringify(value)
+    case 'object': {
+      if (Array.isArray(value)) {
+        const list: Json[] = []
+        let out = '['
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i]
+          if (item === undefined) { out += (i === 0 ? 'null' : ',null'); list.push(null); continue }
+          out += (i === 0 ? '' : ',') + encodeCopy(item)
+          list.push(copied)
+        }
+        copied = list
+        return out + ']'
+      }
+      const proto = Object.getPrototypeOf(value) as unknown
+      if (proto !== Object.prototype && proto !== null) throw new TypeError(NOT_JSON)
+      const obj = value as Record<string, unknown>
+      const keys = Object.keys(obj).sort()
+      const copy: { [key: string]: Json } = {}
+      let out = '{'
+      for (const k of keys) {
+        const v = obj[k]
+        if (v === undefined) continue
+        out += (out.length === 1 ? '' : ',') + quote(k) + ':' + encodeCopy(v)
+        // an own "__proto__" key, as JSON.parse makes it, not the prototype's setter
+        if (k === '__proto__') Object.defineProperty(copy, k, { value: copied, writable: true, enumerable: true, configurable: true })
+        else copy[k] = copied
+      }
+      copied = copy
+      return out + '}'
+    }
+    default:
+      throw new TypeError(NOT_JSON)
   }
 }

@@ -29,8 +29,11 @@ export interface DagOptions {
 export class ConversationDag {
   readonly conversation: string
   private readonly all = new Map<string, Entry>()
-  private readonly joinedIds = new Set<string>()
-  private readonly kids = new Map<string, Entry[]>()
+  // Entries kept but not joined, the few, rather than the joined, the many: an entry that joins
+  // costs no set of its own. Every entry of `all` not here is joined.
+  private readonly waitingIds = new Set<string>()
+  // A parent's children: the entry itself while it is the only one (most are), else a list
+  private readonly kids = new Map<string, Entry | Entry[]>()
   private readonly headSet = new Set<string>()
   private readonly waitingOn = new Map<string, Set<string>>()
   /** Per key, the joined `meta` entries whose clock is honest (names their author), oldest first by (HLC, id). */
@@ -45,17 +48,17 @@ export class ConversationDag {
   }
 
   get size (): number { return this.all.size }
-  get joinedSize (): number { return this.joinedIds.size }
+  get joinedSize (): number { return this.all.size - this.waitingIds.size }
   /** Wall time of the newest entry, for display. */
   get updatedAt (): number { return this.lastTs }
   get root (): Entry | undefined {
     const r = this.all.get(this.conversation)
-    return r !== undefined && this.joinedIds.has(r.id) ? r : undefined
+    return r !== undefined && !this.waitingIds.has(r.id) ? r : undefined
   }
 
   has (id: string): boolean { return this.all.has(id) }
   get (id: string): Entry | undefined { return this.all.get(id) }
-  isJoined (id: string): boolean { return this.joinedIds.has(id) }
+  isJoined (id: string): boolean { return this.all.has(id) && !this.waitingIds.has(id) }
   entries (): IterableIterator<Entry> { return this.all.values() }
 
   /**
@@ -70,15 +73,17 @@ export class ConversationDag {
     this.all.set(entry.id, entry)
     if (entry.ts > this.lastTs) this.lastTs = entry.ts
     // The common case, parents already here and nobody waiting on this entry: no work list.
-    if (!this.waitingOn.has(entry.id) && entry.parents.length > 0 && entry.parents.every(p => this.joinedIds.has(p))) {
+    if (!this.waitingOn.has(entry.id) && this.parentsJoined(entry)) {
       this.join(entry)
       return [entry]
     }
+    this.waitingIds.add(entry.id)
     const joined: Entry[] = []
     const stack: Entry[] = [entry]
     while (stack.length > 0) {
       const e = stack.pop() as Entry
-      if (this.joinedIds.has(e.id) || !this.ready(e)) continue
+      if (!this.waitingIds.has(e.id) || !this.ready(e)) continue
+      this.waitingIds.delete(e.id)
       this.join(e)
       joined.push(e)
       const waiters = this.waitingOn.get(e.id)
@@ -89,12 +94,18 @@ export class ConversationDag {
     return joined
   }
 
+  private parentsJoined (e: Entry): boolean {
+    if (e.parents.length === 0) return false // a root: the general path decides
+    for (const p of e.parents) if (!this.isJoined(p)) return false
+    return true
+  }
+
   /** Every parent joined (or, for the root, nothing to wait for); else registers the wait. */
   private ready (e: Entry): boolean {
     if (e.parents.length === 0) return e.id === this.conversation
     let ok = true
     for (const p of e.parents) {
-      if (this.joinedIds.has(p)) continue
+      if (this.isJoined(p)) continue
       ok = false
       let set = this.waitingOn.get(p)
       if (set === undefined) this.waitingOn.set(p, set = new Set())
@@ -104,7 +115,6 @@ export class ConversationDag {
   }
 
   private join (e: Entry): void {
-    this.joinedIds.add(e.id)
     this.headSet.add(e.id)
     // A clock naming another device than the entry's author never counts (it would steal the tie-break).
     if (e.kind === 'meta' && honestHlc(e.body.hlc, e.author.device)) {
@@ -114,9 +124,10 @@ export class ConversationDag {
     }
     for (const p of e.parents) {
       this.headSet.delete(p)
-      let list = this.kids.get(p)
-      if (list === undefined) this.kids.set(p, list = [])
-      insertSorted(list, e)
+      const kids = this.kids.get(p)
+      if (kids === undefined) this.kids.set(p, e)
+      else if (Array.isArray(kids)) insertSorted(kids, e)
+      else this.kids.set(p, compareEntries(kids, e) < 0 ? [kids, e] : [e, kids])
     }
   }
 
@@ -131,13 +142,14 @@ export class ConversationDag {
   }
 
   children (id: string): readonly Entry[] {
-    return this.kids.get(id) ?? []
+    const kids = this.kids.get(id)
+    return kids === undefined ? [] : Array.isArray(kids) ? kids : [kids]
   }
 
   /** Entries kept but not yet in the tree, because an ancestor has not arrived. */
   waiting (): Entry[] {
     const out: Entry[] = []
-    for (const e of this.all.values()) if (!this.joinedIds.has(e.id)) out.push(e)
+    for (const id of this.waitingIds) out.push(this.all.get(id) as Entry)
     return out.sort(compareEntries)
   }
 
@@ -148,7 +160,7 @@ export class ConversationDag {
 
   /** root → id, following each entry's first parent. Empty if id is not in the tree. */
   pathTo (id: string): Entry[] {
-    if (!this.joinedIds.has(id)) return []
+    if (!this.isJoined(id)) return []
     const path: Entry[] = []
     let cur = this.all.get(id)
     while (cur !== undefined) {
@@ -165,7 +177,7 @@ export class ConversationDag {
    * Without a selection (or a selection not in the tree) it shows the newest head.
    */
   branch (selected?: string): Entry[] {
-    let start = selected !== undefined && this.joinedIds.has(selected) ? selected : undefined
+    let start = selected !== undefined && this.isJoined(selected) ? selected : undefined
     if (start === undefined) {
       const heads = this.heads()
       const newest = heads[heads.length - 1]
@@ -176,7 +188,7 @@ export class ConversationDag {
     let tip = path[path.length - 1]
     while (tip !== undefined) {
       const kids = this.kids.get(tip.id)
-      tip = kids === undefined ? undefined : kids[kids.length - 1]
+      tip = kids === undefined || !Array.isArray(kids) ? kids : kids[kids.length - 1]
       if (tip !== undefined) path.push(tip)
     }
     return path
@@ -252,10 +264,10 @@ export class ConversationDag {
 
   snapshot (): DagSnapshot {
     const children: Record<string, string[]> = {}
-    for (const [id, list] of [...this.kids].sort((a, b) => a[0] < b[0] ? -1 : 1)) children[id] = list.map(e => e.id)
+    for (const [id, kids] of [...this.kids].sort((a, b) => a[0] < b[0] ? -1 : 1)) children[id] = Array.isArray(kids) ? kids.map(e => e.id) : [kids.id]
     return {
       entries: [...this.all.keys()].sort(),
-      joined: [...this.joinedIds].sort(),
+      joined: [...this.all.keys()].filter(id => !this.waitingIds.has(id)).sort(),
       heads: [...this.headSet].sort(),
       children
     }

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { canonicalJson } from './canonical-json'
+import { canonicalCopy, canonicalJson } from './canonical-json'
 import { isHex32 } from './hex32'
 import { Hex32 } from './hex32-schema'
 
@@ -164,6 +164,37 @@ export function encodeFields (e: Omit<WrittenEntry, 'id'> | WrittenEntry): Encod
   const conversation = e.parents.length === 0 ? null : field('conversation', e.conversation)
   const tail = field('kind', e.kind) + field('parents', e.parents) + field('ts', e.ts) + field('v', e.v) + '}'
   return { head, conversation, tail }
+}
+
+/**
+ * encodeFields of an entry being written, and beside it the entry as JSON.parse of its stored
+ * form gives it back (keys in the same order; canonicalCopy), but for the id, not known yet:
+ * '' here, and a root's conversation with it. One walk of the body, no parse. Of an entry as
+ * makeEntry builds it: an author of a device and an agent.
+ */
+export function encodeWritten (e: Omit<WrittenEntry, 'id'>): { fields: EncodedFields; entry: WrittenEntry } {
+  // In key order, so a value that is not JSON is reported where canonicalJson would find it first.
+  const author = e.author
+  const body = e.body === undefined ? undefined : canonicalCopy(e.body, '/body')
+  const head = '{"author":' + canonicalJson(author, '/author') + (body === undefined ? '' : ',"body":' + body.json)
+  const root = e.parents.length === 0
+  const conversation = root ? null : field('conversation', e.conversation)
+  const tail = field('kind', e.kind) + field('parents', e.parents) + field('ts', e.ts) + field('v', e.v) + '}'
+  // The envelope's strings are shared, not copied: ids and an agent's name, which the checks
+  // after this refuse unless they are strings of 64 hex characters (the agent's, of 200 at
+  // most), as they refuse a kind, conversation or ts that is not a string or number; a
+  // parent's id is then the parent's own string. Only a -0 would read back otherwise.
+  const entry = {
+    author: author.agent === undefined ? { device: author.device } : { agent: author.agent, device: author.device },
+    body: body?.copy,
+    conversation: root ? '' : e.conversation,
+    id: '',
+    kind: e.kind,
+    parents: [...e.parents],
+    ts: e.ts === 0 ? 0 : e.ts,
+    v: e.v
+  } as unknown as WrittenEntry
+  return { fields: { head, conversation, tail }, entry }
 }
 
 export function inputOf (f: EncodedFields): string {

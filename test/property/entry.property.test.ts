@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { canonicalJson } from '../../src/shared/canonical-json'
+import { canonicalCopy, canonicalJson } from '../../src/shared/canonical-json'
 import {
   BODY_SCHEMAS, EFFECT_CLASSES, ENTRY_KINDS, EnvelopeSchema, InvalidEntryError, asWritten, encodeEntry, encodeFields, fitsEnvelope, hashInput, inputOf, reunderstand, storedOf,
   type Entry, type EntryDraft, type EntryKind, type WrittenEntry
@@ -363,6 +363,66 @@ describe('the fast paths give exactly what the full ones do', () => {
     expect([...seen].sort()).toEqual(['made', 'refused'])
   })
 })
+
+describe('makeEntry returns what it stores, built without parsing it back', () => {
+  // Values the schemas take as they are (tool arguments, meta values) with all that canonical
+  // JSON changes or drops: -0, undefined fields and items, holes, null-prototype objects, a
+  // "__proto__" key (JSON.parse makes it an own field).
+  const protoKey = looseArb.map(v => Object.assign(JSON.parse('{"__proto__":{"a":-0},"k":1}') as object, { v }))
+  const argsArb = fc.oneof(looseArb, protoKey, fc.constant(null).map(() => Object.assign(Object.create(null) as object, { b: Object.assign([-0, undefined], { length: 4 }), a: undefined })))
+  const encodable = (v: unknown): boolean => outcome(() => canonicalJson(v)).startsWith('ok ')
+  const looseDraftArb: fc.Arbitrary<Made> = fc.tuple(madeArb, argsArb, fc.boolean()).filter(([, args]) => encodable(args)).map(([{ ctx }, args, meta]): Made => ({
+    draft: (meta
+      ? { kind: 'meta', parents: ['d'.repeat(64)], body: { key: 'k', value: args, hlc: { wall: -0, counter: 0, device: DEVICES[0] } } }
+      : { kind: 'tool.intent', parents: ['d'.repeat(64)], body: { callId: 'c', tool: 't', args, effect: 'read', idemKey: 'i', extra: args } }) as EntryDraft,
+    ctx: { conversation: 'e'.repeat(64), device: ctx.device, ts: ctx.ts }
+  }))
+
+  it('the same object as JSON.parse of its stored bytes (and those bytes and id as the reference builds), sharing no object with the draft', () => {
+    const seen = new Set<string>()
+    fc.assert(fc.property(fc.oneof(madeArb, looseDraftArb), ({ draft, ctx }) => {
+      const expected = referenceMakeEntry(draft, ctx)
+      if (!expected.ok) throw new Error('a valid draft was refused by the reference')
+      const made = makeEntry(draft, ctx)
+      seen.add(draft.kind)
+      const stored = encodeEntry(made)
+      expect(made.id).toBe(expected.entry.id)
+      expect(stored).toBe(referenceCanonical(expected.entry))
+      expect(made).toStrictEqual(JSON.parse(stored))
+      // the same keys in the same order, everywhere (JSON.stringify follows the objects' own order)
+      expect(JSON.stringify(made)).toBe(JSON.stringify(JSON.parse(stored)))
+      // changing the draft afterwards changes nothing of the entry (on a copy: generated values stay as they are)
+      const copy = { ...draft, body: structuredClone(draft.body), parents: [...draft.parents] } as EntryDraft
+      const again = makeEntry(copy, ctx)
+      expect(encodeEntry(again)).toBe(stored)
+      scribble(copy.body)
+      scribble(copy.parents)
+      expect(again).toStrictEqual(JSON.parse(stored))
+    }), { numRuns: 1500 })
+    expect(seen.has('meta') && seen.has('tool.intent') && seen.has('conversation')).toBe(true)
+  })
+
+  it('canonicalCopy: canonicalJson\'s text (or its error), and the value JSON.parse of it gives, for any value', () => {
+    fc.assert(fc.property(fc.oneof(looseArb, protoKey), v => {
+      const expected = outcome(() => canonicalJson(v))
+      let got: { json: string; copy: unknown } | undefined
+      const out = outcome(() => (got = canonicalCopy(v, '/x')).json)
+      expect(out).toBe(outcome(() => canonicalJson(v, '/x')))
+      if (!expected.startsWith('ok ') || got === undefined) return
+      expect(got.copy).toStrictEqual(JSON.parse(got.json))
+      expect(JSON.stringify(got.copy)).toBe(JSON.stringify(JSON.parse(got.json)))
+      if (typeof v === 'object' && v !== null) expect(got.copy).not.toBe(v)
+    }), { numRuns: 2000 })
+  })
+})
+
+/** Changes every object and array inside a value in place (to show an entry shares none of them). */
+function scribble (v: unknown): void {
+  if (Array.isArray(v)) { for (const x of v) scribble(x); v.push('scribbled') } else if (typeof v === 'object' && v !== null) {
+    for (const k of Object.keys(v)) scribble((v as Record<string, unknown>)[k])
+    ;(v as Record<string, unknown>).scribbled = true
+  }
+}
 
 /** makeEntry as it was first written: hash the canonical hash input, parse back the canonical entry, check with zod alone. */
 function referenceMakeEntry (draft: EntryDraft, ctx: Made['ctx']): { ok: true; entry: Entry } | { ok: false } {

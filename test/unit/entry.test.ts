@@ -67,6 +67,18 @@ describe('canonicalJson', () => {
     }))
   })
 
+  it('quotes every UTF-16 code unit, alone and inside text, as JSON.stringify does (strings and keys)', () => {
+    const wrong: number[] = []
+    for (let c = 0; c < 0x10000; c++) {
+      const ch = String.fromCharCode(c)
+      for (const s of [ch, 'text ' + ch + ' more text']) {
+        if (canonicalJson(s) !== JSON.stringify(s) || canonicalJson({ [s]: s }) !== `{${JSON.stringify(s)}:${JSON.stringify(s)}}`) wrong.push(c)
+      }
+    }
+    expect(wrong).toEqual([])
+    for (const s of ['\u{1f600}', 'a\ud800', '\udc00b', '\ud83d\ude00\ud83d', '\\"\n']) expect(canonicalJson(s)).toBe(JSON.stringify(s))
+  })
+
   it('drops keys whose value is undefined', () => {
     expect(canonicalJson({ a: 1, b: undefined })).toBe('{"a":1}')
   })

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
 import {
-  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeFields, hashInput, inputOf, rememberEncoding, storedOf, understand,
+  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeWritten, hashInput, inputOf, rememberEncoding, storedOf, understand,
   type Author, type EncodedFields, type KnownEntry, type EntryDraft, type Validation, type WrittenEntry
 } from '../../shared/entry'
 
@@ -40,20 +40,22 @@ export function makeEntry (draft: EntryDraft, ctx: { conversation: string | null
   const partial = { v: 1 as const, conversation: ctx.conversation ?? '', parents: draft.parents, author, ts: ctx.ts, kind: draft.kind, body: draft.body }
   // a draft's kind is named in its errors; one that is not even a string cannot be
   const what = typeof draft.kind === 'string' ? draft.kind : 'an'
-  let fields: EncodedFields
+  let written: { fields: EncodedFields; entry: WrittenEntry }
   let input: string
   try {
-    fields = encodeFields(partial)
-    input = inputOf(fields)
+    written = encodeWritten(partial)
+    input = inputOf(written.fields)
   } catch (err) {
     throw new InvalidEntryError(`${what} entry: ${(err as Error).message}`)
   }
   if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${what} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
   const id = sha256Hex(input)
-  const stored = storedOf(fields, id)
-  // What is returned is what is stored: parsed back from the stored encoding (-0, holes,
-  // undefined), a copy the caller's draft cannot change afterwards.
-  const entry = JSON.parse(stored) as KnownEntry
+  const stored = storedOf(written.fields, id)
+  // What is returned is what is stored (JSON.parse(stored) would give the same object: -0,
+  // holes, undefined), a copy the caller's draft cannot change afterwards.
+  const entry = written.entry as KnownEntry
+  entry.id = id
+  if (written.fields.conversation === null) entry.conversation = id
   const v = checkEntryShape(entry, ctx.device)
   if (!v.ok) throw new InvalidEntryError(v.error)
   rememberEncoding(entry, stored)
