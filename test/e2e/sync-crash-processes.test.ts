@@ -7,9 +7,9 @@
 // with the index the kill left and again with the index rebuilt from the feeds.
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { callNode } from '../../src/main/api/local-socket-client'
-import { ProcessCluster, type ArborResult } from '../helpers/arbor-processes'
+import { processCluster, type ArborResult } from '../helpers/arbor-processes'
 import { until } from '../helpers/temp-dir'
 
 const DELAYS_MS = [0, 50, 150, 400]
@@ -17,14 +17,7 @@ const DELAYS_MS = [0, 50, 150, 400]
 const TRIALS = Number(process.env.ARBOR_CRASH_TRIALS ?? 1)
 const POSTS = 5
 
-const cluster = new ProcessCluster()
-
-beforeAll(() => cluster.ready(), 30_000)
-afterAll(async () => {
-  // What each node said, to read when this test fails.
-  for (const [name, dev] of cluster.devices) console.log(`--- ${name}\n${dev.log.slice(-3000)}`)
-  await cluster.close()
-}, 30_000)
+const cluster = processCluster()
 
 /**
  * `arbor ...` run inside a device's node over its local socket, as the CLI forwards it, but
