@@ -6,7 +6,6 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import crypto from 'hypercore-crypto'
 import { HistoryStore } from '../../src/main/history/history-store'
-import type { FeedRecord } from '../../src/main/history/history-index'
 import { PEER_FEEDS_FILE, SyncNode } from '../../src/main/sync/sync-node'
 import { SyncSession, localFeeds } from '../../src/main/sync/sync-session'
 import type { FeedsDigest, FeedsMessage, FeedsSince } from '../../src/main/sync/arbor-messages'
@@ -19,8 +18,9 @@ import { MemoryLink } from '../helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../helpers/test-cluster'
 import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
-import { SyncSession as Session11, feedsDigest as feedsDigest11, localFeeds as localFeeds11, type SessionHost as SessionHost11 } from '../fixtures/protocol-1.1/sync-session'
-import { SyncSession as OldSyncSession, feedsDigest as oldFeedsDigest, localFeeds as oldLocalFeeds, type SessionHost as OldSessionHost } from '../fixtures/protocol-1.0/sync-session'
+import type { SyncSession as Session11 } from '../fixtures/protocol-1.1/sync-session'
+import type { SyncSession as OldSyncSession } from '../fixtures/protocol-1.0/sync-session'
+import { peerOf10, peerOf11, type OldPeerOptions } from '../helpers/old-peer'
 
 const { dirs, defer } = perTest('arbor-reconnect-')
 
@@ -252,35 +252,6 @@ describe('a reconnect', () => {
 
 // ------------------------------------------------------------------ a peer of protocol 1.0
 
-function oldDevice (history: HistoryStore, cluster: TestCluster, stream: MemoryLink['b'], feedCache: OldSessionHost['feedCache']): OldSyncSession {
-  const host: OldSessionHost = {
-    history,
-    name: 'old',
-    log: memoryLogger(),
-    proof: (hh, init) => cluster.proof(hh, init),
-    verify: (hh, init, proof) => cluster.verifyProof(hh, init, proof),
-    devices: () => cluster.devicesMessage(),
-    mergeDevices: msg => { cluster.merge(msg) },
-    presence: () => [],
-    onOpen: () => {},
-    onHeard: () => {},
-    onPresence: () => {},
-    onHears: () => {},
-    onLive: () => {},
-    onClose: () => {},
-    localDigest: () => { const feeds = oldLocalFeeds(history); return { digest: oldFeedsDigest(feeds), count: feeds.length } },
-    openTimeoutMs: 3000,
-    feedCache
-  }
-  const session = new OldSyncSession(stream, host)
-  // as a node announces: every feed added, or that it can serve more of
-  const onFeed = (rec: FeedRecord): void => { session.sendFeeds([{ conversation: rec.conversation, key: rec.key, length: history.availableLength(rec.key) }]) }
-  history.on('feed', onFeed)
-  defer(() => { history.off('feed', onFeed); session.close('the test ended') })
-  session.start()
-  return session
-}
-
 describe('a reconnect with a peer of protocol 1.0', () => {
   it('syncs both ways on every connection, and this device\'s saved picture of it spares the old one\'s list after a restart', async () => {
     const here = await start()
@@ -289,7 +260,7 @@ describe('a reconnect with a peer of protocol 1.0', () => {
     defer(() => old.close())
     const cluster = new TestCluster(secret, trusted)
     cluster.add(old.device)
-    const feedCache: OldSessionHost['feedCache'] = new Map()
+    const feedCache: OldPeerOptions['feedCache'] = new Map()
     const [mine] = await conversations(here, 1) as [string]
     const theirs = await old.createConversation({ title: 'theirs' })
     const link = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: OldSyncSession }> => {
@@ -297,7 +268,7 @@ describe('a reconnect with a peer of protocol 1.0', () => {
       defer(() => l.cut())
       expect(await l.opened()).toBe(true)
       const s = h.node.attach(l.a) as SyncSession
-      const o = oldDevice(old, cluster, l.b, feedCache)
+      const o = peerOf10({ history: old, cluster, stream: l.b, feedCache, defer }).session
       await until(() => knows(s, old) && o.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
       return { link: l, s, o }
     }
@@ -330,38 +301,6 @@ describe('a reconnect with a peer of protocol 1.0', () => {
 
 // ------------------------------------------------------------------ a peer of protocol 1.1 (the one before FeedsSince)
 
-function device11 (history: HistoryStore, cluster: TestCluster, stream: MemoryLink['b'], feedCache: SessionHost11['feedCache']): { session: Session11; warnings: () => string[] } {
-  const log = memoryLogger()
-  const host: SessionHost11 = {
-    history,
-    name: 'v1.1',
-    versions: { major: 1, minor: 1, oldest: 1, schema: 1, app: '0.1.0' },
-    log,
-    proof: (hh, init) => cluster.proof(hh, init),
-    verify: (hh, init, proof) => cluster.verifyProof(hh, init, proof),
-    devices: () => cluster.devicesMessage(),
-    mergeDevices: msg => { cluster.merge(msg) },
-    presence: () => [],
-    onOpen: () => {},
-    onIncompatible: () => {},
-    onHeard: () => {},
-    onPresence: () => {},
-    onHears: () => {},
-    onEcho: () => {},
-    onLive: () => {},
-    onClose: () => {},
-    localDigest: () => { const feeds = localFeeds11(history); return { digest: feedsDigest11(feeds), count: feeds.length } },
-    openTimeoutMs: 3000,
-    feedCache
-  }
-  const session = new Session11(stream, host)
-  const onFeed = (rec: FeedRecord): void => { session.sendFeeds([{ conversation: rec.conversation, key: rec.key, length: history.availableLength(rec.key) }]) }
-  history.on('feed', onFeed)
-  defer(() => { history.off('feed', onFeed); session.close('the test ended') })
-  session.start()
-  return { session, warnings: () => log.lines.filter(l => l.level === 'warn').map(l => l.message) }
-}
-
 describe('a reconnect with a peer of protocol 1.1', () => {
   it('is sent the FeedsDigest it reads, syncs both ways live and on every connection, and ignores FeedsSince', async () => {
     const here = await start()
@@ -370,7 +309,7 @@ describe('a reconnect with a peer of protocol 1.1', () => {
     defer(() => other.close())
     const cluster = new TestCluster(secret, trusted)
     cluster.add(other.device)
-    const feedCache: SessionHost11['feedCache'] = new Map()
+    const feedCache: OldPeerOptions['feedCache'] = new Map()
     const [mine] = await conversations(here, 1) as [string]
     const theirs = await other.createConversation({ title: 'theirs' })
     const warnings: string[] = []
@@ -379,7 +318,7 @@ describe('a reconnect with a peer of protocol 1.1', () => {
       defer(() => l.cut())
       expect(await l.opened()).toBe(true)
       const s = h.node.attach(l.a) as SyncSession
-      const o = device11(other, cluster, l.b, feedCache)
+      const o = peerOf11({ history: other, cluster, stream: l.b, feedCache, defer })
       defer(() => { warnings.push(...o.warnings()) })
       await until(() => knows(s, other) && o.session.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
       return { link: l, s, o: o.session }
