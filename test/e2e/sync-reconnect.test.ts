@@ -20,7 +20,7 @@ import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
 import type { SyncSession as Session11 } from '../fixtures/protocol-1.1/sync-session'
 import type { SyncSession as OldSyncSession } from '../fixtures/protocol-1.0/sync-session'
-import { peerOf10, peerOf11, type OldPeerOptions } from '../helpers/old-peer'
+import { peerOf10, peerOf11, type OldPeer, type OldPeerOptions } from '../helpers/old-peer'
 
 const { dirs, defer } = perTest('arbor-reconnect-')
 
@@ -250,28 +250,42 @@ describe('a reconnect', () => {
   })
 })
 
+// ------------------------------------------------------------------ peers of older protocols
+
+/**
+ * A device of an older protocol, in the cluster, with its own store; connect(h) links h to it
+ * afresh (the old session on its end keeps its feed cache across links) and resolves once each
+ * has the other's list. warnings: what its sessions warned of so far.
+ */
+async function oldSide<S extends OldSyncSession | Session11> (peerOf: (o: OldPeerOptions) => OldPeer<S>): Promise<{ store: HistoryStore; connect: (h: Dev) => Promise<{ link: MemoryLink; s: SyncSession; o: S }>; warnings: () => string[] }> {
+  const store = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
+  await store.ready()
+  defer(() => store.close())
+  const cluster = new TestCluster(secret, trusted)
+  cluster.add(store.device)
+  const feedCache: OldPeerOptions['feedCache'] = new Map()
+  const peers: Array<OldPeer<S>> = []
+  const connect = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: S }> => {
+    const link = new MemoryLink(h.history.keyPair, store.keyPair)
+    defer(() => link.cut())
+    expect(await link.opened()).toBe(true)
+    const s = h.node.attach(link.a) as SyncSession
+    const o = peerOf({ history: store, cluster, stream: link.b, feedCache, defer })
+    peers.push(o)
+    await until(() => knows(s, store) && o.session.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
+    return { link, s, o: o.session }
+  }
+  return { store, connect, warnings: () => peers.flatMap(p => p.warnings()) }
+}
+
 // ------------------------------------------------------------------ a peer of protocol 1.0
 
 describe('a reconnect with a peer of protocol 1.0', () => {
   it('syncs both ways on every connection, and this device\'s saved picture of it spares the old one\'s list after a restart', async () => {
     const here = await start()
-    const old = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
-    await old.ready()
-    defer(() => old.close())
-    const cluster = new TestCluster(secret, trusted)
-    cluster.add(old.device)
-    const feedCache: OldPeerOptions['feedCache'] = new Map()
+    const { store: old, connect: link } = await oldSide(peerOf10)
     const [mine] = await conversations(here, 1) as [string]
     const theirs = await old.createConversation({ title: 'theirs' })
-    const link = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: OldSyncSession }> => {
-      const l = new MemoryLink(h.history.keyPair, old.keyPair)
-      defer(() => l.cut())
-      expect(await l.opened()).toBe(true)
-      const s = h.node.attach(l.a) as SyncSession
-      const o = peerOf10({ history: old, cluster, stream: l.b, feedCache, defer }).session
-      await until(() => knows(s, old) && o.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
-      return { link: l, s, o }
-    }
     let c = await link(here)
     await until(() => old.summary(mine)?.size === 2 && here.history.summary(theirs.id)?.size === 1, 'both conversations on both')
     await settle(c.link)
@@ -304,25 +318,9 @@ describe('a reconnect with a peer of protocol 1.0', () => {
 describe('a reconnect with a peer of protocol 1.1', () => {
   it('is sent the FeedsDigest it reads, syncs both ways live and on every connection, and ignores FeedsSince', async () => {
     const here = await start()
-    const other = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
-    await other.ready()
-    defer(() => other.close())
-    const cluster = new TestCluster(secret, trusted)
-    cluster.add(other.device)
-    const feedCache: OldPeerOptions['feedCache'] = new Map()
+    const { store: other, connect: link, warnings } = await oldSide(peerOf11)
     const [mine] = await conversations(here, 1) as [string]
     const theirs = await other.createConversation({ title: 'theirs' })
-    const warnings: string[] = []
-    const link = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: Session11 }> => {
-      const l = new MemoryLink(h.history.keyPair, other.keyPair)
-      defer(() => l.cut())
-      expect(await l.opened()).toBe(true)
-      const s = h.node.attach(l.a) as SyncSession
-      const o = peerOf11({ history: other, cluster, stream: l.b, feedCache, defer })
-      defer(() => { warnings.push(...o.warnings()) })
-      await until(() => knows(s, other) && o.session.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
-      return { link: l, s, o: o.session }
-    }
     let c = await link(here)
     await until(() => other.summary(mine)?.size === 2 && here.history.summary(theirs.id)?.size === 1, 'both conversations on both')
     expect(c.o.compat).toBe('newer')
@@ -342,7 +340,7 @@ describe('a reconnect with a peer of protocol 1.1', () => {
       await settle(c.link)
       await c.link.cut()
     }
-    expect(warnings).toEqual([]) // it read every message this one sent it, and ignored FeedsSince
+    expect(warnings()).toEqual([]) // it read every message this one sent it, and ignored FeedsSince
   })
 })
 
