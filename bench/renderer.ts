@@ -9,7 +9,7 @@ import type { ConversationDag } from '../src/shared/conversation-dag'
 import { highlight } from '../src/renderer/markdown/highlight'
 import { layoutTree } from '../src/renderer/tree/tree-layout'
 import { buildBigConversation } from '../test/fixtures/big-conversation'
-import { emit, median, percentile, round } from './lib/util'
+import { emit, interleave, median, percentile, round, start } from './lib/util'
 
 const RUNS = 15
 const CHARS = 80_000 // below MAX_HIGHLIGHT_CHARS: the longest code it still highlights
@@ -18,18 +18,10 @@ const LANGS = ['ts', 'bash', 'html', 'css', 'yaml', 'rust', 'py']
 const ORDINARY = 'export function add (a: number, b: number): number {\n  // the sum, "as is"\n  return a + b * 2 // <b>\n}\n'
 
 /** ms of each of RUNS runs of `subject` and `baseline`, interleaved after a warm-up of each. */
-function interleaved (subject: () => unknown, baseline: () => unknown): { subject: number[]; baseline: number[] } {
-  subject()
-  baseline()
-  const out = { subject: [] as number[], baseline: [] as number[] }
-  for (let i = 0; i < RUNS; i++) {
-    for (const [fn, into] of [[subject, out.subject], [baseline, out.baseline]] as const) {
-      const t0 = performance.now()
-      fn()
-      into.push(performance.now() - t0)
-    }
-  }
-  return out
+async function interleaved (subject: () => unknown, baseline: () => unknown): Promise<{ subject: number[]; baseline: number[] }> {
+  const timed = (fn: () => unknown) => async (): Promise<number> => { const took = start(); fn(); return took().ms }
+  const [s = [], b = []] = await interleave(RUNS, [timed(subject), timed(baseline)])
+  return { subject: s, baseline: b }
 }
 
 /** The least a layout must do: visit every entry once, pre-order, through the DAG's children. */
@@ -48,7 +40,7 @@ function walk (dag: ConversationDag): number {
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'arbor-bench-renderer-'))
 try {
   const big = await buildBigConversation(tmp)
-  const tree = interleaved(() => layoutTree(big.dag), () => walk(big.dag))
+  const tree = await interleaved(() => layoutTree(big.dag), () => walk(big.dag))
   emit({
     name: 'ui.layout.tree.10000',
     value: round(median(tree.subject)),
@@ -67,7 +59,7 @@ try {
   for (const unit of HOSTILE) {
     const code = unit.repeat(Math.ceil(CHARS / unit.length)).slice(0, CHARS)
     for (const lang of LANGS) {
-      const r = interleaved(() => highlight(code, lang), () => highlight(ordinary, lang))
+      const r = await interleaved(() => highlight(code, lang), () => highlight(ordinary, lang))
       if (median(r.subject) > worst.value) worst = { value: median(r.subject), baseline: median(r.baseline), p90: percentile(r.subject, 90), lang, unit }
     }
   }
