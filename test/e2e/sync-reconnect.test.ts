@@ -214,39 +214,39 @@ describe('a reconnect', () => {
     })
   }
 
-  it('with the saved state lost or unreadable, falls back to the whole list and still ends up exact', async () => {
+  /**
+   * b stops, `spoil` changes what it saved of a, b starts again and a appends; they reconnect:
+   * b2 knows nothing of a, so a's delta does not reach a's digest and b2 asks for the whole
+   * list; a was never told by b2 since, so b2 sends its whole list; both end up exact.
+   */
+  async function reconnectUnsaved (spoil: (b: Dev, a: Dev) => Promise<void>): Promise<Dev> {
     const { a, b, ids } = await synced()
     await stop(b)
-    await fs.writeFile(path.join(b.dir, PEER_FEEDS_FILE), '{"v": 1, "peers": 7}')
+    await spoil(b, a)
     const b2 = await start(b.dir)
     await a.history.append(ids[2] as string, [note('x', ids[2] as string)])
     const mark = got.length
     const conn = await connect(a, b2)
     await settle(conn.link)
-    // b2 knows nothing of a: a's delta does not reach a's digest, b2 asks for the whole list;
-    // a was never told by b2 since: b2 sends its whole list
     expect(since(mark, b2).slice(0, 2)).toEqual([{ type: 'since', full: false, feeds: 1 }, { type: 'feeds', full: true, feeds: a.history.feeds().length }])
     expect(since(mark, a)[0]).toEqual({ type: 'since', full: true, feeds: b2.history.feeds().length })
     expect(knows(conn.a, b2.history) && knows(conn.b, a.history)).toBe(true)
+    return b2
+  }
+
+  it('with the saved state lost or unreadable, falls back to the whole list and still ends up exact', async () => {
+    await reconnectUnsaved(async b => { await fs.writeFile(path.join(b.dir, PEER_FEEDS_FILE), '{"v": 1, "peers": 7}') })
   })
 
   it('ignores the sync-peers.json the first build of 1.2 wrote: the whole list once, then that file is gone', async () => {
-    const { a, b, ids } = await synced()
-    await stop(b)
-    // what that build saved: its own list and a peer holding the same, as JSON
-    const feeds = b.history.feeds().map(f => [f.key, f.indexed])
-    await fs.rm(path.join(b.dir, PEER_FEEDS_FILE), { force: true })
-    await fs.writeFile(path.join(b.dir, 'sync-peers.json'), JSON.stringify({ v: 1, mine: { digest: '0'.repeat(64), feeds }, peers: { [a.history.device]: { digest: '0'.repeat(64), like: { differ: [], absent: [] }, unsent: [] } } }))
-    const b2 = await start(b.dir)
-    await a.history.append(ids[2] as string, [note('x', ids[2] as string)])
-    const mark = got.length
-    const conn = await connect(a, b2)
-    await settle(conn.link)
-    expect(since(mark, b2).slice(0, 2)).toEqual([{ type: 'since', full: false, feeds: 1 }, { type: 'feeds', full: true, feeds: a.history.feeds().length }])
-    expect(since(mark, a)[0]).toEqual({ type: 'since', full: true, feeds: b2.history.feeds().length })
-    expect(knows(conn.a, b2.history) && knows(conn.b, a.history)).toBe(true)
-    await until(async () => !await fs.stat(path.join(b.dir, 'sync-peers.json')).then(() => true, () => false), 'the old file to be removed', 10_000)
-    await fs.stat(path.join(b.dir, PEER_FEEDS_FILE))
+    const b2 = await reconnectUnsaved(async (b, a) => {
+      // what that build saved: its own list and a peer holding the same, as JSON
+      const feeds = b.history.feeds().map(f => [f.key, f.indexed])
+      await fs.rm(path.join(b.dir, PEER_FEEDS_FILE), { force: true })
+      await fs.writeFile(path.join(b.dir, 'sync-peers.json'), JSON.stringify({ v: 1, mine: { digest: '0'.repeat(64), feeds }, peers: { [a.history.device]: { digest: '0'.repeat(64), like: { differ: [], absent: [] }, unsent: [] } } }))
+    })
+    await until(async () => !await fs.stat(path.join(b2.dir, 'sync-peers.json')).then(() => true, () => false), 'the old file to be removed', 10_000)
+    await fs.stat(path.join(b2.dir, PEER_FEEDS_FILE))
   })
 })
 
