@@ -47,35 +47,22 @@ if (!existsSync(path.join(ROOT, 'out', 'main', 'cli.js'))) {
 const cluster = new ProcessCluster()
 try {
   await cluster.ready()
-  await Promise.all(NAMES.map(n => cluster.serve(n)))
-  await cluster.pair('laptop', 'server', 'cloud')
-  const devices = async (n: string): Promise<Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; suspectedSince?: number }>> =>
-    (JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ device: string; name: string; self: boolean; connected: boolean; suspected: boolean; suspectedSince?: number }> }).devices
-  const key = new Map<string, string>()
-  for (const n of NAMES) key.set(n, (await devices(n)).find(d => d.self)?.device ?? '')
-  const allConnected = async (): Promise<boolean> => {
-    for (const n of NAMES) if ((await devices(n)).some(d => !d.self && (!d.connected || d.suspected))) return false
-    return true
-  }
-
-  const work = await cluster.tempDir('arbor-bench-failover-')
-  const script = path.join(work, 'model.json')
+  await cluster.startPaired(NAMES, 120_000)
+  const key = cluster.keys
   // each call's first act writes the time it started (ms since the epoch, the clock the intent's ts is on)
   const stamp = { toolCalls: [{ name: 'bash', args: { command: 'date +%s%3N >> started.txt' } }] }
-  await fs.writeFile(script, JSON.stringify({
+  // Every node runs the scripted model by its own settings: a reviver never takes a model from a
+  // peer's entries (the conversation's `llm` setting names a file on the device that wrote it).
+  const { script, work } = await cluster.fakeModel('arbor-bench-failover-', {
     rules: [
       { match: '^crash', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'sleep 300', timeoutMs: 400_000 } }] }, { text: 'revived: {{lastToolOutput}}' }] },
       { match: '^stamp', reply: [...Array.from({ length: ACK_CALLS }, () => stamp), { text: 'stamped' }] }
     ]
-  }))
+  })
 
   const ackConvs: Array<{ conv: string; dir: string; into: number[] }> = []
-  // Every node runs the scripted model by its own settings: a reviver never takes a model from a
-  // peer's entries (the conversation's `llm` setting names a file on the device that wrote it).
-  for (const n of NAMES) await fs.writeFile(path.join(cluster.devices.get(n)?.dir as string, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
   // Acknowledged intents: intent written → call started, with auto-revival (the step waits
   // for a peer to hold its intent) and without (the baseline), turns interleaved.
-  await until(allConnected, 'every pair of devices to connect', 120_000, 250)
   const acked: number[] = []
   const plain: number[] = []
   for (const [revival, into] of [[true, acked], [false, plain]] as const) {
@@ -115,12 +102,9 @@ try {
   for (let run = 0; run < RUNS; run++) {
     const victim = NAMES[run % NAMES.length] as string
     const survivors = NAMES.filter(n => n !== victim)
-    if (run === 0) await until(allConnected, 'every pair of devices to connect', 120_000, 250)
+    if (run === 0) await cluster.waitConnected(NAMES, 'every pair of devices to connect', 120_000)
     const conv = (await cluster.ok(victim, 'new', '--title', `failover ${run}`, '--auto-revival', '--cwd', work)).trim()
-    const entries = async (n: string): Promise<Entry[]> => {
-      const r = await cluster.arbor(n, 'export', conv, '--format', 'json')
-      return r.code === 0 ? (JSON.parse(r.out) as { entries: Entry[] }).entries : []
-    }
+    const entries = (n: string): Promise<Entry[]> => cluster.entries(n, conv)
     cluster.spawnArbor(victim, 'chat', conv, 'crash now', '--provider', 'fake', '--script', script)
     // killed once every survivor holds the intent of the running call (a step cut short)
     await until(async () => {
@@ -141,7 +125,7 @@ try {
     const r = revival as EntryOf<'agent.started'>
     const since: number[] = []
     for (const n of survivors) {
-      const s = (await devices(n)).find(d => d.device === key.get(victim))?.suspectedSince
+      const s = (await cluster.devicesOf(n)).find(d => d.device === key.get(victim))?.suspectedSince
       if (s === undefined) throw new Error(`${n} does not suspect ${victim} after the revival`)
       since.push(s - killedAt)
     }
@@ -152,7 +136,7 @@ try {
     // back online: it continues (and finishes) its own cut-short turn, and rejoins
     const restartAt = Date.now()
     await cluster.serve(victim)
-    await until(allConnected, `${victim} to rejoin`, 120_000, 250)
+    await cluster.waitConnected(NAMES, `${victim} to rejoin`, 120_000)
     note(`${victim} restarted and heard by every device ${Date.now() - restartAt} ms after its restart`)
   }
 

@@ -9,11 +9,13 @@ import path from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { buildBigConversation, type BigConversation } from '../test/fixtures/big-conversation'
 import { launchChromium, startServe, type Served } from '../test/helpers/ui-session'
+import { chromiumPath } from '../scripts/test-preflight.js'
 import { emit, median, percentile, round } from './lib/util'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
 const PROBE = path.join(import.meta.dirname, 'lib', 'ui-probe.js')
-const CHROMIUM = '/usr/bin/chromium'
+/** the Chromium the UI tests use (ARBOR_CHROMIUM, else Debian's) */
+const CHROMIUM = chromiumPath()
 const OPEN_RUNS = 12
 const REPLIES = 2
 const say = (m: string): void => { process.stderr.write(`bench ui: ${m}\n`) }
@@ -27,7 +29,7 @@ const CHUNK = 4 // characters per token, about an LLM token
 const CHUNK_DELAY_MS = 20 // 50 tokens a second, a brisk model
 
 if (!existsSync(CHROMIUM)) {
-  process.stdout.write(JSON.stringify({ name: 'ui', skipped: `${CHROMIUM} is missing (apt-get install chromium)` }) + '\n')
+  process.stdout.write(JSON.stringify({ name: 'ui', skipped: `${CHROMIUM} is missing (apt-get install chromium, or name another with ARBOR_CHROMIUM)` }) + '\n')
   process.exit(0)
 }
 if (!existsSync(path.join(ROOT, 'out', 'main', 'cli.js')) || !existsSync(path.join(ROOT, 'out', 'renderer', 'index.html'))) {

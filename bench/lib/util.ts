@@ -5,6 +5,9 @@ import path from 'node:path'
 import { type EntryDraft } from '../../src/shared/entry'
 import { makeEntry } from '../../src/main/history/entry-codec'
 import type { Logger } from '../../src/shared/logger'
+import { random } from '../../test/helpers/seeded-random'
+
+export { random }
 
 export interface Measurement {
   name: string
@@ -46,17 +49,6 @@ const WORDS = ('the a of to and in that is for it with as on be this by file fun
   'value should could would change update build run type import export module config path line output ' +
   'install package version missing expected actual because then when which after before check fix').split(' ')
 
-/** A deterministic pseudo-random number generator (mulberry32): uniform in [0, 1). */
-export function random (seed = 1): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** Deterministic pseudo-random text of min–max bytes (default 200–500, like a chat message). */
 export function textMaker (seed = 1, min = 200, max = 500): () => string {

@@ -38,6 +38,17 @@ async function three (): Promise<{ victim: PeerNode; honest: PeerNode; mallory: 
   }
 }
 
+/** The victim's conversation, its first message answered by its agent and held everywhere; tip: the answer. */
+async function answered (victim: PeerNode): Promise<{ root: Entry; tip: Entry }> {
+  const root = await victim.node.history.createConversation({ title: 'mine' })
+  const [hello] = await victim.node.history.append(root.id, [{ kind: 'user', body: { text: 'hello' }, parents: [root.id] }])
+  await victim.node.posted(root.id, hello as Entry)
+  expect(await victim.node.agents.wait(root.id)).toBe('done')
+  const tip = (await victim.node.history.open(root.id)).branch().at(-1) as Entry
+  await peers?.everywhere(root.id, tip)
+  return { root, tip }
+}
+
 /** Mallory writes a meta entry with whatever clock she likes, at the tip of her branch. */
 async function forgeMeta (mallory: PeerNode, conv: string, key: string, value: unknown, hlc: Hlc): Promise<Entry> {
   const dag = await mallory.node.history.open(conv)
@@ -100,12 +111,7 @@ describe('attack: clocks and epochs from another device', () => {
 
   it('an agent.started with an absurd epoch takes no ownership: the victim\'s agent still answers here, and resume still works', async () => {
     const { victim, mallory } = await three()
-    const root = await victim.node.history.createConversation({ title: 'mine' })
-    const [hello] = await victim.node.history.append(root.id, [{ kind: 'user', body: { text: 'hello' }, parents: [root.id] }])
-    await victim.node.posted(root.id, hello as Entry)
-    expect(await victim.node.agents.wait(root.id)).toBe('done')
-    const tip = (await victim.node.history.open(root.id)).branch().at(-1) as Entry
-    await peers?.everywhere(root.id, tip)
+    const { root, tip } = await answered(victim)
 
     const [claim] = await mallory.node.history.append(root.id, [{ kind: 'agent.started', body: { epoch: Number.MAX_SAFE_INTEGER, reason: 'user' }, parents: [tip.id], agent: 'agent#0' }])
     await peers?.everywhere(root.id, claim as Entry)
@@ -127,12 +133,7 @@ describe('attack: clocks and epochs from another device', () => {
   // (MAX_EPOCH, whose resume MAX_EPOCH + 1 the check refuses) owns nothing either.
   it('an agent.started at exactly MAX_EPOCH takes no ownership: the victim resumes, and owns the conversation everywhere', async () => {
     const { victim, honest, mallory } = await three()
-    const root = await victim.node.history.createConversation({ title: 'mine' })
-    const [hello] = await victim.node.history.append(root.id, [{ kind: 'user', body: { text: 'hello' }, parents: [root.id] }])
-    await victim.node.posted(root.id, hello as Entry)
-    expect(await victim.node.agents.wait(root.id)).toBe('done')
-    const tip = (await victim.node.history.open(root.id)).branch().at(-1) as Entry
-    await peers?.everywhere(root.id, tip)
+    const { root, tip } = await answered(victim)
 
     // Mallory moves the agent to herself at the highest epoch the range check lets through, mid-turn
     const [claim] = await mallory.node.history.append(root.id, [{ kind: 'agent.started', body: { epoch: MAX_EPOCH, reason: 'resume', previous: { device: victim.node.device, epoch: 0 } }, parents: [tip.id], agent: `agent#${MAX_EPOCH}` }])

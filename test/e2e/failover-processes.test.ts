@@ -4,68 +4,43 @@
 // revives the agent without running the call again; the killed node restarts with its
 // network off and continues its own cut-short turn; both sides work; the network comes
 // back; the history converges and the lower agent gives way.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import type { Entry, EntryOf } from '../../src/shared/entry'
-import { ProcessCluster } from '../helpers/arbor-processes'
+import { markerRuns, processCluster } from '../helpers/arbor-processes'
 import { until } from '../helpers/temp-dir'
 
 const haveBwrap = spawnSync('bwrap', ['--version']).status === 0
 if (!haveBwrap && process.env.CI !== undefined) throw new Error('bwrap is missing on CI: install bubblewrap')
 
 const NAMES = ['laptop', 'server', 'cloud'] as const
-const cluster = new ProcessCluster()
-
-beforeAll(() => cluster.ready(), 30_000)
-afterAll(async () => {
-  // What each node said, to read when this test fails.
-  for (const [name, dev] of cluster.devices) console.log(`--- ${name}\n${dev.log.slice(-3000)}`)
-  await cluster.close()
-}, 30_000)
+const cluster = processCluster()
 
 const started = (es: Entry[]): Array<EntryOf<'agent.started'>> => es.filter((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started')
 const stopped = (es: Entry[]): Array<EntryOf<'agent.stopped'>> => es.filter((e): e is EntryOf<'agent.stopped'> => e.kind === 'agent.stopped')
 
 describe.skipIf(!haveBwrap)('failover between `arbor serve` processes', () => {
   it('SIGKILL mid-tool: revived once elsewhere, the step not re-run; the node restarts offline, both sides work, and after `net on` one agent remains', async () => {
-    await Promise.all(NAMES.map(n => cluster.serve(n)))
-    await cluster.pair('laptop', 'server', 'cloud')
-    const device = new Map<string, string>()
-    for (const n of NAMES) device.set(n, (JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ device: string; self: boolean }> }).devices.find(d => d.self)?.device ?? '')
-    const nameOf = (key: string): string => [...device].find(([, k]) => k === key)?.[0] ?? key
-    // every device hears every other one directly
-    await until(async () => {
-      for (const n of NAMES) {
-        const { devices } = JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ self: boolean; connected: boolean; suspected: boolean }> }
-        if (devices.some(d => !d.self && (!d.connected || d.suspected))) return false
-      }
-      return true
-    }, 'every pair of devices to connect', 60_000, 250)
+    await cluster.startPaired(NAMES, 60_000)
+    const device = cluster.keys
+    const nameOf = (key: string): string => cluster.nameOf(key)
 
     // The model every node runs (each its own setting: a device never takes its model from a
     // peer's entries): "crash" starts a bash call that outlives the node; "offline" one that
     // waits for the test's go.
-    const shared = await cluster.tempDir('arbor-failover-')
-    const work = path.join(shared, 'work')
-    await fs.mkdir(work)
-    const script = path.join(shared, 'model.json')
-    await fs.writeFile(script, JSON.stringify({
+    const { script, work } = await cluster.fakeModel('arbor-failover-', {
       rules: [
         { match: '^crash', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> crash.txt; sleep 300', timeoutMs: 400_000 } }] }, { text: 'after the crash: {{lastToolOutput}}' }] },
         { match: '^offline', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> offline.txt; while [ ! -e go ]; do sleep 0.1; done' } }] }, { text: 'offline work done' }] }
       ],
       default: { text: 'You said: {{lastUser}}' }
-    }))
-    for (const n of NAMES) await fs.writeFile(path.join(cluster.devices.get(n)?.dir as string, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
-    const lines = async (file: string): Promise<number> => (await fs.readFile(path.join(work, file), 'utf8').catch(() => '')).split('\n').filter(Boolean).length
+    })
+    const lines = (file: string): Promise<number> => markerRuns(path.join(work, file))
 
     const conv = (await cluster.ok('laptop', 'new', '--title', 'failover', '--auto-revival', '--cwd', work)).trim()
-    const entries = async (n: string): Promise<Entry[]> => {
-      const r = await cluster.arbor(n, 'export', conv, '--format', 'json')
-      return r.code === 0 ? (JSON.parse(r.out) as { entries: Entry[] }).entries : []
-    }
+    const entries = (n: string): Promise<Entry[]> => cluster.entries(n, conv)
     const crashChat = cluster.spawnArbor('laptop', 'chat', conv, 'crash now', '--provider', 'fake', '--script', script)
     await until(async () => (await entries('server')).some(e => e.kind === 'tool.intent') && (await entries('cloud')).some(e => e.kind === 'tool.intent'), 'server and cloud to hold the bash call\'s intent', 60_000, 200)
     expect(await lines('crash.txt')).toBe(1)

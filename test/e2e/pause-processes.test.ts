@@ -7,63 +7,44 @@
 // (ARBOR_TEST_SIGSTOP) as the bash call starts, just after its intent was written: the step
 // started only once a peer held the intent, so the reviver records it unknown instead of
 // running it again.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import type { Entry, EntryOf } from '../../src/shared/entry'
-import { ProcessCluster } from '../helpers/arbor-processes'
+import { markerRuns, processCluster } from '../helpers/arbor-processes'
 import { until } from '../helpers/temp-dir'
 
 const haveBwrap = spawnSync('bwrap', ['--version']).status === 0
 if (!haveBwrap && process.env.CI !== undefined) throw new Error('bwrap is missing on CI: install bubblewrap')
 
+process.env.ARBOR_TEST_SIGSTOP = '1' // (c): a node stops itself at the step boundary its data directory names
 const NAMES = ['laptop', 'server', 'cloud'] as const
-const cluster = new ProcessCluster()
-const device = new Map<string, string>()
+const cluster = processCluster()
+const device = cluster.keys
 let work = ''
-let script = ''
 
 const started = (es: Entry[]): Array<EntryOf<'agent.started'>> => es.filter((e): e is EntryOf<'agent.started'> => e.kind === 'agent.started')
 const stopped = (es: Entry[]): Array<EntryOf<'agent.stopped'>> => es.filter((e): e is EntryOf<'agent.stopped'> => e.kind === 'agent.stopped')
 const sleep = async (ms: number): Promise<void> => { await new Promise(resolve => setTimeout(resolve, ms)) }
-const lines = async (file: string): Promise<number> => (await fs.readFile(path.join(work, file), 'utf8').catch(() => '')).split('\n').filter(Boolean).length
+const lines = (file: string): Promise<number> => markerRuns(path.join(work, file))
 /** A revived agent works in its own device's workspace (the laptop's directory is not there): runs counted everywhere. */
 const runsEverywhere = async (file: string): Promise<number> => {
   let n = await lines(file)
   for (const dev of cluster.devices.values()) {
     for (const f of await fs.readdir(dev.workspaces, { recursive: true })) {
-      if (path.basename(f) === file) n += (await fs.readFile(path.join(dev.workspaces, f), 'utf8')).split('\n').filter(Boolean).length
+      if (path.basename(f) === file) n += await markerRuns(path.join(dev.workspaces, f))
     }
   }
   return n
 }
-const entries = async (n: string, conv: string): Promise<Entry[]> => {
-  const r = await cluster.arbor(n, 'export', conv, '--format', 'json')
-  return r.code === 0 ? (JSON.parse(r.out) as { entries: Entry[] }).entries : []
-}
-const nameOf = (key: string): string => [...device].find(([, k]) => k === key)?.[0] ?? key
-const laptopProc = (): NonNullable<ReturnType<typeof cluster.devices.get>>['proc'] => cluster.devices.get('laptop')?.proc ?? null
+const entries = (n: string, conv: string): Promise<Entry[]> => cluster.entries(n, conv)
+const nameOf = (key: string): string => cluster.nameOf(key)
 
 beforeAll(async () => {
-  process.env.ARBOR_TEST_SIGSTOP = '1' // (c): a node stops itself at the step boundary its data directory names
-  await cluster.ready()
-  await Promise.all(NAMES.map(n => cluster.serve(n)))
-  await cluster.pair('laptop', 'server', 'cloud')
-  for (const n of NAMES) device.set(n, (JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ device: string; self: boolean }> }).devices.find(d => d.self)?.device ?? '')
-  await until(async () => {
-    for (const n of NAMES) {
-      const { devices } = JSON.parse(await cluster.ok(n, 'devices', '--json')) as { devices: Array<{ self: boolean; connected: boolean; suspected: boolean }> }
-      if (devices.some(d => !d.self && (!d.connected || d.suspected))) return false
-    }
-    return true
-  }, 'every pair of devices to connect', 30_000, 250)
-  const shared = await cluster.tempDir('arbor-pause-')
-  work = path.join(shared, 'work')
-  await fs.mkdir(work)
-  script = path.join(shared, 'model.json')
+  await cluster.startPaired(NAMES, 30_000)
   // Each call appends to a marker file: its line count is how often the step ran.
-  await fs.writeFile(script, JSON.stringify({
+  ;({ work } = await cluster.fakeModel('arbor-pause-', {
     rules: [
       { match: '^short', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> short.txt; sleep 2' } }] }, { text: 'short done' }] },
       { match: '^intent', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran >> first.txt; sleep 1' } }] }, { toolCalls: [{ name: 'bash', args: { command: 'echo ran >> intent.txt' } }] }, { text: 'intent done' }] },
@@ -71,13 +52,7 @@ beforeAll(async () => {
     ],
     default: { text: 'You said: {{lastUser}}' }
   }))
-  for (const n of NAMES) await fs.writeFile(path.join(cluster.devices.get(n)?.dir as string, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
 }, 60_000)
-afterAll(async () => {
-  laptopProc()?.kill('SIGCONT')
-  for (const [name, dev] of cluster.devices) console.log(`--- ${name}\n${dev.log.slice(-3000)}`)
-  await cluster.close()
-}, 30_000)
 
 /**
  * Posts on the laptop, waits until its bash call runs (the marker file: cheap to poll, so the
@@ -87,7 +62,7 @@ async function startAndPause (title: string, message: string, marker: string): P
   const conv = (await cluster.ok('laptop', 'new', '--title', title, '--auto-revival', '--cwd', work)).trim()
   cluster.spawnArbor('laptop', 'chat', conv, message)
   await until(async () => (await lines(marker)) === 1, 'the call to run', 30_000, 10)
-  laptopProc()?.kill('SIGSTOP')
+  cluster.pause('laptop', true)
   return conv
 }
 
@@ -104,7 +79,7 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
   it('(b) paused for less than the window: no revival, the turn ends normally on the laptop', async () => {
     const conv = await startAndPause('short pause', 'short pause', 'short.txt')
     await sleep(1500)
-    laptopProc()?.kill('SIGCONT')
+    cluster.pause('laptop', false)
     const done = async (n: string): Promise<boolean> => stopped(await entries(n, conv)).some(e => e.body.reason === 'done')
     await until(async () => (await done('laptop')) && (await done('server')) && (await done('cloud')), 'the turn to end, known everywhere', 20_000, 200)
     const history = await entries('server', conv)
@@ -125,7 +100,7 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
     const reviver = nameOf(revival.author.device)
     console.log(`revived on ${reviver} ${revival.ts - pausedAt} ms after the SIGSTOP`)
     await sleep(500) // the call (2 s) has long finished; the revived agent is at work
-    laptopProc()?.kill('SIGCONT')
+    cluster.pause('laptop', false)
 
     // the laptop's agent ended, however (today it may end its turn as done instead of giving way)
     const gaveWay = async (n: string): Promise<boolean> => stopped(await entries(n, conv)).some(e => e.author.device === device.get('laptop'))
@@ -175,7 +150,7 @@ describe.skipIf(!haveBwrap)('SIGSTOP/SIGCONT of the node running an auto-revival
     await until(async () => turnOver(reviver), 'the revived turn to end', 20_000, 200)
     // the reviver held the call's intent: it recorded the outcome as unknown instead of running it
     expect(await runsEverywhere('intent.txt')).toBe(0)
-    laptopProc()?.kill('SIGCONT')
+    cluster.pause('laptop', false)
 
     let all: Entry[][] = []
     await until(async () => {

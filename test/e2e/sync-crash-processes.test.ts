@@ -8,9 +8,9 @@
 import fs from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { runCli } from '../../src/main/cli/run-cli'
-import { ProcessCluster, type ArborResult } from '../helpers/arbor-processes'
+import { processCluster, type ArborResult } from '../helpers/arbor-processes'
 import { until } from '../helpers/temp-dir'
 
 const DELAYS_MS = [0, 50, 150, 400]
@@ -18,14 +18,7 @@ const DELAYS_MS = [0, 50, 150, 400]
 const TRIALS = Number(process.env.ARBOR_CRASH_TRIALS ?? 1)
 const POSTS = 5
 
-const cluster = new ProcessCluster()
-
-beforeAll(() => cluster.ready(), 30_000)
-afterAll(async () => {
-  // What each node said, to read when this test fails.
-  for (const [name, dev] of cluster.devices) console.log(`--- ${name}\n${dev.log.slice(-3000)}`)
-  await cluster.close()
-}, 30_000)
+const cluster = processCluster()
 
 /**
  * `arbor ...` run in this process, a client of the device's node over its local socket as the

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import crypto from 'hypercore-crypto'
 import c from 'compact-encoding'
 import Protomux from 'protomux'
-import { HistoryStore, type EntriesEvent, type InvalidEvent } from '../../src/main/history/history-store'
+import { HistoryStore, type InvalidEvent } from '../../src/main/history/history-store'
 import { entryId, makeEntry } from '../../src/main/history/entry-codec'
 import { SyncNode, type PeerEvent, type PeerState } from '../../src/main/sync/sync-node'
 import { conversationJson, transcriptMarkdown, transcriptText } from '../../src/shared/conversation-export'
@@ -20,7 +20,7 @@ import { TestCluster } from '../helpers/test-cluster'
 import { perTest } from '../helpers/per-test'
 import { PROTOCOL } from '../../src/shared/protocol-version'
 import { until } from '../helpers/temp-dir'
-import { SyncSession as OldSyncSession, feedsDigest as oldFeedsDigest, localFeeds as oldLocalFeeds, type SessionHost as OldSessionHost } from '../fixtures/protocol-1.0/sync-session'
+import { peerOf10 } from '../helpers/old-peer'
 
 const { dirs, defer } = perTest()
 /** this version's protocol, as the Devices screen shows it */
@@ -187,40 +187,6 @@ describe('devices whose hellos carry other versions', () => {
   })
 })
 
-/**
- * A device of protocol 1.0 (test/fixtures/protocol-1.0: the session as Arbor spoke it before
- * hellos carried versions) on one end of a link, with a real HistoryStore behind it.
- */
-function oldDevice (history: HistoryStore, cluster: TestCluster, stream: MemoryLink['b']): { session: OldSyncSession; warnings: () => string[] } {
-  const log = memoryLogger()
-  const host: OldSessionHost = {
-    history,
-    name: 'old',
-    log,
-    proof: (hh, init) => cluster.proof(hh, init),
-    verify: (hh, init, proof) => cluster.verifyProof(hh, init, proof),
-    devices: () => cluster.devicesMessage(),
-    mergeDevices: msg => { cluster.merge(msg) },
-    presence: () => [],
-    onOpen: () => {},
-    onHeard: () => {},
-    onPresence: () => {},
-    onHears: () => {},
-    onLive: () => {},
-    onClose: () => {},
-    localDigest: () => { const feeds = oldLocalFeeds(history); return { digest: oldFeedsDigest(feeds), count: feeds.length } },
-    openTimeoutMs: 3000,
-    feedCache: new Map()
-  }
-  const session = new OldSyncSession(stream, host)
-  // as 1.0's SyncNode did: every feed that grows is announced
-  const onEntries = (ev: EntriesEvent): void => { session.sendFeeds([{ conversation: ev.conversation, key: ev.feed, length: history.availableLength(ev.feed) }]) }
-  history.on('entries', onEntries)
-  defer(() => { history.off('entries', onEntries); session.close('the test ended') })
-  session.start()
-  return { session, warnings: () => log.lines.filter(l => l.level === 'warn').map(l => l.message) }
-}
-
 describe('a device of protocol 1.0 (before hellos carried versions)', () => {
   it('syncs with this one both ways; this one shows it as older, with what to do', async () => {
     const [h, ho] = [await store(), await store()]
@@ -231,7 +197,7 @@ describe('a device of protocol 1.0 (before hellos carried versions)', () => {
     defer(() => link.cut())
     expect(await link.opened()).toBe(true)
     here.attach(link.a)
-    const old = oldDevice(ho, cluster, link.b)
+    const old = peerOf10({ history: ho, cluster, stream: link.b, defer })
 
     await until(() => ho.summary(mine.id) !== undefined && h.summary(theirs.id) !== undefined, 'both conversations on both devices')
     // live, both ways

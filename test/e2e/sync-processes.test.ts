@@ -1,21 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ProcessCluster } from '../helpers/arbor-processes'
+import { describe, expect, it } from 'vitest'
+import { processCluster } from '../helpers/arbor-processes'
 import { until } from '../helpers/temp-dir'
 
-const cluster = new ProcessCluster()
+const cluster = processCluster(2000)
 const arbor = cluster.arbor.bind(cluster)
 const serve = async (name: string): Promise<void> => { await cluster.serve(name, [], 20_000) }
 
 const list = async (name: string): Promise<Array<{ id: string; size: number; title: string }>> => JSON.parse((await arbor(name, 'ls', '--json')).out) as Array<{ id: string; size: number; title: string }>
 const sizeOf = async (name: string, conv: string): Promise<number> => (await list(name)).find(c => c.id === conv)?.size ?? 0
-
-beforeAll(() => cluster.ready(), 30_000)
-
-afterAll(async () => {
-  // What each node said, to read when this test fails.
-  for (const [name, dev] of cluster.devices) if (dev.log !== '') console.log(`--- ${name}\n${dev.log.slice(-2000)}`)
-  await cluster.close()
-})
 
 describe('three devices in separate processes on a HyperDHT testnet', () => {
   it('pair, sync, partition, write on both sides, heal, converge; an unpaired device is refused', async () => {

@@ -6,7 +6,6 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import crypto from 'hypercore-crypto'
 import { HistoryStore } from '../../src/main/history/history-store'
-import type { FeedRecord } from '../../src/main/history/history-index'
 import { PEER_FEEDS_FILE, SyncNode } from '../../src/main/sync/sync-node'
 import { SyncSession, localFeeds } from '../../src/main/sync/sync-session'
 import type { FeedsDigest, FeedsMessage, FeedsSince } from '../../src/main/sync/arbor-messages'
@@ -19,8 +18,9 @@ import { MemoryLink } from '../helpers/in-process-network'
 import { TestCluster, type TestDevices } from '../helpers/test-cluster'
 import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
-import { SyncSession as Session11, feedsDigest as feedsDigest11, localFeeds as localFeeds11, type SessionHost as SessionHost11 } from '../fixtures/protocol-1.1/sync-session'
-import { SyncSession as OldSyncSession, feedsDigest as oldFeedsDigest, localFeeds as oldLocalFeeds, type SessionHost as OldSessionHost } from '../fixtures/protocol-1.0/sync-session'
+import type { SyncSession as Session11 } from '../fixtures/protocol-1.1/sync-session'
+import type { SyncSession as OldSyncSession } from '../fixtures/protocol-1.0/sync-session'
+import { peerOf10, peerOf11, type OldPeer, type OldPeerOptions } from '../helpers/old-peer'
 
 const { dirs, defer } = perTest('arbor-reconnect-')
 
@@ -214,93 +214,78 @@ describe('a reconnect', () => {
     })
   }
 
-  it('with the saved state lost or unreadable, falls back to the whole list and still ends up exact', async () => {
+  /**
+   * b stops, `spoil` changes what it saved of a, b starts again and a appends; they reconnect:
+   * b2 knows nothing of a, so a's delta does not reach a's digest and b2 asks for the whole
+   * list; a was never told by b2 since, so b2 sends its whole list; both end up exact.
+   */
+  async function reconnectUnsaved (spoil: (b: Dev, a: Dev) => Promise<void>): Promise<Dev> {
     const { a, b, ids } = await synced()
     await stop(b)
-    await fs.writeFile(path.join(b.dir, PEER_FEEDS_FILE), '{"v": 1, "peers": 7}')
+    await spoil(b, a)
     const b2 = await start(b.dir)
     await a.history.append(ids[2] as string, [note('x', ids[2] as string)])
     const mark = got.length
     const conn = await connect(a, b2)
     await settle(conn.link)
-    // b2 knows nothing of a: a's delta does not reach a's digest, b2 asks for the whole list;
-    // a was never told by b2 since: b2 sends its whole list
     expect(since(mark, b2).slice(0, 2)).toEqual([{ type: 'since', full: false, feeds: 1 }, { type: 'feeds', full: true, feeds: a.history.feeds().length }])
     expect(since(mark, a)[0]).toEqual({ type: 'since', full: true, feeds: b2.history.feeds().length })
     expect(knows(conn.a, b2.history) && knows(conn.b, a.history)).toBe(true)
+    return b2
+  }
+
+  it('with the saved state lost or unreadable, falls back to the whole list and still ends up exact', async () => {
+    await reconnectUnsaved(async b => { await fs.writeFile(path.join(b.dir, PEER_FEEDS_FILE), '{"v": 1, "peers": 7}') })
   })
 
   it('ignores the sync-peers.json the first build of 1.2 wrote: the whole list once, then that file is gone', async () => {
-    const { a, b, ids } = await synced()
-    await stop(b)
-    // what that build saved: its own list and a peer holding the same, as JSON
-    const feeds = b.history.feeds().map(f => [f.key, f.indexed])
-    await fs.rm(path.join(b.dir, PEER_FEEDS_FILE), { force: true })
-    await fs.writeFile(path.join(b.dir, 'sync-peers.json'), JSON.stringify({ v: 1, mine: { digest: '0'.repeat(64), feeds }, peers: { [a.history.device]: { digest: '0'.repeat(64), like: { differ: [], absent: [] }, unsent: [] } } }))
-    const b2 = await start(b.dir)
-    await a.history.append(ids[2] as string, [note('x', ids[2] as string)])
-    const mark = got.length
-    const conn = await connect(a, b2)
-    await settle(conn.link)
-    expect(since(mark, b2).slice(0, 2)).toEqual([{ type: 'since', full: false, feeds: 1 }, { type: 'feeds', full: true, feeds: a.history.feeds().length }])
-    expect(since(mark, a)[0]).toEqual({ type: 'since', full: true, feeds: b2.history.feeds().length })
-    expect(knows(conn.a, b2.history) && knows(conn.b, a.history)).toBe(true)
-    await until(async () => !await fs.stat(path.join(b.dir, 'sync-peers.json')).then(() => true, () => false), 'the old file to be removed', 10_000)
-    await fs.stat(path.join(b.dir, PEER_FEEDS_FILE))
+    const b2 = await reconnectUnsaved(async (b, a) => {
+      // what that build saved: its own list and a peer holding the same, as JSON
+      const feeds = b.history.feeds().map(f => [f.key, f.indexed])
+      await fs.rm(path.join(b.dir, PEER_FEEDS_FILE), { force: true })
+      await fs.writeFile(path.join(b.dir, 'sync-peers.json'), JSON.stringify({ v: 1, mine: { digest: '0'.repeat(64), feeds }, peers: { [a.history.device]: { digest: '0'.repeat(64), like: { differ: [], absent: [] }, unsent: [] } } }))
+    })
+    await until(async () => !await fs.stat(path.join(b2.dir, 'sync-peers.json')).then(() => true, () => false), 'the old file to be removed', 10_000)
+    await fs.stat(path.join(b2.dir, PEER_FEEDS_FILE))
   })
 })
 
-// ------------------------------------------------------------------ a peer of protocol 1.0
+// ------------------------------------------------------------------ peers of older protocols
 
-function oldDevice (history: HistoryStore, cluster: TestCluster, stream: MemoryLink['b'], feedCache: OldSessionHost['feedCache']): OldSyncSession {
-  const host: OldSessionHost = {
-    history,
-    name: 'old',
-    log: memoryLogger(),
-    proof: (hh, init) => cluster.proof(hh, init),
-    verify: (hh, init, proof) => cluster.verifyProof(hh, init, proof),
-    devices: () => cluster.devicesMessage(),
-    mergeDevices: msg => { cluster.merge(msg) },
-    presence: () => [],
-    onOpen: () => {},
-    onHeard: () => {},
-    onPresence: () => {},
-    onHears: () => {},
-    onLive: () => {},
-    onClose: () => {},
-    localDigest: () => { const feeds = oldLocalFeeds(history); return { digest: oldFeedsDigest(feeds), count: feeds.length } },
-    openTimeoutMs: 3000,
-    feedCache
+/**
+ * A device of an older protocol, in the cluster, with its own store; connect(h) links h to it
+ * afresh (the old session on its end keeps its feed cache across links) and resolves once each
+ * has the other's list. warnings: what its sessions warned of so far.
+ */
+async function oldSide<S extends OldSyncSession | Session11> (peerOf: (o: OldPeerOptions) => OldPeer<S>): Promise<{ store: HistoryStore; connect: (h: Dev) => Promise<{ link: MemoryLink; s: SyncSession; o: S }>; warnings: () => string[] }> {
+  const store = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
+  await store.ready()
+  defer(() => store.close())
+  const cluster = new TestCluster(secret, trusted)
+  cluster.add(store.device)
+  const feedCache: OldPeerOptions['feedCache'] = new Map()
+  const peers: Array<OldPeer<S>> = []
+  const connect = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: S }> => {
+    const link = new MemoryLink(h.history.keyPair, store.keyPair)
+    defer(() => link.cut())
+    expect(await link.opened()).toBe(true)
+    const s = h.node.attach(link.a) as SyncSession
+    const o = peerOf({ history: store, cluster, stream: link.b, feedCache, defer })
+    peers.push(o)
+    await until(() => knows(s, store) && o.session.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
+    return { link, s, o: o.session }
   }
-  const session = new OldSyncSession(stream, host)
-  // as a node announces: every feed added, or that it can serve more of
-  const onFeed = (rec: FeedRecord): void => { session.sendFeeds([{ conversation: rec.conversation, key: rec.key, length: history.availableLength(rec.key) }]) }
-  history.on('feed', onFeed)
-  defer(() => { history.off('feed', onFeed); session.close('the test ended') })
-  session.start()
-  return session
+  return { store, connect, warnings: () => peers.flatMap(p => p.warnings()) }
 }
+
+// ------------------------------------------------------------------ a peer of protocol 1.0
 
 describe('a reconnect with a peer of protocol 1.0', () => {
   it('syncs both ways on every connection, and this device\'s saved picture of it spares the old one\'s list after a restart', async () => {
     const here = await start()
-    const old = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
-    await old.ready()
-    defer(() => old.close())
-    const cluster = new TestCluster(secret, trusted)
-    cluster.add(old.device)
-    const feedCache: OldSessionHost['feedCache'] = new Map()
+    const { store: old, connect: link } = await oldSide(peerOf10)
     const [mine] = await conversations(here, 1) as [string]
     const theirs = await old.createConversation({ title: 'theirs' })
-    const link = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: OldSyncSession }> => {
-      const l = new MemoryLink(h.history.keyPair, old.keyPair)
-      defer(() => l.cut())
-      expect(await l.opened()).toBe(true)
-      const s = h.node.attach(l.a) as SyncSession
-      const o = oldDevice(old, cluster, l.b, feedCache)
-      await until(() => knows(s, old) && o.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
-      return { link: l, s, o }
-    }
     let c = await link(here)
     await until(() => old.summary(mine)?.size === 2 && here.history.summary(theirs.id)?.size === 1, 'both conversations on both')
     await settle(c.link)
@@ -330,60 +315,12 @@ describe('a reconnect with a peer of protocol 1.0', () => {
 
 // ------------------------------------------------------------------ a peer of protocol 1.1 (the one before FeedsSince)
 
-function device11 (history: HistoryStore, cluster: TestCluster, stream: MemoryLink['b'], feedCache: SessionHost11['feedCache']): { session: Session11; warnings: () => string[] } {
-  const log = memoryLogger()
-  const host: SessionHost11 = {
-    history,
-    name: 'v1.1',
-    versions: { major: 1, minor: 1, oldest: 1, schema: 1, app: '0.1.0' },
-    log,
-    proof: (hh, init) => cluster.proof(hh, init),
-    verify: (hh, init, proof) => cluster.verifyProof(hh, init, proof),
-    devices: () => cluster.devicesMessage(),
-    mergeDevices: msg => { cluster.merge(msg) },
-    presence: () => [],
-    onOpen: () => {},
-    onIncompatible: () => {},
-    onHeard: () => {},
-    onPresence: () => {},
-    onHears: () => {},
-    onEcho: () => {},
-    onLive: () => {},
-    onClose: () => {},
-    localDigest: () => { const feeds = localFeeds11(history); return { digest: feedsDigest11(feeds), count: feeds.length } },
-    openTimeoutMs: 3000,
-    feedCache
-  }
-  const session = new Session11(stream, host)
-  const onFeed = (rec: FeedRecord): void => { session.sendFeeds([{ conversation: rec.conversation, key: rec.key, length: history.availableLength(rec.key) }]) }
-  history.on('feed', onFeed)
-  defer(() => { history.off('feed', onFeed); session.close('the test ended') })
-  session.start()
-  return { session, warnings: () => log.lines.filter(l => l.level === 'warn').map(l => l.message) }
-}
-
 describe('a reconnect with a peer of protocol 1.1', () => {
   it('is sent the FeedsDigest it reads, syncs both ways live and on every connection, and ignores FeedsSince', async () => {
     const here = await start()
-    const other = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
-    await other.ready()
-    defer(() => other.close())
-    const cluster = new TestCluster(secret, trusted)
-    cluster.add(other.device)
-    const feedCache: SessionHost11['feedCache'] = new Map()
+    const { store: other, connect: link, warnings } = await oldSide(peerOf11)
     const [mine] = await conversations(here, 1) as [string]
     const theirs = await other.createConversation({ title: 'theirs' })
-    const warnings: string[] = []
-    const link = async (h: Dev): Promise<{ link: MemoryLink; s: SyncSession; o: Session11 }> => {
-      const l = new MemoryLink(h.history.keyPair, other.keyPair)
-      defer(() => l.cut())
-      expect(await l.opened()).toBe(true)
-      const s = h.node.attach(l.a) as SyncSession
-      const o = device11(other, cluster, l.b, feedCache)
-      defer(() => { warnings.push(...o.warnings()) })
-      await until(() => knows(s, other) && o.session.remoteFeeds.size === h.history.feeds().length, 'the lists both ways')
-      return { link: l, s, o: o.session }
-    }
     let c = await link(here)
     await until(() => other.summary(mine)?.size === 2 && here.history.summary(theirs.id)?.size === 1, 'both conversations on both')
     expect(c.o.compat).toBe('newer')
@@ -403,7 +340,7 @@ describe('a reconnect with a peer of protocol 1.1', () => {
       await settle(c.link)
       await c.link.cut()
     }
-    expect(warnings).toEqual([]) // it read every message this one sent it, and ignored FeedsSince
+    expect(warnings()).toEqual([]) // it read every message this one sent it, and ignored FeedsSince
   })
 })
 

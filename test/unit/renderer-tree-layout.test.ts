@@ -4,6 +4,7 @@ import fc from 'fast-check'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { DEVICE_COLOURS, deviceColour, layoutTree, shortLabel, visibleWindow } from '../../src/renderer/tree/tree-layout'
+import { expectLinear } from '../helpers/linear-growth'
 
 const A = 'a'.repeat(64)
 const B = 'b'.repeat(64)
@@ -28,6 +29,44 @@ function tree () {
     return { user, last }
   }
   return { root, dag, add, turn }
+}
+
+/**
+ * The DAG with what the layout asks of it counted in `asked.n`: each method call and each
+ * element of an array it returns (a branch of a thousand entries is a thousand).
+ */
+function countedAsks (dag: ConversationDag, asked: { n: number }): ConversationDag {
+  return new Proxy(dag, {
+    get (target, key) {
+      const v = Reflect.get(target, key, target) as unknown
+      if (typeof v !== 'function') { asked.n++; return v }
+      return (...args: unknown[]) => {
+        const r = (v as (...a: unknown[]) => unknown).apply(target, args)
+        asked.n += 1 + (Array.isArray(r) ? r.length : 0)
+        return r
+      }
+    }
+  })
+}
+
+/** A chain of `turns` turns; selected: its last entry. */
+function chain (turns: number): { dag: ConversationDag; selected: string } {
+  const { root, dag, turn } = tree()
+  let tip: Entry = root
+  for (let i = 0; i < turns; i++) tip = turn(tip, `message ${i}`).last
+  return { dag, selected: tip.id }
+}
+
+/** `turns` turns, two at each level (each turn a branch point); selected: the deepest edited one. */
+function forks (turns: number): { dag: ConversationDag; selected: string } {
+  const { root, dag, turn } = tree()
+  let tip: Entry = root
+  let selected = root.id
+  for (let i = 0; i < turns; i += 2) {
+    selected = turn(tip, `edited ${i}`, B).user.id
+    tip = turn(tip, `message ${i}`).last
+  }
+  return { dag, selected }
 }
 
 describe('layoutTree', () => {
@@ -59,19 +98,39 @@ describe('layoutTree', () => {
     expect(layoutTree(dag).rows.filter(r => r.onBranch).map(r => r.id)).toEqual([root.id, t1b.user.id])
   })
 
-  it('lays out a 10,000-entry chain without recursion, quickly', () => {
+  it('lays out a 10,000-entry chain without recursion', () => {
     const { root, dag, turn } = tree()
     let tip: Entry = root
     for (let i = 0; i < 3334; i++) tip = turn(tip, `message ${i}`).last
     expect(dag.size).toBeGreaterThan(10_000)
-    const t0 = performance.now()
     const { rows, current } = layoutTree(dag)
-    const ms = performance.now() - t0
     expect(rows.length).toBe(3335)
     expect(current).toBe(3334)
     expect(rows.every(r => r.lane === 0 && r.onBranch)).toBe(true)
     expect(rows[3334]?.depth).toBe(3334)
-    expect(ms).toBeLessThan(500)
+  })
+
+  it('asks the DAG for work linear in its size: a chain, a fork at every turn, a selection deep in it', () => {
+    for (const [shape, make] of [['a chain', chain], ['a fork at every turn', forks]] as const) {
+      for (const select of [false, true]) {
+        expectLinear(`${shape}${select ? ', selected' : ''}`, turns => {
+          const { dag, selected } = make(turns)
+          const asked = { n: 0 }
+          const { rows } = layoutTree(countedAsks(dag, asked), select ? selected : undefined)
+          expect(rows.length).toBe(turns + 1)
+          return asked.n
+        }, [250, 500, 1_000])
+      }
+    }
+  })
+
+  it('its linearity check sees a layout that walks each row\'s branch again', () => {
+    expect(() => expectLinear('a layout asking for every row\'s branch', turns => {
+      const asked = { n: 0 }
+      const dag = countedAsks(chain(turns).dag, asked)
+      for (const r of layoutTree(dag).rows) dag.branch(r.select)
+      return asked.n
+    }, [100, 200, 400])).toThrow(/every row's branch/)
   })
 
   it('every turn appears once, parents before children, whatever the shape', () => {
