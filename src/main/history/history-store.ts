@@ -13,6 +13,7 @@ import { consoleLogger, type Logger } from '../../shared/logger'
 import { makeFeedHeader, verifyFeedHeader, type DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
 import { readLocalBlocks } from './feed-blocks'
+import { FeedPool } from './feed-pool'
 import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { parseManifestRecord, type ManifestRecord } from './manifest-record'
@@ -126,21 +127,16 @@ export class HistoryStore extends EventEmitter {
   private device_: string | null = null
   private manifest: Hypercore.Core | null = null
   private state: IndexState = emptyIndex('')
-  private readonly cores = new Map<string, Hypercore.Core>()
+  private readonly pool: FeedPool
   private readonly ownFeedKeys = new Map<string, string>()
   private ownFeedsIndexed = false
   private readonly watched = new Set<string>()
-  private readonly lastUsed = new Map<string, number>()
-  /** feeds being opened, written or read outside a pump (a count each): never closed as idle meanwhile */
-  private readonly pinned = new Map<string, number>()
   /** the longest length peers announced for a feed: it is not closed before it is read that far */
   private readonly wanted = new Map<string, number>()
   /** the length of each own feed after its last write, whether or not the feed is open now */
   private readonly ownLength = new Map<string, number>()
   /** whether a connected peer lacks blocks of a feed below a length (set by the sync layer) */
   private peersLack: (key: string, length: number) => boolean = () => false
-  private readonly idleCloseMs: number
-  private sweepTimer: NodeJS.Timeout | null = null
   private readonly dags: DagCache<ConversationDag>
   /**
    * DAGs evicted while a caller may still hold one (open() hands out live DAGs): each is
@@ -182,12 +178,18 @@ export class HistoryStore extends EventEmitter {
     this.manifestDelayMs = opts.manifestDelayMs ?? 1000
     this.indexDelayMs = opts.indexDelayMs ?? 1000
     this.watchPeers = opts.watchPeers ?? true
-    this.idleCloseMs = opts.idleCloseMs ?? 10_000
     this.dags = new DagCache<ConversationDag>(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, (conversation, dag, bytes) => {
       this.evicted.set(conversation, { ref: new WeakRef(dag), bytes })
       this.collected.register(dag, conversation)
     })
     this.corestore = new Corestore(path.join(this.dir, 'corestore'))
+    this.pool = new FeedPool({
+      corestore: this.corestore,
+      log: this.log,
+      idleCloseMs: opts.idleCloseMs ?? 10_000,
+      keepOpen: (key, core) => this.keepOpen(key, core),
+      closed: key => { this.watched.delete(key) }
+    })
     this.indexFile = new HistoryIndexFile(indexDir(this.dir))
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
     this.view = new ViewState(path.join(this.dir, 'view-state.json'))
@@ -248,39 +250,34 @@ export class HistoryStore extends EventEmitter {
     }
     // Peer feeds are opened only when a peer has more of them (updateFeed), and idle
     // feeds are closed: a reconnect with nothing new opens no feed at all.
-    this.sweepTimer = setInterval(() => { this.closeIdleFeeds() }, Math.max(50, this.idleCloseMs / 2))
-    this.sweepTimer.unref()
+    this.pool.start()
   }
 
   /**
-   * Closes feeds nobody has used for idleCloseMs: not while one is opened, written or read,
-   * not yet indexed as far as a peer announced, or still lacking at a connected peer. A
-   * feed a peer still needs must stay open here: Corestore closes a core without sessions
-   * once it has been idle a few seconds, even while a peer's download from it is under way,
-   * and the peer does not open that replication channel again by itself.
+   * Whether an idle feed stays open: while it is read, not yet indexed as far as a peer
+   * announced, or still lacking at a connected peer (FeedPool closes the others).
    */
-  private closeIdleFeeds (): void {
-    const now = Date.now()
-    for (const [key, core] of this.cores) {
-      if (now - (this.lastUsed.get(key) ?? 0) < this.idleCloseMs || this.pumping.has(key) || this.pinned.has(key)) continue
-      const rec = this.state.feeds[key]
-      if (rec === undefined) continue
-      if (!rec.own && rec.indexed < Math.max(core.length, this.wanted.get(key) ?? 0)) continue
-      if (this.peersLack(key, this.availableLength(key))) continue
-      this.cores.delete(key)
-      this.watched.delete(key)
-      this.lastUsed.delete(key)
-      core.close().catch((err: Error) => { this.log.warn(`could not close idle feed ${key.slice(0, 12)}: ${err.message}`) })
-    }
+  private keepOpen (key: string, core: Hypercore.Core): boolean {
+    if (this.pumping.has(key)) return true
+    const rec = this.state.feeds[key]
+    if (rec === undefined) return true
+    if (!rec.own && rec.indexed < Math.max(core.length, this.wanted.get(key) ?? 0)) return true
+    return this.peersLack(key, this.availableLength(key))
   }
+
+  /** The open feeds (tests reach for them). */
+  private get cores (): Map<string, Hypercore.Core> { return this.pool.cores }
+
+  /** Runs fn with a feed pinned open (FeedPool.pinWhile). */
+  private pinWhile<T> (key: string, fn: () => Promise<T>): Promise<T> { return this.pool.pinWhile(key, fn) }
 
   private async closeStore (): Promise<void> {
     this.closing = true
-    if (this.sweepTimer !== null) clearInterval(this.sweepTimer)
+    this.pool.stop()
     await Promise.allSettled([...this.flushing.values()])
     // A reader waiting for blocks no connected peer has would wait forever: closing the
     // peer feeds cancels those waits; then every reader has finished before the index is saved.
-    await Promise.allSettled([...this.watched].map(key => this.cores.get(key)?.close()))
+    await Promise.allSettled([...this.watched].map(key => this.pool.get(key)?.close()))
     await Promise.allSettled([...this.pumping.values()])
     await Promise.allSettled([...this.recording.values()])
     await this.cache.close()
@@ -457,18 +454,6 @@ export class HistoryStore extends EventEmitter {
     this.emit('feed', { ...this.state.feeds[key] as FeedRecord })
   }
 
-  /** Runs fn with a feed pinned open (the idle sweep leaves it alone meanwhile). */
-  private async pinWhile<T> (key: string, fn: () => Promise<T>): Promise<T> {
-    this.pinned.set(key, (this.pinned.get(key) ?? 0) + 1)
-    try {
-      return await fn()
-    } finally {
-      const n = (this.pinned.get(key) ?? 1) - 1
-      if (n === 0) this.pinned.delete(key)
-      else this.pinned.set(key, n)
-    }
-  }
-
   /** This device's feed for a conversation, created (with its signed header) on first use. */
   private async ownFeed (conversation: string): Promise<Hypercore.Core> {
     if (!this.ownFeedsIndexed) {
@@ -480,8 +465,7 @@ export class HistoryStore extends EventEmitter {
     const core = this.corestore.get({ name: FEED_PREFIX + conversation })
     await core.ready()
     const key = hex(core)
-    this.cores.set(key, core)
-    this.lastUsed.set(key, Date.now())
+    this.pool.add(key, core)
     const rec: FeedRecord = { key, conversation, device: this.device, own: true, indexed: 1 }
     await this.pinWhile(key, async () => {
       if (core.length === 0) {
@@ -500,18 +484,8 @@ export class HistoryStore extends EventEmitter {
     return core
   }
 
-  /** A feed's open session (opened if need be); its callers use it before any timer can close it. */
-  private async core (key: string): Promise<Hypercore.Core> {
-    this.lastUsed.set(key, Date.now())
-    let core = this.cores.get(key)
-    if (core === undefined) {
-      core = this.corestore.get({ key: Buffer.from(key, 'hex') })
-      this.cores.set(key, core)
-    }
-    const opening = core
-    await this.pinWhile(key, () => opening.ready())
-    return core
-  }
+  /** A feed's open session (opened if need be): FeedPool.core. */
+  private core (key: string): Promise<Hypercore.Core> { return this.pool.core(key) }
 
   // ---------------------------------------------------------------- peers
 
@@ -548,7 +522,7 @@ export class HistoryStore extends EventEmitter {
     if (rec.conversation !== conversation) return
     // The peer lacks blocks this device has: open the feed, so its core is replicated to
     // the peer (and not closed under it) until the peer says it has them (closeIdleFeeds).
-    if (length < this.availableLength(key) && !this.cores.has(key)) {
+    if (length < this.availableLength(key) && !this.pool.has(key)) {
       this.core(key).catch((err: Error) => { if (!this.closing) this.log.warn(`cannot open feed ${key.slice(0, 12)} for a peer: ${err.message}`) })
     }
     if (rec.own || rec.indexed >= length || !this.watchPeers) return
@@ -580,7 +554,7 @@ export class HistoryStore extends EventEmitter {
     const rec = this.state.feeds[key]
     if (rec === undefined) return 0
     if (!rec.own) return rec.indexed
-    const core = this.cores.get(key)
+    const core = this.pool.get(key)
     return Math.max(rec.indexed, this.ownLength.get(key) ?? 0, core !== undefined && core.opened ? core.length : 0)
   }
 
@@ -596,7 +570,7 @@ export class HistoryStore extends EventEmitter {
 
   private async watchFeed (rec: FeedRecord): Promise<void> {
     if (this.watched.has(rec.key)) {
-      const open = this.cores.get(rec.key)
+      const open = this.pool.get(rec.key)
       if (open !== undefined) this.pump(rec, open)
       return
     }
@@ -608,7 +582,7 @@ export class HistoryStore extends EventEmitter {
       if (!this.closing) this.log.warn(`cannot open feed ${rec.key.slice(0, 12)}: ${(err as Error).message}`)
       return
     }
-    const more = (): void => { this.lastUsed.set(rec.key, Date.now()); this.pump(rec, core) }
+    const more = (): void => { this.pool.touch(rec.key); this.pump(rec, core) }
     core.on('append', more)
     // The reader reads only what is stored here: it runs again as each block arrives.
     core.on('download', more)
