@@ -76,7 +76,7 @@ export async function measureInPlace (store: HistoryStore, run: () => Promise<vo
   m.wrap('summarise (the conversation\'s summary)', store, 'summarise')
   m.wrap('emit (listeners: entries, feed)', store, 'emit')
   m.wrap('index file save (stringify + write + fsync + rename)', s.indexFile as object, 'save', { syncPart: 'index file save: synchronous part (stringify)' })
-  m.wrap('manifest record (feed lengths)', store, 'writeManifestLengths')
+  m.wrap('manifest record (feed lengths)', s.manifestLog as object, 'writeManifestLengths')
   m.wrap('entry cache append: written (async, behind)', s.cache as object, 'append', { syncPart: 'entry cache append: synchronous part (encode lines)' })
   m.wrap('ConversationDag.add', ConversationDag.prototype, 'add')
   // Hypercore's class, through an open session (the manifest's appends count too)

@@ -16,7 +16,7 @@ import { readLocalBlocks } from './feed-blocks'
 import { FeedPool } from './feed-pool'
 import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
-import { parseManifestRecord, type ManifestRecord } from './manifest-record'
+import { ManifestLog } from './manifest-log'
 import { ViewState } from './view-state'
 import { storageError } from '../disk/storage-error'
 
@@ -90,12 +90,6 @@ export class ConversationNotFoundError extends Error {
 const FEED_PREFIX = 'arbor/conversation/'
 /** blocks read and indexed in one batch: one storage read, one cache write, one summary */
 const READ_CHUNK = 256
-/** feeds per manifest record: a peer's list of thousands is split into blocks of a few tens of KB */
-const MANIFEST_RECORD_FEEDS = 256
-
-/** learned feeds whose manifest record is written in one append */
-interface LearnedBatch { keys: string[]; written: Promise<void> }
-
 interface Pending {
   entries: Entry[]
   resolve: (entries: Entry[]) => void
@@ -116,7 +110,6 @@ export class HistoryStore extends EventEmitter {
   private readonly now: () => number
   private readonly maxBatch: number
   private readonly readChunk: number
-  private readonly manifestDelayMs: number
   private readonly indexDelayMs: number
   private readonly life: Lifecycle
   private readonly indexFile: HistoryIndexFile
@@ -125,7 +118,7 @@ export class HistoryStore extends EventEmitter {
   private keyPair_: DeviceKeyPair | null = null
   /** the key pair's public key in hex, made once: every entry written and summarised asks for it */
   private device_: string | null = null
-  private manifest: Hypercore.Core | null = null
+  private readonly manifestLog: ManifestLog
   private state: IndexState = emptyIndex('')
   private readonly pool: FeedPool
   private readonly ownFeedKeys = new Map<string, string>()
@@ -156,13 +149,6 @@ export class HistoryStore extends EventEmitter {
   private readonly pumpAgain = new Set<string>()
   /** feeds whose header was refused this session: not read again */
   private readonly refused = new Set<string>()
-  private readonly manifestDirty = new Set<string>()
-  /** learned feeds whose manifest record is being written: nothing of them is indexed before it is on disk */
-  private readonly recording = new Map<string, Promise<void>>()
-  /** learned feeds this session knows the manifest lists, while their header is not indexed yet */
-  private readonly inManifest = new Set<string>()
-  private learnedBatch: LearnedBatch | null = null
-  private manifestTimer: NodeJS.Timeout | null = null
   private indexTimer: NodeJS.Timeout | null = null
   private dirtyMarked: Promise<void> | null = null
   private closing = false
@@ -175,7 +161,6 @@ export class HistoryStore extends EventEmitter {
     this.now = opts.now ?? Date.now
     this.maxBatch = opts.maxBatch ?? 1000
     this.readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
-    this.manifestDelayMs = opts.manifestDelayMs ?? 1000
     this.indexDelayMs = opts.indexDelayMs ?? 1000
     this.watchPeers = opts.watchPeers ?? true
     this.dags = new DagCache<ConversationDag>(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, (conversation, dag, bytes) => {
@@ -189,6 +174,19 @@ export class HistoryStore extends EventEmitter {
       idleCloseMs: opts.idleCloseMs ?? 10_000,
       keepOpen: (key, core) => this.keepOpen(key, core),
       closed: key => { this.watched.delete(key) }
+    })
+    this.manifestLog = new ManifestLog({
+      corestore: this.corestore,
+      dir: this.dir,
+      log: this.log,
+      delayMs: opts.manifestDelayMs ?? 1000,
+      feed: key => this.state.feeds[key],
+      device: () => this.device,
+      closing: () => this.closing,
+      recorded: (length, save) => {
+        this.state.manifestIndexed = length
+        if (save) this.scheduleIndexSave()
+      }
     })
     this.indexFile = new HistoryIndexFile(indexDir(this.dir))
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
@@ -209,8 +207,7 @@ export class HistoryStore extends EventEmitter {
 
   /** The key of this device's manifest feed, for peers to replicate. */
   get manifestKey (): Buffer {
-    if (this.manifest?.key == null) throw new Error('HistoryStore is not ready')
-    return this.manifest.key
+    return this.manifestLog.key
   }
 
   private async openStore (): Promise<void> {
@@ -222,12 +219,7 @@ export class HistoryStore extends EventEmitter {
     }
     this.keyPair_ = await this.corestore.createKeyPair('arbor/device')
     this.device_ = this.keyPair_.publicKey.toString('hex')
-    this.manifest = this.corestore.get({ name: 'arbor/manifest' })
-    await this.manifest.ready()
-    if (this.manifest.length === 0) {
-      const header = makeFeedHeader({ type: 'arbor/manifest', feed: this.manifestKey.toString('hex') }, this.keyPair)
-      await this.manifest.append(Buffer.from(JSON.stringify(header)))
-    }
+    await this.manifestLog.open(this.keyPair)
     await Promise.all([this.cache.ready(), this.view.load()])
     const { state, problem, legacy } = await this.indexFile.load(this.device)
     if (problem !== undefined) this.log.warn(`rebuilding the index: ${problem}`)
@@ -279,13 +271,13 @@ export class HistoryStore extends EventEmitter {
     // peer feeds cancels those waits; then every reader has finished before the index is saved.
     await Promise.allSettled([...this.watched].map(key => this.pool.get(key)?.close()))
     await Promise.allSettled([...this.pumping.values()])
-    await Promise.allSettled([...this.recording.values()])
+    await this.manifestLog.settled()
     await this.cache.close()
-    if (this.manifestTimer !== null) clearTimeout(this.manifestTimer)
+    this.manifestLog.stop()
     if (this.indexTimer !== null) clearTimeout(this.indexTimer)
     let clean = true
     try {
-      if (this.manifest !== null && !this.manifest.closed) await this.writeManifestLengths()
+      if (this.manifestLog.writable) await this.manifestLog.writeManifestLengths()
     } catch (err) {
       clean = false
       this.log.error(`could not record feed lengths in the manifest: ${(err as Error).message}`)
@@ -475,7 +467,7 @@ export class HistoryStore extends EventEmitter {
       }
       // Known as this device's feed only once the manifest lists it: after a failed write (a
       // full disk) the next append records it again instead of writing to an unlisted feed.
-      await this.recordInManifest(rec, core.length)
+      await this.manifestLog.recordInManifest(rec, core.length)
       this.state.feeds[key] = rec
       this.changed('feed', key)
       this.ownFeedKeys.set(conversation, key)
@@ -504,7 +496,7 @@ export class HistoryStore extends EventEmitter {
     this.state.feeds[k] = rec
     await this.markDirty()
     // The record is written while the feed downloads; its reader waits for it before indexing.
-    const recorded = this.recordLearned(k)
+    const recorded = this.manifestLog.recordLearned(k)
     this.changed('feed', k)
     this.emit('feed', { ...rec })
     if (this.watchPeers) void this.watchFeed(rec)
@@ -632,7 +624,7 @@ export class HistoryStore extends EventEmitter {
         if (block === null || block === undefined) return
         // Nothing of a learned feed is shown before the manifest lists it: after a crash,
         // recovery finds feeds through the manifest, and a feed it does not list is lost.
-        if (!rec.own && !this.inManifest.has(rec.key)) await this.recordLearned(rec.key)
+        if (!rec.own && !this.manifestLog.lists(rec.key)) await this.manifestLog.recordLearned(rec.key)
         try {
           const h = verifyFeedHeader(block, Buffer.from(rec.key, 'hex'), { type: 'arbor/conversation', conversation: rec.conversation })
           if (rec.own && h.device !== this.device) throw new Error(`feed ${rec.key.slice(0, 12)} was listed as this device's but is signed by ${h.device.slice(0, 12)}`)
@@ -645,7 +637,7 @@ export class HistoryStore extends EventEmitter {
           return
         }
         rec.indexed = 1
-        this.inManifest.delete(rec.key) // from here on the watermark says it: indexed > 0 means recorded
+        this.manifestLog.headerIndexed(rec.key) // from here on the watermark says it: indexed > 0 means recorded
         this.changed('feed', rec.key)
         first = 1
       }
@@ -704,8 +696,7 @@ export class HistoryStore extends EventEmitter {
       const grew = upTo > rec.indexed
       rec.indexed = Math.max(rec.indexed, upTo)
       if (grew) this.changed('feed', rec.key)
-      this.manifestDirty.add(rec.key)
-      this.scheduleManifest()
+      this.manifestLog.grew(rec.key)
       // What this device can serve of a peer's feed is its watermark: peers hear of it now.
       if (grew && !local) this.emit('feed', { ...rec })
     })
@@ -877,21 +868,20 @@ export class HistoryStore extends EventEmitter {
 
   /** Reads the manifest and every own feed past their watermarks (after a crash the index may lag). */
   private async reconcile (): Promise<void> {
-    const manifest = this.manifest as Hypercore.Core
+    const manifest = this.manifestLog
     for (let i = Math.max(1, this.state.manifestIndexed); i < manifest.length; i++) {
-      const block = await manifest.get(i)
-      const rec = block === null ? null : parseManifestRecord(block)
+      const rec = await manifest.record(i)
       if (rec === null) { this.log.warn(`manifest block ${i} is unreadable; skipped`); continue }
       for (const f of rec.feeds) {
         const known = this.state.feeds[f.key]
         if (known !== undefined) {
-          if (!known.own && known.indexed === 0) this.inManifest.add(f.key)
+          if (!known.own && known.indexed === 0) manifest.listed(f.key)
           continue
         }
         const own = f.device === this.device
         this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
         this.changed('feed', f.key)
-        if (!own) this.inManifest.add(f.key)
+        if (!own) manifest.listed(f.key)
       }
     }
     this.state.manifestIndexed = manifest.length
@@ -905,83 +895,6 @@ export class HistoryStore extends EventEmitter {
       this.summarise(dag)
     }
     await this.saveIndex()
-  }
-
-  // ---------------------------------------------------------------- manifest
-
-  private async recordInManifest (rec: FeedRecord, length: number): Promise<void> {
-    const record: ManifestRecord = { feeds: [{ key: rec.key, conversation: rec.conversation, device: rec.own ? this.device : rec.device, length }] }
-    await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify(record)))
-    this.state.manifestIndexed = (this.manifest as Hypercore.Core).length
-  }
-
-  /**
-   * Writes a learned feed's manifest record; the feeds learned in one turn of the event
-   * loop (a peer's whole list, at the first sync) share one append. Resolves once it is stored.
-   */
-  private recordLearned (key: string): Promise<void> {
-    const pending = this.recording.get(key)
-    if (pending !== undefined) return pending
-    if (this.learnedBatch === null) {
-      const batch: LearnedBatch = { keys: [], written: Promise.resolve() }
-      batch.written = new Promise<void>(resolve => setImmediate(resolve)).then(() => {
-        this.learnedBatch = null
-        return this.writeLearned(batch.keys)
-      })
-      // A failed record is retried by the next reader of the feed.
-      const done = (): void => { for (const k of batch.keys) this.recording.delete(k) }
-      batch.written.then(done, done)
-      this.learnedBatch = batch
-    }
-    this.learnedBatch.keys.push(key)
-    this.recording.set(key, this.learnedBatch.written)
-    return this.learnedBatch.written
-  }
-
-  private async writeLearned (keys: string[]): Promise<void> {
-    const feeds: ManifestRecord['feeds'] = []
-    for (const k of keys) {
-      const rec = this.state.feeds[k]
-      if (rec !== undefined) feeds.push({ key: k, conversation: rec.conversation, device: rec.device, length: rec.indexed })
-    }
-    const blocks: Buffer[] = []
-    for (let i = 0; i < feeds.length; i += MANIFEST_RECORD_FEEDS) blocks.push(Buffer.from(JSON.stringify({ feeds: feeds.slice(i, i + MANIFEST_RECORD_FEEDS) } satisfies ManifestRecord)))
-    const manifest = this.manifest as Hypercore.Core
-    try {
-      await manifest.append(blocks)
-    } catch (err) {
-      throw new Error(`could not record ${feeds.length} feed(s) learned from peers in the manifest: ${storageError(err, this.dir).message}`, { cause: err })
-    }
-    this.state.manifestIndexed = manifest.length
-    for (const k of keys) if (this.state.feeds[k]?.indexed === 0) this.inManifest.add(k)
-  }
-
-  private scheduleManifest (): void {
-    if (this.manifestTimer !== null || this.closing) return
-    this.manifestTimer = setTimeout(() => {
-      this.manifestTimer = null
-      this.writeManifestLengths().catch(err => this.log.error(`could not update the manifest: ${(err as Error).message}`))
-    }, this.manifestDelayMs)
-  }
-
-  /** One manifest record with the new lengths of every feed that grew since the last one. */
-  private async writeManifestLengths (): Promise<void> {
-    if (this.manifestDirty.size === 0) return
-    const feeds: ManifestRecord['feeds'] = []
-    for (const key of this.manifestDirty) {
-      const rec = this.state.feeds[key]
-      if (rec !== undefined) feeds.push({ key, conversation: rec.conversation, device: rec.device, length: rec.indexed })
-    }
-    this.manifestDirty.clear()
-    try {
-      await (this.manifest as Hypercore.Core).append(Buffer.from(JSON.stringify({ feeds } satisfies ManifestRecord)))
-    } catch (err) {
-      // not recorded (a full disk): these lengths go with the next record
-      for (const f of feeds) this.manifestDirty.add(f.key)
-      throw err
-    }
-    this.state.manifestIndexed = (this.manifest as Hypercore.Core).length
-    this.scheduleIndexSave()
   }
 
   // ---------------------------------------------------------------- reading
