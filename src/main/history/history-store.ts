@@ -17,6 +17,7 @@ import { FeedPool } from './feed-pool'
 import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { ManifestLog } from './manifest-log'
+import { AppendQueue } from './append-queue'
 import { ViewState } from './view-state'
 import { storageError } from '../disk/storage-error'
 
@@ -90,12 +91,6 @@ export class ConversationNotFoundError extends Error {
 const FEED_PREFIX = 'arbor/conversation/'
 /** blocks read and indexed in one batch: one storage read, one cache write, one summary */
 const READ_CHUNK = 256
-interface Pending {
-  entries: Entry[]
-  resolve: (entries: Entry[]) => void
-  reject: (err: Error) => void
-}
-
 /**
  * The history of every conversation this device holds (DESIGN.md, "History").
  * One Corestore per device; one feed per conversation written by this device; one
@@ -108,7 +103,6 @@ export class HistoryStore extends EventEmitter {
   readonly corestore: Corestore
   private readonly log: Logger
   private readonly now: () => number
-  private readonly maxBatch: number
   private readonly readChunk: number
   private readonly indexDelayMs: number
   private readonly life: Lifecycle
@@ -141,10 +135,7 @@ export class HistoryStore extends EventEmitter {
     if (this.evicted.get(conversation)?.ref.deref() === undefined) this.evicted.delete(conversation)
   })
   private readonly loading = new Map<string, Promise<ConversationDag>>()
-  private readonly queues = new Map<string, Pending[]>()
-  private readonly flushing = new Map<string, Promise<void>>()
-  /** per conversation, the calls whose write is under way: out of the queue, not yet in the DAG */
-  private readonly writing = new Map<string, Pending[]>()
+  private readonly appends: AppendQueue
   private readonly pumping = new Map<string, Promise<void>>()
   private readonly pumpAgain = new Set<string>()
   /** feeds whose header was refused this session: not read again */
@@ -159,7 +150,6 @@ export class HistoryStore extends EventEmitter {
     this.dir = path.resolve(opts.dir)
     this.log = opts.log ?? consoleLogger('history')
     this.now = opts.now ?? Date.now
-    this.maxBatch = opts.maxBatch ?? 1000
     this.readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
     this.indexDelayMs = opts.indexDelayMs ?? 1000
     this.watchPeers = opts.watchPeers ?? true
@@ -174,6 +164,13 @@ export class HistoryStore extends EventEmitter {
       idleCloseMs: opts.idleCloseMs ?? 10_000,
       keepOpen: (key, core) => this.keepOpen(key, core),
       closed: key => { this.watched.delete(key) }
+    })
+    this.appends = new AppendQueue({
+      maxBatch: opts.maxBatch ?? 1000,
+      dir: this.dir,
+      log: this.log,
+      write: (conversation, entries) => this.writeOwn(conversation, entries),
+      pin: conversation => this.dags.pin(conversation)
     })
     this.manifestLog = new ManifestLog({
       corestore: this.corestore,
@@ -266,7 +263,7 @@ export class HistoryStore extends EventEmitter {
   private async closeStore (): Promise<void> {
     this.closing = true
     this.pool.stop()
-    await Promise.allSettled([...this.flushing.values()])
+    await this.appends.settled()
     // A reader waiting for blocks no connected peer has would wait forever: closing the
     // peer feeds cancels those waits; then every reader has finished before the index is saved.
     await Promise.allSettled([...this.watched].map(key => this.pool.get(key)?.close()))
@@ -315,9 +312,7 @@ export class HistoryStore extends EventEmitter {
     const dag = new ConversationDag(root.id, [], { now: this.now })
     this.dags.set(root.id, dag, DAG_BYTES)
     try {
-      const core = await this.ownFeed(root.id)
-      await this.writeBlocks(core, [root])
-      await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, [root], core.length, true)
+      await this.writeOwn(root.id, [root])
     } catch (err) {
       if (this.peekDag(root.id)?.size === 0) this.forgetDag(root.id)
       throw storageError(err, this.dir)
@@ -346,7 +341,6 @@ export class HistoryStore extends EventEmitter {
     if (this.closing) throw new Error('the history store is closing')
     const dag = await this.load(conversation)
     if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
-    const queue = this.queues.get(conversation) ?? []
     const ts = this.now()
     const entries: Entry[] = []
     const ids = new Set<string>()
@@ -361,7 +355,7 @@ export class HistoryStore extends EventEmitter {
         return earlier.id
       })
       for (const p of parents) {
-        if (!dag.isJoined(p) && !ids.has(p) && !isQueued(queue, p) && !isQueued(this.writing.get(conversation) ?? [], p)) {
+        if (!dag.isJoined(p) && !ids.has(p) && !this.appends.holds(conversation, p)) {
           throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${dag.has(p) ? ' yet (it waits for its own parent)' : ''}`)
         }
       }
@@ -370,70 +364,14 @@ export class HistoryStore extends EventEmitter {
       ids.add(entry.id)
     }
     if (entries.length === 0) return { entries, stored: Promise.resolve([]) }
-    const stored = new Promise<Entry[]>((resolve, reject) => {
-      queue.push({ entries, resolve, reject })
-      this.queues.set(conversation, queue)
-      if (!this.flushing.has(conversation)) this.startFlush(conversation)
-    })
-    // A caller that does not wait for it still hears of a failure: startFlush logs it.
-    stored.catch(() => undefined)
-    return { entries, stored }
+    return { entries, stored: this.appends.push(conversation, entries) }
   }
 
-  private startFlush (conversation: string): void {
-    // Not evicted while entries written to its feed wait to join it: a reload that re-read
-    // the feed (refill) would take them in first, and their 'entries' event would be lost.
-    const release = this.dags.pin(conversation)
-    const run = (async () => {
-      // Let appends made in the same tick join this batch.
-      await new Promise<void>(resolve => setImmediate(resolve))
-      while ((this.queues.get(conversation)?.length ?? 0) > 0) {
-        const queue = this.queues.get(conversation) as Pending[]
-        const batch: Pending[] = []
-        let count = 0
-        while (queue.length > 0 && (batch.length === 0 || count + (queue[0] as Pending).entries.length <= this.maxBatch)) {
-          const p = queue.shift() as Pending
-          batch.push(p)
-          count += p.entries.length
-        }
-        const entries = batch.flatMap(p => p.entries)
-        this.writing.set(conversation, batch)
-        try {
-          const core = await this.ownFeed(conversation)
-          await this.writeBlocks(core, entries)
-          await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true)
-          for (const p of batch) p.resolve(p.entries)
-        } catch (err) {
-          const e = storageError(err, this.dir)
-          this.log.error(`could not write ${entries.length} entries to conversation ${conversation.slice(0, 12)}: ${e.message}`)
-          for (const p of batch) p.reject(e)
-          this.dropDependents(queue, entries, e)
-        } finally {
-          this.writing.delete(conversation)
-        }
-      }
-      this.queues.delete(conversation)
-    })()
-    this.flushing.set(conversation, run)
-    void run.finally(() => { this.flushing.delete(conversation); release() })
-  }
-
-  /**
-   * After `lost` failed to be written: rejects the queued calls that build on them (their
-   * entries would reach the feed with a parent it lacks), and those building on those.
-   */
-  private dropDependents (queue: Pending[], lost: Entry[], err: Error): void {
-    const gone = new Set(lost.map(e => e.id))
-    for (let i = 0; i < queue.length;) {
-      const p = queue[i] as Pending
-      if (p.entries.some(e => e.parents.some(id => gone.has(id)))) {
-        for (const e of p.entries) gone.add(e.id)
-        queue.splice(i, 1)
-        p.reject(err)
-      } else {
-        i++
-      }
-    }
+  /** Writes entries to this device's feed of a conversation and indexes them; resolves once the feed has them. */
+  private async writeOwn (conversation: string, entries: Entry[]): Promise<void> {
+    const core = await this.ownFeed(conversation)
+    await this.writeBlocks(core, entries)
+    await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true)
   }
 
   private async writeBlocks (core: Hypercore.Core, entries: Entry[]): Promise<void> {
@@ -960,15 +898,6 @@ export class HistoryStore extends EventEmitter {
     if (dag !== undefined && !dag.isJoined(entry)) throw new Error(`entry ${entry.slice(0, 12)} is not in conversation ${conversation.slice(0, 12)}`)
     this.view.select(conversation, entry)
   }
-}
-
-/** Whether an entry is among these calls' (a write queue, or the batch being written); newest first, where a writer's parent usually is. */
-function isQueued (queue: Pending[], id: string): boolean {
-  for (let i = queue.length - 1; i >= 0; i--) {
-    const entries = (queue[i] as Pending).entries
-    for (let j = entries.length - 1; j >= 0; j--) if ((entries[j] as Entry).id === id) return true
-  }
-  return false
 }
 
 function hex (core: Hypercore.Core): string {
