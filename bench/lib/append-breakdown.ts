@@ -70,8 +70,8 @@ export async function measureInPlace (store: HistoryStore, run: () => Promise<vo
   const m = new Meter()
   const s = store as unknown as Record<string, object>
   m.wrap('append (whole call, as the caller waits)', store, 'append')
-  m.wrap('ownFeed (the conversation\'s own feed)', store, 'ownFeed')
-  m.wrap('writeBlocks (markDirty + encode + Hypercore append)', store, 'writeBlocks')
+  m.wrap('ownFeed (the conversation\'s own feed)', s.ownFeeds as object, 'ownFeed')
+  m.wrap('writeBlocks (markDirty + encode + Hypercore append)', s.ownFeeds as object, 'writeBlocks')
   m.wrap('indexEntries (DAG, summary, listeners, cache queued)', store, 'indexEntries')
   m.wrap('summarise (the conversation\'s summary)', store, 'summarise')
   m.wrap('emit (listeners: entries, feed)', store, 'emit')

@@ -10,7 +10,7 @@ import { InvalidEntryError, encodeEntry, rememberEncoding, reunderstand, type En
 import { makeEntry, validateEntry } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { makeFeedHeader, verifyFeedHeader, type DeviceKeyPair } from './feed-header'
+import { verifyFeedHeader, type DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
 import { readLocalBlocks } from './feed-blocks'
 import { FeedPool } from './feed-pool'
@@ -18,6 +18,7 @@ import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from '.
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { ManifestLog } from './manifest-log'
 import { AppendQueue } from './append-queue'
+import { OwnFeeds, hex } from './own-feeds'
 import { ViewState } from './view-state'
 import { storageError } from '../disk/storage-error'
 
@@ -88,7 +89,6 @@ export class ConversationNotFoundError extends Error {
   }
 }
 
-const FEED_PREFIX = 'arbor/conversation/'
 /** blocks read and indexed in one batch: one storage read, one cache write, one summary */
 const READ_CHUNK = 256
 /**
@@ -115,13 +115,10 @@ export class HistoryStore extends EventEmitter {
   private readonly manifestLog: ManifestLog
   private state: IndexState = emptyIndex('')
   private readonly pool: FeedPool
-  private readonly ownFeedKeys = new Map<string, string>()
-  private ownFeedsIndexed = false
+  private readonly ownFeeds: OwnFeeds
   private readonly watched = new Set<string>()
   /** the longest length peers announced for a feed: it is not closed before it is read that far */
   private readonly wanted = new Map<string, number>()
-  /** the length of each own feed after its last write, whether or not the feed is open now */
-  private readonly ownLength = new Map<string, number>()
   /** whether a connected peer lacks blocks of a feed below a length (set by the sync layer) */
   private peersLack: (key: string, length: number) => boolean = () => false
   private readonly dags: DagCache<ConversationDag>
@@ -186,6 +183,17 @@ export class HistoryStore extends EventEmitter {
       }
     })
     this.indexFile = new HistoryIndexFile(indexDir(this.dir))
+    this.ownFeeds = new OwnFeeds({
+      corestore: this.corestore,
+      pool: this.pool,
+      manifest: this.manifestLog,
+      state: () => this.state,
+      device: () => this.device,
+      keyPair: () => this.keyPair,
+      markDirty: () => this.markDirty(),
+      changed: key => { this.changed('feed', key) },
+      announce: rec => { this.emit('feed', rec) }
+    })
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
     this.view = new ViewState(path.join(this.dir, 'view-state.json'))
     this.life = new Lifecycle(() => this.openStore(), () => this.closeStore())
@@ -369,49 +377,9 @@ export class HistoryStore extends EventEmitter {
 
   /** Writes entries to this device's feed of a conversation and indexes them; resolves once the feed has them. */
   private async writeOwn (conversation: string, entries: Entry[]): Promise<void> {
-    const core = await this.ownFeed(conversation)
-    await this.writeBlocks(core, entries)
+    const core = await this.ownFeeds.ownFeed(conversation)
+    await this.ownFeeds.writeBlocks(core, entries)
     await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true)
-  }
-
-  private async writeBlocks (core: Hypercore.Core, entries: Entry[]): Promise<void> {
-    const key = hex(core)
-    await this.pinWhile(key, async () => {
-      await this.markDirty()
-      await core.append(entries.map(e => Buffer.from(encodeEntry(e))))
-    })
-    this.ownLength.set(key, core.length)
-    this.emit('feed', { ...this.state.feeds[key] as FeedRecord })
-  }
-
-  /** This device's feed for a conversation, created (with its signed header) on first use. */
-  private async ownFeed (conversation: string): Promise<Hypercore.Core> {
-    if (!this.ownFeedsIndexed) {
-      for (const f of Object.values(this.state.feeds)) if (f.own) this.ownFeedKeys.set(f.conversation, f.key)
-      this.ownFeedsIndexed = true
-    }
-    const existing = this.ownFeedKeys.get(conversation)
-    if (existing !== undefined) return this.core(existing)
-    const core = this.corestore.get({ name: FEED_PREFIX + conversation })
-    await core.ready()
-    const key = hex(core)
-    this.pool.add(key, core)
-    const rec: FeedRecord = { key, conversation, device: this.device, own: true, indexed: 1 }
-    await this.pinWhile(key, async () => {
-      if (core.length === 0) {
-        const header = makeFeedHeader({ type: 'arbor/conversation', feed: key, conversation }, this.keyPair)
-        await this.markDirty()
-        await core.append(Buffer.from(JSON.stringify(header)))
-      }
-      // Known as this device's feed only once the manifest lists it: after a failed write (a
-      // full disk) the next append records it again instead of writing to an unlisted feed.
-      await this.manifestLog.recordInManifest(rec, core.length)
-      this.state.feeds[key] = rec
-      this.changed('feed', key)
-      this.ownFeedKeys.set(conversation, key)
-    })
-    this.emit('feed', { ...rec })
-    return core
   }
 
   /** A feed's open session (opened if need be): FeedPool.core. */
@@ -485,7 +453,7 @@ export class HistoryStore extends EventEmitter {
     if (rec === undefined) return 0
     if (!rec.own) return rec.indexed
     const core = this.pool.get(key)
-    return Math.max(rec.indexed, this.ownLength.get(key) ?? 0, core !== undefined && core.opened ? core.length : 0)
+    return Math.max(rec.indexed, this.ownFeeds.length(key) ?? 0, core !== undefined && core.opened ? core.length : 0)
   }
 
   /** Feeds held, optionally of one conversation. */
@@ -898,10 +866,6 @@ export class HistoryStore extends EventEmitter {
     if (dag !== undefined && !dag.isJoined(entry)) throw new Error(`entry ${entry.slice(0, 12)} is not in conversation ${conversation.slice(0, 12)}`)
     this.view.select(conversation, entry)
   }
-}
-
-function hex (core: Hypercore.Core): string {
-  return (core.key as Buffer).toString('hex')
 }
 
 /** A block of a conversation feed as an entry of that feed's device and conversation, or why it is not one. */
