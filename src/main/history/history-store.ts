@@ -6,19 +6,20 @@ import Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { ConversationDag } from '../../shared/conversation-dag'
-import { InvalidEntryError, encodeEntry, rememberEncoding, reunderstand, type Entry, type EntryDraft } from '../../shared/entry'
-import { makeEntry, validateEntry } from './entry-codec'
+import { InvalidEntryError, encodeEntry, reunderstand, type Entry, type EntryDraft } from '../../shared/entry'
+import { makeEntry } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
-import { verifyFeedHeader, type DeviceKeyPair } from './feed-header'
+import type { DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
-import { readLocalBlocks } from './feed-blocks'
+import { decodeBlock, readLocalBlocks } from './feed-blocks'
 import { FeedPool } from './feed-pool'
 import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { ManifestLog } from './manifest-log'
 import { AppendQueue } from './append-queue'
 import { OwnFeeds, hex } from './own-feeds'
+import { PeerFeedFollower } from './peer-feed-follower'
 import { ViewState } from './view-state'
 import { storageError } from '../disk/storage-error'
 
@@ -68,12 +69,7 @@ export interface EntriesEvent {
   local: boolean
 }
 
-/** Emitted as 'invalid' for anything a peer's feed holds that is not a valid entry. */
-export interface InvalidEvent {
-  feed: string
-  seq: number
-  error: string
-}
+export type { InvalidEvent } from './peer-feed-follower'
 
 export interface NewConversation {
   title?: string
@@ -116,9 +112,7 @@ export class HistoryStore extends EventEmitter {
   private state: IndexState = emptyIndex('')
   private readonly pool: FeedPool
   private readonly ownFeeds: OwnFeeds
-  private readonly watched = new Set<string>()
-  /** the longest length peers announced for a feed: it is not closed before it is read that far */
-  private readonly wanted = new Map<string, number>()
+  private readonly follower: PeerFeedFollower
   /** whether a connected peer lacks blocks of a feed below a length (set by the sync layer) */
   private peersLack: (key: string, length: number) => boolean = () => false
   private readonly dags: DagCache<ConversationDag>
@@ -133,14 +127,9 @@ export class HistoryStore extends EventEmitter {
   })
   private readonly loading = new Map<string, Promise<ConversationDag>>()
   private readonly appends: AppendQueue
-  private readonly pumping = new Map<string, Promise<void>>()
-  private readonly pumpAgain = new Set<string>()
-  /** feeds whose header was refused this session: not read again */
-  private readonly refused = new Set<string>()
   private indexTimer: NodeJS.Timeout | null = null
   private dirtyMarked: Promise<void> | null = null
   private closing = false
-  private readonly watchPeers: boolean
 
   constructor (opts: HistoryStoreOptions) {
     super()
@@ -149,7 +138,6 @@ export class HistoryStore extends EventEmitter {
     this.now = opts.now ?? Date.now
     this.readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
     this.indexDelayMs = opts.indexDelayMs ?? 1000
-    this.watchPeers = opts.watchPeers ?? true
     this.dags = new DagCache<ConversationDag>(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, (conversation, dag, bytes) => {
       this.evicted.set(conversation, { ref: new WeakRef(dag), bytes })
       this.collected.register(dag, conversation)
@@ -160,7 +148,7 @@ export class HistoryStore extends EventEmitter {
       log: this.log,
       idleCloseMs: opts.idleCloseMs ?? 10_000,
       keepOpen: (key, core) => this.keepOpen(key, core),
-      closed: key => { this.watched.delete(key) }
+      closed: key => { this.follower.forget(key) }
     })
     this.appends = new AppendQueue({
       maxBatch: opts.maxBatch ?? 1000,
@@ -193,6 +181,23 @@ export class HistoryStore extends EventEmitter {
       markDirty: () => this.markDirty(),
       changed: key => { this.changed('feed', key) },
       announce: rec => { this.emit('feed', rec) }
+    })
+    this.follower = new PeerFeedFollower({
+      pool: this.pool,
+      manifest: this.manifestLog,
+      log: this.log,
+      readChunk: this.readChunk,
+      watchPeers: opts.watchPeers ?? true,
+      state: () => this.state,
+      device: () => this.device,
+      closing: () => this.closing,
+      markDirty: () => this.markDirty(),
+      changed: key => { this.changed('feed', key) },
+      announce: rec => { this.emit('feed', rec) },
+      available: key => this.availableLength(key),
+      load: conversation => this.load(conversation),
+      index: (rec, entries, upTo) => this.indexEntries(rec, entries, upTo, false),
+      invalid: ev => { this.emit('invalid', ev) }
     })
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
     this.view = new ViewState(path.join(this.dir, 'view-state.json'))
@@ -255,10 +260,10 @@ export class HistoryStore extends EventEmitter {
    * announced, or still lacking at a connected peer (FeedPool closes the others).
    */
   private keepOpen (key: string, core: Hypercore.Core): boolean {
-    if (this.pumping.has(key)) return true
+    if (this.follower.reading(key)) return true
     const rec = this.state.feeds[key]
     if (rec === undefined) return true
-    if (!rec.own && rec.indexed < Math.max(core.length, this.wanted.get(key) ?? 0)) return true
+    if (!rec.own && rec.indexed < Math.max(core.length, this.follower.wantedLength(key))) return true
     return this.peersLack(key, this.availableLength(key))
   }
 
@@ -272,10 +277,8 @@ export class HistoryStore extends EventEmitter {
     this.closing = true
     this.pool.stop()
     await this.appends.settled()
-    // A reader waiting for blocks no connected peer has would wait forever: closing the
-    // peer feeds cancels those waits; then every reader has finished before the index is saved.
-    await Promise.allSettled([...this.watched].map(key => this.pool.get(key)?.close()))
-    await Promise.allSettled([...this.pumping.values()])
+    // every reader has finished before the index is saved
+    await this.follower.close()
     await this.manifestLog.settled()
     await this.cache.close()
     this.manifestLog.stop()
@@ -394,19 +397,7 @@ export class HistoryStore extends EventEmitter {
    */
   async addFeed (conversation: string, key: Buffer | string): Promise<void> {
     await this.ready()
-    const k = typeof key === 'string' ? key : key.toString('hex')
-    if (!/^[0-9a-f]{64}$/.test(k)) throw new Error(`not a feed key: ${k.slice(0, 70)}`)
-    if (!/^[0-9a-f]{64}$/.test(conversation)) throw new Error(`not a conversation id: ${conversation.slice(0, 70)}`)
-    if (this.state.feeds[k] !== undefined) return
-    const rec: FeedRecord = { key: k, conversation, device: '', own: false, indexed: 0 }
-    this.state.feeds[k] = rec
-    await this.markDirty()
-    // The record is written while the feed downloads; its reader waits for it before indexing.
-    const recorded = this.manifestLog.recordLearned(k)
-    this.changed('feed', k)
-    this.emit('feed', { ...rec })
-    if (this.watchPeers) void this.watchFeed(rec)
-    await recorded
+    await this.follower.addFeed(conversation, key)
   }
 
   /**
@@ -414,17 +405,7 @@ export class HistoryStore extends EventEmitter {
    * (open, download, index) if the peer has blocks this device has not indexed yet.
    */
   async updateFeed (conversation: string, key: string, length: number): Promise<void> {
-    if (length > (this.wanted.get(key) ?? 0)) this.wanted.set(key, length)
-    const rec = this.state.feeds[key]
-    if (rec === undefined) { await this.addFeed(conversation, key); return }
-    if (rec.conversation !== conversation) return
-    // The peer lacks blocks this device has: open the feed, so its core is replicated to
-    // the peer (and not closed under it) until the peer says it has them (closeIdleFeeds).
-    if (length < this.availableLength(key) && !this.pool.has(key)) {
-      this.core(key).catch((err: Error) => { if (!this.closing) this.log.warn(`cannot open feed ${key.slice(0, 12)} for a peer: ${err.message}`) })
-    }
-    if (rec.own || rec.indexed >= length || !this.watchPeers) return
-    void this.watchFeed(rec)
+    if (!this.follower.updateFeed(conversation, key, length)) await this.addFeed(conversation, key)
   }
 
   /**
@@ -464,106 +445,6 @@ export class HistoryStore extends EventEmitter {
   /** Replication of every loaded feed over a stream (Corestore replication). */
   replicate (isInitiatorOrStream: boolean | Duplex): Duplex {
     return this.corestore.replicate(isInitiatorOrStream)
-  }
-
-  private async watchFeed (rec: FeedRecord): Promise<void> {
-    if (this.watched.has(rec.key)) {
-      const open = this.pool.get(rec.key)
-      if (open !== undefined) this.pump(rec, open)
-      return
-    }
-    this.watched.add(rec.key)
-    let core: Hypercore.Core
-    try {
-      core = await this.core(rec.key)
-    } catch (err) {
-      if (!this.closing) this.log.warn(`cannot open feed ${rec.key.slice(0, 12)}: ${(err as Error).message}`)
-      return
-    }
-    const more = (): void => { this.pool.touch(rec.key); this.pump(rec, core) }
-    core.on('append', more)
-    // The reader reads only what is stored here: it runs again as each block arrives.
-    core.on('download', more)
-    // Keep the whole history locally, for offline use.
-    core.download({ start: 0, end: -1 })
-    this.pump(rec, core)
-  }
-
-  /** Reads a peer feed's new blocks; one reader per feed, re-run if more arrived meanwhile. */
-  private pump (rec: FeedRecord, core: Hypercore.Core): void {
-    if (this.closing) return
-    if (this.pumping.has(rec.key)) { this.pumpAgain.add(rec.key); return }
-    const run = (async () => {
-      do {
-        this.pumpAgain.delete(rec.key)
-        await this.readFeed(rec, core)
-      } while (this.pumpAgain.has(rec.key) && !this.closing)
-    })().catch(err => {
-      if (!this.closing && !isClosingError(err)) this.log.warn(`reading feed ${rec.key.slice(0, 12)} stopped: ${(err as Error).message}`)
-    })
-    this.pumping.set(rec.key, run)
-    void run.finally(() => this.pumping.delete(rec.key))
-  }
-
-  /**
-   * Reads, checks and indexes the blocks of a feed past its watermark that this device's
-   * storage holds (its contiguous prefix). It never asks a peer for a block: the feed's
-   * download range fetches them, and each one downloaded runs the reader again (watchFeed).
-   * Following a peer (`whole`), it reads a batch once it is complete (readChunk blocks, or
-   * up to the feed's length), as a reader waiting for those blocks did: a sync of thousands
-   * of feeds at once would otherwise index each a block or two at a time, and the work per
-   * batch (summary, cache write, watermark) would be done per block.
-   */
-  private async readFeed (rec: FeedRecord, core: Hypercore.Core, whole = true): Promise<void> {
-    while (rec.indexed < core.contiguousLength && !this.closing && !this.refused.has(rec.key)) {
-      const start = rec.indexed
-      const end = Math.min(core.contiguousLength, start + this.readChunk)
-      if (whole && end < Math.min(core.length, start + this.readChunk)) return
-      // Before anything read here is shown, the index on disk must say it may lag the feeds:
-      // only then does recovery after a crash read them past its watermarks.
-      await this.markDirty()
-      // The header comes with the first blocks: one read, not two.
-      const blocks = await readLocalBlocks(core, start, end)
-      let first = 0
-      if (start === 0) {
-        const block = blocks[0]
-        if (block === null || block === undefined) return
-        // Nothing of a learned feed is shown before the manifest lists it: after a crash,
-        // recovery finds feeds through the manifest, and a feed it does not list is lost.
-        if (!rec.own && !this.manifestLog.lists(rec.key)) await this.manifestLog.recordLearned(rec.key)
-        try {
-          const h = verifyFeedHeader(block, Buffer.from(rec.key, 'hex'), { type: 'arbor/conversation', conversation: rec.conversation })
-          if (rec.own && h.device !== this.device) throw new Error(`feed ${rec.key.slice(0, 12)} was listed as this device's but is signed by ${h.device.slice(0, 12)}`)
-          rec.device = h.device
-        } catch (err) {
-          // Without a valid header nothing in the feed can be attributed: refuse it whole,
-          // once (every block that arrives runs the reader again).
-          this.refused.add(rec.key)
-          this.reportInvalid({ feed: rec.key, seq: 0, error: (err as Error).message })
-          return
-        }
-        rec.indexed = 1
-        this.manifestLog.headerIndexed(rec.key) // from here on the watermark says it: indexed > 0 means recorded
-        this.changed('feed', rec.key)
-        first = 1
-      }
-      const good: Entry[] = []
-      blocks.forEach((block, i) => {
-        const seq = start + i
-        if (i < first || block === null) return
-        const d = decodeBlock(block, rec)
-        if (!d.ok) { this.reportInvalid({ feed: rec.key, seq, error: d.error }); return }
-        rememberEncoding(d.entry, d.text) // the cache stores the text as received: no second encoding
-        good.push(d.entry)
-      })
-      await this.load(rec.conversation)
-      await this.indexEntries(rec, good, end, false)
-    }
-  }
-
-  private reportInvalid (ev: InvalidEvent): void {
-    this.log.warn(`skipped block ${ev.seq} of feed ${ev.feed.slice(0, 12)}: ${ev.error}`)
-    this.emit('invalid', ev)
   }
 
   // ---------------------------------------------------------------- indexing
@@ -794,7 +675,7 @@ export class HistoryStore extends EventEmitter {
     for (const rec of Object.values(this.state.feeds)) {
       const core = await this.core(rec.key)
       // Only what is on this disk: replication resumes the rest when peers are back.
-      if (rec.indexed < core.contiguousLength) await this.readFeed(rec, core, false)
+      if (rec.indexed < core.contiguousLength) await this.follower.readFeed(rec, core, false)
     }
     for (const id of new Set(Object.values(this.state.feeds).map(f => f.conversation))) {
       const dag = await this.load(id)
@@ -866,24 +747,4 @@ export class HistoryStore extends EventEmitter {
     if (dag !== undefined && !dag.isJoined(entry)) throw new Error(`entry ${entry.slice(0, 12)} is not in conversation ${conversation.slice(0, 12)}`)
     this.view.select(conversation, entry)
   }
-}
-
-/** A block of a conversation feed as an entry of that feed's device and conversation, or why it is not one. */
-function decodeBlock (block: Buffer, feed: Pick<FeedRecord, 'device' | 'conversation'>): { ok: true; entry: Entry; text: string } | { ok: false; error: string } {
-  const text = block.toString('utf8')
-  let raw: unknown
-  try {
-    raw = JSON.parse(text)
-  } catch {
-    return { ok: false, error: 'block is not JSON' }
-  }
-  const v = validateEntry(raw, feed.device)
-  if (!v.ok) return v
-  if (v.entry.conversation !== feed.conversation) return { ok: false, error: `entry ${v.entry.id.slice(0, 12)} belongs to another conversation` }
-  return { ok: true, entry: v.entry, text }
-}
-
-function isClosingError (err: unknown): boolean {
-  const code = (err as { code?: string })?.code
-  return code === 'REQUEST_CANCELLED' || code === 'SESSION_CLOSED'
 }
