@@ -14,7 +14,8 @@ import type { DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
 import { decodeBlock, readLocalBlocks } from './feed-blocks'
 import { FeedPool } from './feed-pool'
-import { DagCache, DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
+import { DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
+import { ResidentDags } from './resident-dags'
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { ManifestLog } from './manifest-log'
 import { AppendQueue } from './append-queue'
@@ -115,17 +116,7 @@ export class HistoryStore extends EventEmitter {
   private readonly follower: PeerFeedFollower
   /** whether a connected peer lacks blocks of a feed below a length (set by the sync layer) */
   private peersLack: (key: string, length: number) => boolean = () => false
-  private readonly dags: DagCache<ConversationDag>
-  /**
-   * DAGs evicted while a caller may still hold one (open() hands out live DAGs): each is
-   * kept up to date and taken back on its next use until it is collected, so a holder never
-   * reads a stale DAG and the cache never holds two of one conversation.
-   */
-  private readonly evicted = new Map<string, { ref: WeakRef<ConversationDag>; bytes: number }>()
-  private readonly collected = new FinalizationRegistry<string>(conversation => {
-    if (this.evicted.get(conversation)?.ref.deref() === undefined) this.evicted.delete(conversation)
-  })
-  private readonly loading = new Map<string, Promise<ConversationDag>>()
+  private readonly dags: ResidentDags
   private readonly appends: AppendQueue
   private indexTimer: NodeJS.Timeout | null = null
   private dirtyMarked: Promise<void> | null = null
@@ -138,10 +129,7 @@ export class HistoryStore extends EventEmitter {
     this.now = opts.now ?? Date.now
     this.readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
     this.indexDelayMs = opts.indexDelayMs ?? 1000
-    this.dags = new DagCache<ConversationDag>(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, (conversation, dag, bytes) => {
-      this.evicted.set(conversation, { ref: new WeakRef(dag), bytes })
-      this.collected.register(dag, conversation)
-    })
+    this.dags = new ResidentDags(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, conversation => this.readDag(conversation))
     this.corestore = new Corestore(path.join(this.dir, 'corestore'))
     this.pool = new FeedPool({
       corestore: this.corestore,
@@ -195,7 +183,7 @@ export class HistoryStore extends EventEmitter {
       changed: key => { this.changed('feed', key) },
       announce: rec => { this.emit('feed', rec) },
       available: key => this.availableLength(key),
-      load: conversation => this.load(conversation),
+      load: conversation => this.dags.load(conversation),
       index: (rec, entries, upTo) => this.indexEntries(rec, entries, upTo, false),
       invalid: ev => { this.emit('invalid', ev) }
     })
@@ -325,7 +313,7 @@ export class HistoryStore extends EventEmitter {
     try {
       await this.writeOwn(root.id, [root])
     } catch (err) {
-      if (this.peekDag(root.id)?.size === 0) this.forgetDag(root.id)
+      if (this.dags.peek(root.id)?.size === 0) this.dags.forget(root.id)
       throw storageError(err, this.dir)
     }
     return root
@@ -350,7 +338,7 @@ export class HistoryStore extends EventEmitter {
   async enqueue (conversation: string, drafts: EntryDraft[]): Promise<{ entries: Entry[]; stored: Promise<Entry[]> }> {
     await this.ready()
     if (this.closing) throw new Error('the history store is closing')
-    const dag = await this.load(conversation)
+    const dag = await this.dags.load(conversation)
     if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
     const ts = this.now()
     const entries: Entry[] = []
@@ -455,7 +443,7 @@ export class HistoryStore extends EventEmitter {
    * summary's heads, title and waiting count, depend on the whole DAG.
    */
   private async indexEntries (rec: FeedRecord, entries: Entry[], upTo: number, local: boolean): Promise<void> {
-    const dag = this.resident(rec.conversation) ?? await this.load(rec.conversation)
+    const dag = this.dags.resident(rec.conversation) ?? await this.dags.load(rec.conversation)
     const joined: Entry[] = []
     const fresh: Entry[] = []
     let bytes = 0
@@ -465,7 +453,7 @@ export class HistoryStore extends EventEmitter {
       for (const j of dag.add(e)) joined.push(j)
       bytes += entryBytes(Buffer.byteLength(encodeEntry(e))) // the encoding is remembered: the feed or the cache has it
     }
-    this.grew(dag, bytes)
+    this.dags.grew(dag, bytes)
     // The summary and listeners see the DAG as soon as it changes; the watermark moves
     // only once the cache holds the entries below it.
     this.summarise(dag)
@@ -520,69 +508,23 @@ export class HistoryStore extends EventEmitter {
   }
 
   /**
-   * A conversation's DAG: the one in memory, else read from its entry cache (concurrent
-   * calls share one read). Kept in the size-budgeted cache, least recently used dropped first.
+   * A conversation's DAG read from its entry cache, or again from its feeds when the cache
+   * is short or torn, with its estimated size (ResidentDags keeps it).
    */
-  private load (conversation: string): Promise<ConversationDag> {
-    const dag = this.resident(conversation)
-    if (dag !== undefined) return Promise.resolve(dag)
-    let p = this.loading.get(conversation)
-    if (p === undefined) {
-      p = (async () => {
-        const { entries, torn, bytes } = await this.cache.read(conversation)
-        const d = new ConversationDag(conversation, [], { now: this.now })
-        for (const e of entries) if (e.conversation === conversation) d.add(reunderstand(e))
-        let size = dagBytes(entries.length, bytes)
-        const expected = this.state.conversations[conversation]?.size ?? 0
-        if (torn > 0 || d.size < expected) {
-          // Derived state went missing or bad: read the conversation again from its feeds.
-          // A torn last line with nothing missing is what a kill mid-write leaves: expected, not a warning.
-          const say = d.size >= expected ? this.log.info : this.log.warn
-          say.call(this.log, `entry cache of ${conversation.slice(0, 12)} ${d.size < expected ? `is missing entries (${d.size} of ${expected})` : 'ends in a torn line'} (${torn} torn line(s)); re-reading its feeds`)
-          size = await this.refill(d)
-        }
-        this.dags.set(conversation, d, size)
-        return d
-      })()
-      const loading = p
-      void loading.finally(() => { if (this.loading.get(conversation) === loading) this.loading.delete(conversation) }).catch(() => undefined)
-      this.loading.set(conversation, p)
+  private async readDag (conversation: string): Promise<{ dag: ConversationDag; bytes: number }> {
+    const { entries, torn, bytes } = await this.cache.read(conversation)
+    const d = new ConversationDag(conversation, [], { now: this.now })
+    for (const e of entries) if (e.conversation === conversation) d.add(reunderstand(e))
+    let size = dagBytes(entries.length, bytes)
+    const expected = this.state.conversations[conversation]?.size ?? 0
+    if (torn > 0 || d.size < expected) {
+      // Derived state went missing or bad: read the conversation again from its feeds.
+      // A torn last line with nothing missing is what a kill mid-write leaves: expected, not a warning.
+      const say = d.size >= expected ? this.log.info : this.log.warn
+      say.call(this.log, `entry cache of ${conversation.slice(0, 12)} ${d.size < expected ? `is missing entries (${d.size} of ${expected})` : 'ends in a torn line'} (${torn} torn line(s)); re-reading its feeds`)
+      size = await this.refill(d)
     }
-    return p
-  }
-
-  /** The DAG in memory, if any: one evicted but still held somewhere is taken back into the cache. */
-  private resident (conversation: string): ConversationDag | undefined {
-    const dag = this.dags.get(conversation)
-    if (dag !== undefined) return dag
-    const kept = this.evicted.get(conversation)
-    if (kept === undefined) return undefined
-    this.evicted.delete(conversation)
-    const alive = kept.ref.deref()
-    if (alive !== undefined) this.dags.set(conversation, alive, kept.bytes)
-    return alive
-  }
-
-  /** The DAG in memory, if any, without using it (no reload, no change of recency). */
-  private peekDag (conversation: string): ConversationDag | undefined {
-    return this.dags.peek(conversation) ?? this.evicted.get(conversation)?.ref.deref()
-  }
-
-  private forgetDag (conversation: string): void {
-    this.dags.delete(conversation)
-    this.evicted.delete(conversation)
-  }
-
-  /** `dag` grew by an estimated `bytes`: counted against the budget (which may evict others). */
-  private grew (dag: ConversationDag, bytes: number): void {
-    if (bytes === 0) return
-    const c = dag.conversation
-    if (this.dags.peek(c) === dag) {
-      this.dags.resize(c, (this.dags.sizeOf(c) ?? 0) + bytes)
-      return
-    }
-    const kept = this.evicted.get(c)
-    if (kept !== undefined && kept.ref.deref() === dag) kept.bytes += bytes
+    return { dag: d, bytes: size }
   }
 
   /**
@@ -678,7 +620,7 @@ export class HistoryStore extends EventEmitter {
       if (rec.indexed < core.contiguousLength) await this.follower.readFeed(rec, core, false)
     }
     for (const id of new Set(Object.values(this.state.feeds).map(f => f.conversation))) {
-      const dag = await this.load(id)
+      const dag = await this.dags.load(id)
       this.summarise(dag)
     }
     await this.saveIndex()
@@ -692,7 +634,7 @@ export class HistoryStore extends EventEmitter {
    */
   async open (ref: string): Promise<ConversationDag> {
     await this.ready()
-    return this.load(this.resolve(ref))
+    return this.dags.load(this.resolve(ref))
   }
 
   /** Conversations with their summaries, most recently updated first. Reads no entries. */
@@ -709,7 +651,7 @@ export class HistoryStore extends EventEmitter {
     const r = ref.toLowerCase()
     if (!/^[0-9a-f]+$/.test(r)) throw new ConversationNotFoundError(ref, 'no conversation (ids are hex)')
     // A full id also names a conversation whose root has not arrived yet (only its feeds).
-    if (this.state.conversations[r] !== undefined || this.peekDag(r) !== undefined || Object.values(this.state.feeds).some(f => f.conversation === r)) return r
+    if (this.state.conversations[r] !== undefined || this.dags.peek(r) !== undefined || Object.values(this.state.feeds).some(f => f.conversation === r)) return r
     const matches = Object.keys(this.state.conversations).filter(id => id.startsWith(r))
     if (matches.length === 1) return matches[0] as string
     if (matches.length === 0) throw new ConversationNotFoundError(ref)
@@ -743,7 +685,7 @@ export class HistoryStore extends EventEmitter {
   }
 
   select (conversation: string, entry: string): void {
-    const dag = this.peekDag(conversation)
+    const dag = this.dags.peek(conversation)
     if (dag !== undefined && !dag.isJoined(entry)) throw new Error(`entry ${entry.slice(0, 12)} is not in conversation ${conversation.slice(0, 12)}`)
     this.view.select(conversation, entry)
   }
