@@ -16,6 +16,7 @@ import { decodeBlock, readLocalBlocks } from './feed-blocks'
 import { FeedPool } from './feed-pool'
 import { DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
 import { ResidentDags } from './resident-dags'
+import { IndexWriter } from './index-writer'
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { ManifestLog } from './manifest-log'
 import { AppendQueue } from './append-queue'
@@ -101,7 +102,6 @@ export class HistoryStore extends EventEmitter {
   private readonly log: Logger
   private readonly now: () => number
   private readonly readChunk: number
-  private readonly indexDelayMs: number
   private readonly life: Lifecycle
   private readonly indexFile: HistoryIndexFile
   private readonly cache: EntryCache
@@ -110,7 +110,7 @@ export class HistoryStore extends EventEmitter {
   /** the key pair's public key in hex, made once: every entry written and summarised asks for it */
   private device_: string | null = null
   private readonly manifestLog: ManifestLog
-  private state: IndexState = emptyIndex('')
+  private readonly index: IndexWriter
   private readonly pool: FeedPool
   private readonly ownFeeds: OwnFeeds
   private readonly follower: PeerFeedFollower
@@ -118,8 +118,6 @@ export class HistoryStore extends EventEmitter {
   private peersLack: (key: string, length: number) => boolean = () => false
   private readonly dags: ResidentDags
   private readonly appends: AppendQueue
-  private indexTimer: NodeJS.Timeout | null = null
-  private dirtyMarked: Promise<void> | null = null
   private closing = false
 
   constructor (opts: HistoryStoreOptions) {
@@ -128,7 +126,6 @@ export class HistoryStore extends EventEmitter {
     this.log = opts.log ?? consoleLogger('history')
     this.now = opts.now ?? Date.now
     this.readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
-    this.indexDelayMs = opts.indexDelayMs ?? 1000
     this.dags = new ResidentDags(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, conversation => this.readDag(conversation))
     this.corestore = new Corestore(path.join(this.dir, 'corestore'))
     this.pool = new FeedPool({
@@ -155,10 +152,11 @@ export class HistoryStore extends EventEmitter {
       closing: () => this.closing,
       recorded: (length, save) => {
         this.state.manifestIndexed = length
-        if (save) this.scheduleIndexSave()
+        if (save) this.index.scheduleIndexSave()
       }
     })
     this.indexFile = new HistoryIndexFile(indexDir(this.dir))
+    this.index = new IndexWriter({ file: this.indexFile, log: this.log, delayMs: opts.indexDelayMs ?? 1000, closing: () => this.closing })
     this.ownFeeds = new OwnFeeds({
       corestore: this.corestore,
       pool: this.pool,
@@ -166,8 +164,8 @@ export class HistoryStore extends EventEmitter {
       state: () => this.state,
       device: () => this.device,
       keyPair: () => this.keyPair,
-      markDirty: () => this.markDirty(),
-      changed: key => { this.changed('feed', key) },
+      markDirty: () => this.index.markDirty(),
+      changed: key => { this.index.changed('feed', key) },
       announce: rec => { this.emit('feed', rec) }
     })
     this.follower = new PeerFeedFollower({
@@ -179,8 +177,8 @@ export class HistoryStore extends EventEmitter {
       state: () => this.state,
       device: () => this.device,
       closing: () => this.closing,
-      markDirty: () => this.markDirty(),
-      changed: key => { this.changed('feed', key) },
+      markDirty: () => this.index.markDirty(),
+      changed: key => { this.index.changed('feed', key) },
       announce: rec => { this.emit('feed', rec) },
       available: key => this.availableLength(key),
       load: conversation => this.dags.load(conversation),
@@ -223,18 +221,18 @@ export class HistoryStore extends EventEmitter {
     if (problem !== undefined) this.log.warn(`rebuilding the index: ${problem}`)
     // The previous version's index.json: written once in this version's format (and removed), as it is.
     if (state !== null && legacy === true) {
-      this.state = state
-      await this.saveIndex().catch(err => { this.log.warn(`could not convert the index yet: ${storageError(err, this.dir).message}`) })
+      this.index.state = state
+      await this.index.saveIndex().catch(err => { this.log.warn(`could not convert the index yet: ${storageError(err, this.dir).message}`) })
     }
     if (state === null) {
-      this.state = emptyIndex(this.device)
+      this.index.state = emptyIndex(this.device)
       this.state.clean = false
       await this.rebuild()
     } else {
-      this.state = state
+      this.index.state = state
       if (!state.clean) {
         this.log.info('the store was not closed cleanly; reconciling the index with the feeds')
-        await this.markDirty()
+        await this.index.markDirty()
         await this.reconcile()
       }
     }
@@ -270,7 +268,7 @@ export class HistoryStore extends EventEmitter {
     await this.manifestLog.settled()
     await this.cache.close()
     this.manifestLog.stop()
-    if (this.indexTimer !== null) clearTimeout(this.indexTimer)
+    this.index.stop()
     let clean = true
     try {
       if (this.manifestLog.writable) await this.manifestLog.writeManifestLengths()
@@ -280,9 +278,9 @@ export class HistoryStore extends EventEmitter {
     }
     // A failed save (a full disk) leaves the previous files, which say to reconcile: the
     // store still closes, so its directory is free to open again.
-    if (this.dirtyMarked !== null || !this.state.clean) {
+    if (this.index.marked || !this.state.clean) {
       this.state.clean = clean
-      await this.saveIndex().catch(err => { this.log.error(`could not save the index: ${storageError(err, this.dir).message}`) })
+      await this.index.saveIndex().catch(err => { this.log.error(`could not save the index: ${storageError(err, this.dir).message}`) })
     }
     await this.view.save().catch(err => { this.log.error(`could not save the selected entries: ${storageError(err, this.dir).message}`) })
     try {
@@ -470,7 +468,7 @@ export class HistoryStore extends EventEmitter {
     const cached = this.cache.append(rec.conversation, fresh).then(() => {
       const grew = upTo > rec.indexed
       rec.indexed = Math.max(rec.indexed, upTo)
-      if (grew) this.changed('feed', rec.key)
+      if (grew) this.index.changed('feed', rec.key)
       this.manifestLog.grew(rec.key)
       // What this device can serve of a peer's feed is its watermark: peers hear of it now.
       if (grew && !local) this.emit('feed', { ...rec })
@@ -485,7 +483,7 @@ export class HistoryStore extends EventEmitter {
     const root = dag.root
     // A root this version does not understand (a newer one wrote it) is listed all the same.
     if (root === undefined) {
-      this.scheduleIndexSave()
+      this.index.scheduleIndexSave()
       return
     }
     const s: ConversationSummary = {
@@ -504,7 +502,7 @@ export class HistoryStore extends EventEmitter {
     const autoRevival = revival !== undefined ? revival.value === true : root.kind === 'conversation' ? root.body.autoRevival : undefined
     if (autoRevival !== undefined) s.autoRevival = autoRevival
     this.state.conversations[dag.conversation] = s
-    this.changed('conversation', dag.conversation)
+    this.index.changed('conversation', dag.conversation)
   }
 
   /**
@@ -549,47 +547,18 @@ export class HistoryStore extends EventEmitter {
         }
       })
     }
-    await this.markDirty()
+    await this.index.markDirty()
     const entries = [...dag.entries()]
     await this.cache.rewrite(dag.conversation, entries)
     return dagBytes(entries.length, entries.reduce((n, e) => n + Buffer.byteLength(encodeEntry(e)), 0))
   }
 
-  /** Before the first write of a session, the index on disk must say it may be stale. */
-  private markDirty (): Promise<void> {
-    if (this.dirtyMarked === null) {
-      this.state.clean = false
-      const marked = this.saveIndex()
-      this.dirtyMarked = marked
-      // not marked (a full disk): the next write tries again rather than failing for ever
-      marked.catch(() => { if (this.dirtyMarked === marked) this.dirtyMarked = null })
-    }
-    return this.dirtyMarked
-  }
-
-  /** Writes the index records changed since the last save (the index file queues its saves). */
-  private saveIndex (): Promise<void> {
-    return this.indexFile.save(this.state)
-  }
-
-  /** A feed record or conversation summary of the index changed: it goes into the next save. */
-  private changed (kind: 'feed' | 'conversation', key: string): void {
-    this.indexFile.changed(kind, key)
-    this.scheduleIndexSave()
-  }
-
-  private scheduleIndexSave (): void {
-    if (this.indexTimer !== null || this.closing) return
-    this.indexTimer = setTimeout(() => {
-      this.indexTimer = null
-      this.state.clean = false
-      this.saveIndex().catch(err => { this.log.error(`could not save the index: ${(err as Error).message}`) })
-    }, this.indexDelayMs)
-  }
+  /** The index in memory (IndexWriter.state; benchmarks read it). */
+  private get state (): IndexState { return this.index.state }
 
   /** Rebuilds the index from the manifest and the feeds (after a lost or unreadable index). */
   private async rebuild (): Promise<void> {
-    await this.markDirty()
+    await this.index.markDirty()
     await this.cache.clear()
     this.state.manifestIndexed = 0
     await this.reconcile()
@@ -609,7 +578,7 @@ export class HistoryStore extends EventEmitter {
         }
         const own = f.device === this.device
         this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
-        this.changed('feed', f.key)
+        this.index.changed('feed', f.key)
         if (!own) manifest.listed(f.key)
       }
     }
@@ -623,7 +592,7 @@ export class HistoryStore extends EventEmitter {
       const dag = await this.dags.load(id)
       this.summarise(dag)
     }
-    await this.saveIndex()
+    await this.index.saveIndex()
   }
 
   // ---------------------------------------------------------------- reading
