@@ -6,16 +6,16 @@ import Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { ConversationDag } from '../../shared/conversation-dag'
-import { InvalidEntryError, encodeEntry, reunderstand, type Entry, type EntryDraft } from '../../shared/entry'
+import { InvalidEntryError, type Entry, type EntryDraft } from '../../shared/entry'
 import { makeEntry } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import type { DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
-import { decodeBlock, readLocalBlocks } from './feed-blocks'
 import { FeedPool } from './feed-pool'
-import { DAG_BYTES, dagBytes, entryBytes, type DagCacheStats } from './dag-cache'
+import { DAG_BYTES, type DagCacheStats } from './dag-cache'
 import { ResidentDags } from './resident-dags'
+import { ConversationIndex, type EntriesEvent } from './conversation-index'
 import { IndexWriter } from './index-writer'
 import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { ManifestLog } from './manifest-log'
@@ -60,17 +60,7 @@ export interface HistoryStoreOptions {
  */
 export const DEFAULT_DAG_CACHE_BYTES = 64 * 1024 * 1024
 
-/** Emitted as 'entries' whenever entries enter a conversation, from this device or a peer. */
-export interface EntriesEvent {
-  conversation: string
-  /** entries that joined the tree, parents before children */
-  joined: Entry[]
-  /** entries that arrived but wait for a parent */
-  waiting: Entry[]
-  feed: string
-  local: boolean
-}
-
+export type { EntriesEvent } from './conversation-index'
 export type { InvalidEvent } from './peer-feed-follower'
 
 export interface NewConversation {
@@ -117,6 +107,7 @@ export class HistoryStore extends EventEmitter {
   /** whether a connected peer lacks blocks of a feed below a length (set by the sync layer) */
   private peersLack: (key: string, length: number) => boolean = () => false
   private readonly dags: ResidentDags
+  private readonly conversations: ConversationIndex
   private readonly appends: AppendQueue
   private closing = false
 
@@ -126,7 +117,7 @@ export class HistoryStore extends EventEmitter {
     this.log = opts.log ?? consoleLogger('history')
     this.now = opts.now ?? Date.now
     this.readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
-    this.dags = new ResidentDags(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, conversation => this.readDag(conversation))
+    this.dags = new ResidentDags(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, conversation => this.conversations.readDag(conversation))
     this.corestore = new Corestore(path.join(this.dir, 'corestore'))
     this.pool = new FeedPool({
       corestore: this.corestore,
@@ -182,10 +173,23 @@ export class HistoryStore extends EventEmitter {
       announce: rec => { this.emit('feed', rec) },
       available: key => this.availableLength(key),
       load: conversation => this.dags.load(conversation),
-      index: (rec, entries, upTo) => this.indexEntries(rec, entries, upTo, false),
+      index: (rec, entries, upTo) => this.conversations.indexEntries(rec, entries, upTo, false),
       invalid: ev => { this.emit('invalid', ev) }
     })
     this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
+    this.conversations = new ConversationIndex({
+      dags: this.dags,
+      cache: this.cache,
+      index: this.index,
+      pool: this.pool,
+      manifest: this.manifestLog,
+      log: this.log,
+      now: this.now,
+      readChunk: this.readChunk,
+      device: () => this.device,
+      entries: ev => { this.emit('entries', ev) },
+      announce: rec => { this.emit('feed', rec) }
+    })
     this.view = new ViewState(path.join(this.dir, 'view-state.json'))
     this.life = new Lifecycle(() => this.openStore(), () => this.closeStore())
   }
@@ -368,7 +372,7 @@ export class HistoryStore extends EventEmitter {
   private async writeOwn (conversation: string, entries: Entry[]): Promise<void> {
     const core = await this.ownFeeds.ownFeed(conversation)
     await this.ownFeeds.writeBlocks(core, entries)
-    await this.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true)
+    await this.conversations.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true)
   }
 
   /** A feed's open session (opened if need be): FeedPool.core. */
@@ -433,125 +437,7 @@ export class HistoryStore extends EventEmitter {
     return this.corestore.replicate(isInitiatorOrStream)
   }
 
-  // ---------------------------------------------------------------- indexing
-
-  /**
-   * Adds entries read from (or written to) a feed up to `upTo` into the DAG, cache and summary.
-   * A conversation not in memory is read in first: which entries join and which wait, and the
-   * summary's heads, title and waiting count, depend on the whole DAG.
-   */
-  private async indexEntries (rec: FeedRecord, entries: Entry[], upTo: number, local: boolean): Promise<void> {
-    const dag = this.dags.resident(rec.conversation) ?? await this.dags.load(rec.conversation)
-    const joined: Entry[] = []
-    const fresh: Entry[] = []
-    let bytes = 0
-    for (const e of entries) {
-      if (dag.has(e.id)) continue
-      fresh.push(e)
-      for (const j of dag.add(e)) joined.push(j)
-      bytes += entryBytes(Buffer.byteLength(encodeEntry(e))) // the encoding is remembered: the feed or the cache has it
-    }
-    this.dags.grew(dag, bytes)
-    // The summary and listeners see the DAG as soon as it changes; the watermark moves
-    // only once the cache holds the entries below it.
-    this.summarise(dag)
-    if (fresh.length > 0) {
-      // what joined is joined in the DAG: the fresh entries not joined there are those waiting
-      const ev: EntriesEvent = { conversation: rec.conversation, joined, waiting: fresh.filter(e => !dag.isJoined(e.id)), feed: rec.key, local }
-      try {
-        this.emit('entries', ev)
-      } catch (err) {
-        // A listener's bug must not stop indexing: report it and go on.
-        this.log.error(`a listener of new entries failed: ${(err as Error).stack ?? String(err)}`)
-      }
-    }
-    const cached = this.cache.append(rec.conversation, fresh).then(() => {
-      const grew = upTo > rec.indexed
-      rec.indexed = Math.max(rec.indexed, upTo)
-      if (grew) this.index.changed('feed', rec.key)
-      this.manifestLog.grew(rec.key)
-      // What this device can serve of a peer's feed is its watermark: peers hear of it now.
-      if (grew && !local) this.emit('feed', { ...rec })
-    })
-    // A peer feed's reader uses the watermark as its cursor: it waits. A local append is
-    // acknowledged once the feed has it; the cache (derived) catches up behind it.
-    if (!local) return cached
-    cached.catch(err => { this.log.error(`could not write the entry cache of ${rec.conversation.slice(0, 12)}: ${(err as Error).message}; it is rebuilt from the feeds`) })
-  }
-
-  private summarise (dag: ConversationDag): void {
-    const root = dag.root
-    // A root this version does not understand (a newer one wrote it) is listed all the same.
-    if (root === undefined) {
-      this.index.scheduleIndexSave()
-      return
-    }
-    const s: ConversationSummary = {
-      id: dag.conversation,
-      title: dag.title(),
-      createdAt: root.ts,
-      updatedAt: dag.updatedAt,
-      heads: dag.headIds(),
-      size: dag.size,
-      waiting: dag.size - dag.joinedSize
-    }
-    // only a directory this device gave it: one a peer wrote is not where this device works
-    const own = dag.rootBy(this.device)
-    if (own?.body.cwd !== undefined) s.cwd = own.body.cwd
-    const revival = dag.meta('autoRevival')
-    const autoRevival = revival !== undefined ? revival.value === true : root.kind === 'conversation' ? root.body.autoRevival : undefined
-    if (autoRevival !== undefined) s.autoRevival = autoRevival
-    this.state.conversations[dag.conversation] = s
-    this.index.changed('conversation', dag.conversation)
-  }
-
-  /**
-   * A conversation's DAG read from its entry cache, or again from its feeds when the cache
-   * is short or torn, with its estimated size (ResidentDags keeps it).
-   */
-  private async readDag (conversation: string): Promise<{ dag: ConversationDag; bytes: number }> {
-    const { entries, torn, bytes } = await this.cache.read(conversation)
-    const d = new ConversationDag(conversation, [], { now: this.now })
-    for (const e of entries) if (e.conversation === conversation) d.add(reunderstand(e))
-    let size = dagBytes(entries.length, bytes)
-    const expected = this.state.conversations[conversation]?.size ?? 0
-    if (torn > 0 || d.size < expected) {
-      // Derived state went missing or bad: read the conversation again from its feeds.
-      // A torn last line with nothing missing is what a kill mid-write leaves: expected, not a warning.
-      const say = d.size >= expected ? this.log.info : this.log.warn
-      say.call(this.log, `entry cache of ${conversation.slice(0, 12)} ${d.size < expected ? `is missing entries (${d.size} of ${expected})` : 'ends in a torn line'} (${torn} torn line(s)); re-reading its feeds`)
-      size = await this.refill(d)
-    }
-    return { dag: d, bytes: size }
-  }
-
-  /**
-   * Re-reads every indexed block of a conversation's feeds into `dag` and rewrites its cache;
-   * returns the DAG's estimated size. This device's own feeds are read whole: an entry the
-   * feed acknowledged whose cache line failed (a full disk) is not behind the watermark yet.
-   */
-  private async refill (dag: ConversationDag): Promise<number> {
-    for (const rec of Object.values(this.state.feeds)) {
-      if (rec.conversation !== dag.conversation || (!rec.own && rec.indexed <= 1)) continue
-      const from = { ...rec, device: rec.own ? this.device : rec.device }
-      await this.pinWhile(rec.key, async () => {
-        const core = await this.core(rec.key)
-        const end = rec.own ? core.length : rec.indexed
-        for (let start = 1; start < end; start += this.readChunk) {
-          const blocks = await readLocalBlocks(core, start, Math.min(end, start + this.readChunk))
-          for (const block of blocks) {
-            // Invalid blocks were reported when the feed was first read: skipped quietly here.
-            const d = block === null ? null : decodeBlock(block, from)
-            if (d?.ok === true) dag.add(d.entry)
-          }
-        }
-      })
-    }
-    await this.index.markDirty()
-    const entries = [...dag.entries()]
-    await this.cache.rewrite(dag.conversation, entries)
-    return dagBytes(entries.length, entries.reduce((n, e) => n + Buffer.byteLength(encodeEntry(e)), 0))
-  }
+  // ---------------------------------------------------------------- recovery
 
   /** The index in memory (IndexWriter.state; benchmarks read it). */
   private get state (): IndexState { return this.index.state }
@@ -590,7 +476,7 @@ export class HistoryStore extends EventEmitter {
     }
     for (const id of new Set(Object.values(this.state.feeds).map(f => f.conversation))) {
       const dag = await this.dags.load(id)
-      this.summarise(dag)
+      this.conversations.summarise(dag)
     }
     await this.index.saveIndex()
   }
