@@ -17,7 +17,8 @@ import { DAG_BYTES, type DagCacheStats } from './dag-cache'
 import { ResidentDags } from './resident-dags'
 import { ConversationIndex, type EntriesEvent } from './conversation-index'
 import { IndexWriter } from './index-writer'
-import { HistoryIndexFile, emptyIndex, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
+import { recoverIndex } from './index-recovery'
+import { HistoryIndexFile, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { ManifestLog } from './manifest-log'
 import { AppendQueue } from './append-queue'
 import { OwnFeeds, hex } from './own-feeds'
@@ -221,25 +222,8 @@ export class HistoryStore extends EventEmitter {
     this.device_ = this.keyPair_.publicKey.toString('hex')
     await this.manifestLog.open(this.keyPair)
     await Promise.all([this.cache.ready(), this.view.load()])
-    const { state, problem, legacy } = await this.indexFile.load(this.device)
-    if (problem !== undefined) this.log.warn(`rebuilding the index: ${problem}`)
-    // The previous version's index.json: written once in this version's format (and removed), as it is.
-    if (state !== null && legacy === true) {
-      this.index.state = state
-      await this.index.saveIndex().catch(err => { this.log.warn(`could not convert the index yet: ${storageError(err, this.dir).message}`) })
-    }
-    if (state === null) {
-      this.index.state = emptyIndex(this.device)
-      this.state.clean = false
-      await this.rebuild()
-    } else {
-      this.index.state = state
-      if (!state.clean) {
-        this.log.info('the store was not closed cleanly; reconciling the index with the feeds')
-        await this.index.markDirty()
-        await this.reconcile()
-      }
-    }
+    const { dir, log, device, indexFile: file, index, cache, manifestLog: manifest, pool, follower, dags, conversations } = this
+    await recoverIndex({ dir, log, device, file, index, cache, manifest, pool, follower, dags, conversations })
     // Peer feeds are opened only when a peer has more of them (updateFeed), and idle
     // feeds are closed: a reconnect with nothing new opens no feed at all.
     this.pool.start()
@@ -375,9 +359,6 @@ export class HistoryStore extends EventEmitter {
     await this.conversations.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true)
   }
 
-  /** A feed's open session (opened if need be): FeedPool.core. */
-  private core (key: string): Promise<Hypercore.Core> { return this.pool.core(key) }
-
   // ---------------------------------------------------------------- peers
 
   /**
@@ -437,49 +418,8 @@ export class HistoryStore extends EventEmitter {
     return this.corestore.replicate(isInitiatorOrStream)
   }
 
-  // ---------------------------------------------------------------- recovery
-
   /** The index in memory (IndexWriter.state; benchmarks read it). */
   private get state (): IndexState { return this.index.state }
-
-  /** Rebuilds the index from the manifest and the feeds (after a lost or unreadable index). */
-  private async rebuild (): Promise<void> {
-    await this.index.markDirty()
-    await this.cache.clear()
-    this.state.manifestIndexed = 0
-    await this.reconcile()
-  }
-
-  /** Reads the manifest and every own feed past their watermarks (after a crash the index may lag). */
-  private async reconcile (): Promise<void> {
-    const manifest = this.manifestLog
-    for (let i = Math.max(1, this.state.manifestIndexed); i < manifest.length; i++) {
-      const rec = await manifest.record(i)
-      if (rec === null) { this.log.warn(`manifest block ${i} is unreadable; skipped`); continue }
-      for (const f of rec.feeds) {
-        const known = this.state.feeds[f.key]
-        if (known !== undefined) {
-          if (!known.own && known.indexed === 0) manifest.listed(f.key)
-          continue
-        }
-        const own = f.device === this.device
-        this.state.feeds[f.key] = { key: f.key, conversation: f.conversation, device: own ? this.device : '', own, indexed: 0 }
-        this.index.changed('feed', f.key)
-        if (!own) manifest.listed(f.key)
-      }
-    }
-    this.state.manifestIndexed = manifest.length
-    for (const rec of Object.values(this.state.feeds)) {
-      const core = await this.core(rec.key)
-      // Only what is on this disk: replication resumes the rest when peers are back.
-      if (rec.indexed < core.contiguousLength) await this.follower.readFeed(rec, core, false)
-    }
-    for (const id of new Set(Object.values(this.state.feeds).map(f => f.conversation))) {
-      const dag = await this.dags.load(id)
-      this.conversations.summarise(dag)
-    }
-    await this.index.saveIndex()
-  }
 
   // ---------------------------------------------------------------- reading
 
