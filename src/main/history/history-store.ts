@@ -92,7 +92,6 @@ export class HistoryStore extends EventEmitter {
   readonly corestore: Corestore
   private readonly log: Logger
   private readonly now: () => number
-  private readonly readChunk: number
   private readonly life: Lifecycle
   private readonly indexFile: HistoryIndexFile
   private readonly cache: EntryCache
@@ -114,84 +113,38 @@ export class HistoryStore extends EventEmitter {
 
   constructor (opts: HistoryStoreOptions) {
     super()
-    this.dir = path.resolve(opts.dir)
-    this.log = opts.log ?? consoleLogger('history')
-    this.now = opts.now ?? Date.now
-    this.readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
-    this.dags = new ResidentDags(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, conversation => this.conversations.readDag(conversation))
-    this.corestore = new Corestore(path.join(this.dir, 'corestore'))
-    this.pool = new FeedPool({
-      corestore: this.corestore,
-      log: this.log,
-      idleCloseMs: opts.idleCloseMs ?? 10_000,
-      keepOpen: (key, core) => this.keepOpen(key, core),
-      closed: key => { this.follower.forget(key) }
+    const dir = this.dir = path.resolve(opts.dir)
+    const log = this.log = opts.log ?? consoleLogger('history')
+    const now = this.now = opts.now ?? Date.now
+    const readChunk = Math.max(1, opts.readChunk ?? READ_CHUNK)
+    // what the parts ask of the store, read when they ask (the index is replaced as the store opens)
+    const closing = (): boolean => this.closing
+    const device = (): string => this.device
+    const state = (): IndexState => this.state
+    const markDirty = (): Promise<void> => this.index.markDirty()
+    const changed = (key: string): void => { this.index.changed('feed', key) }
+    const announce = (rec: FeedRecord): void => { this.emit('feed', rec) }
+    const corestore = this.corestore = new Corestore(path.join(dir, 'corestore'))
+    this.indexFile = new HistoryIndexFile(indexDir(dir))
+    const index = this.index = new IndexWriter({ file: this.indexFile, log, delayMs: opts.indexDelayMs ?? 1000, closing })
+    const cache = this.cache = new EntryCache(path.join(dir, 'index', 'entries'))
+    this.view = new ViewState(path.join(dir, 'view-state.json'))
+    const dags = this.dags = new ResidentDags(opts.dagCacheBytes ?? DEFAULT_DAG_CACHE_BYTES, conversation => this.conversations.readDag(conversation))
+    const pool = this.pool = new FeedPool({ corestore, log, idleCloseMs: opts.idleCloseMs ?? 10_000, keepOpen: (key, core) => this.keepOpen(key, core), closed: key => { this.follower.forget(key) } })
+    const manifest = this.manifestLog = new ManifestLog({
+      corestore, dir, log, delayMs: opts.manifestDelayMs ?? 1000, device, closing, feed: key => this.state.feeds[key],
+      recorded: (length, save) => { this.state.manifestIndexed = length; if (save) index.scheduleIndexSave() }
     })
-    this.appends = new AppendQueue({
-      maxBatch: opts.maxBatch ?? 1000,
-      dir: this.dir,
-      log: this.log,
-      write: (conversation, entries) => this.writeOwn(conversation, entries),
-      pin: conversation => this.dags.pin(conversation)
-    })
-    this.manifestLog = new ManifestLog({
-      corestore: this.corestore,
-      dir: this.dir,
-      log: this.log,
-      delayMs: opts.manifestDelayMs ?? 1000,
-      feed: key => this.state.feeds[key],
-      device: () => this.device,
-      closing: () => this.closing,
-      recorded: (length, save) => {
-        this.state.manifestIndexed = length
-        if (save) this.index.scheduleIndexSave()
-      }
-    })
-    this.indexFile = new HistoryIndexFile(indexDir(this.dir))
-    this.index = new IndexWriter({ file: this.indexFile, log: this.log, delayMs: opts.indexDelayMs ?? 1000, closing: () => this.closing })
-    this.ownFeeds = new OwnFeeds({
-      corestore: this.corestore,
-      pool: this.pool,
-      manifest: this.manifestLog,
-      state: () => this.state,
-      device: () => this.device,
-      keyPair: () => this.keyPair,
-      markDirty: () => this.index.markDirty(),
-      changed: key => { this.index.changed('feed', key) },
-      announce: rec => { this.emit('feed', rec) }
-    })
+    this.appends = new AppendQueue({ maxBatch: opts.maxBatch ?? 1000, dir, log, write: (c, entries) => this.writeOwn(c, entries), pin: c => dags.pin(c) })
+    this.ownFeeds = new OwnFeeds({ corestore, pool, manifest, state, device, keyPair: () => this.keyPair, markDirty, changed, announce })
     this.follower = new PeerFeedFollower({
-      pool: this.pool,
-      manifest: this.manifestLog,
-      log: this.log,
-      readChunk: this.readChunk,
-      watchPeers: opts.watchPeers ?? true,
-      state: () => this.state,
-      device: () => this.device,
-      closing: () => this.closing,
-      markDirty: () => this.index.markDirty(),
-      changed: key => { this.index.changed('feed', key) },
-      announce: rec => { this.emit('feed', rec) },
+      pool, manifest, log, readChunk, watchPeers: opts.watchPeers ?? true, state, device, closing, markDirty, changed, announce,
       available: key => this.availableLength(key),
-      load: conversation => this.dags.load(conversation),
+      load: conversation => dags.load(conversation),
       index: (rec, entries, upTo) => this.conversations.indexEntries(rec, entries, upTo, false),
       invalid: ev => { this.emit('invalid', ev) }
     })
-    this.cache = new EntryCache(path.join(this.dir, 'index', 'entries'))
-    this.conversations = new ConversationIndex({
-      dags: this.dags,
-      cache: this.cache,
-      index: this.index,
-      pool: this.pool,
-      manifest: this.manifestLog,
-      log: this.log,
-      now: this.now,
-      readChunk: this.readChunk,
-      device: () => this.device,
-      entries: ev => { this.emit('entries', ev) },
-      announce: rec => { this.emit('feed', rec) }
-    })
-    this.view = new ViewState(path.join(this.dir, 'view-state.json'))
+    this.conversations = new ConversationIndex({ dags, cache, index, pool, manifest, log, now, readChunk, device, announce, entries: ev => { this.emit('entries', ev) } })
     this.life = new Lifecycle(() => this.openStore(), () => this.closeStore())
   }
 
