@@ -6,7 +6,7 @@ import Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { ConversationDag } from '../../shared/conversation-dag'
-import { InvalidEntryError, type Entry, type EntryDraft } from '../../shared/entry'
+import type { Entry, EntryDraft } from '../../shared/entry'
 import { makeEntry } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
@@ -21,6 +21,7 @@ import { recoverIndex } from './index-recovery'
 import { HistoryIndexFile, indexDir, sortSummaries, type ConversationSummary, type FeedRecord, type IndexState } from './history-index'
 import { ManifestLog } from './manifest-log'
 import { AppendQueue } from './append-queue'
+import { entriesOfCall } from './call-entries'
 import { OwnFeeds, hex } from './own-feeds'
 import { PeerFeedFollower } from './peer-feed-follower'
 import { ViewState } from './view-state'
@@ -279,28 +280,13 @@ export class HistoryStore extends EventEmitter {
     if (this.closing) throw new Error('the history store is closing')
     const dag = await this.dags.load(conversation)
     if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
-    const ts = this.now()
-    const entries: Entry[] = []
-    const ids = new Set<string>()
-    for (const draft of drafts) {
-      if (draft.kind === 'conversation') throw new InvalidEntryError('a conversation root is written by createConversation, not appended')
-      // `$k` names the k-th draft of this call, whose id the caller cannot know beforehand.
-      const parents = draft.parents.map(p => {
-        const ref = p.startsWith('$') ? /^\$(\d+)$/.exec(p) : null
-        if (ref === null) return p
-        const earlier = entries[Number(ref[1])]
-        if (earlier === undefined) throw new InvalidEntryError(`parent ${p} does not name an earlier draft of this append`)
-        return earlier.id
-      })
-      for (const p of parents) {
-        if (!dag.isJoined(p) && !ids.has(p) && !this.appends.holds(conversation, p)) {
-          throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${dag.has(p) ? ' yet (it waits for its own parent)' : ''}`)
-        }
-      }
-      const entry = makeEntry({ ...draft, parents }, { conversation, device: this.device, ts })
-      entries.push(entry)
-      ids.add(entry.id)
-    }
+    const entries = entriesOfCall(drafts, {
+      conversation,
+      device: this.device,
+      ts: this.now(),
+      known: id => dag.isJoined(id) || this.appends.holds(conversation, id),
+      waits: id => dag.has(id)
+    })
     if (entries.length === 0) return { entries, stored: Promise.resolve([]) }
     return { entries, stored: this.appends.push(conversation, entries) }
   }
