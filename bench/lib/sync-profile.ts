@@ -82,7 +82,7 @@ export async function profileSync (holderDir: string, work: string, save?: strin
     const read = cache.read.bind(cache)
     cache.read = async (c: string) => { const r = await read(c); reloads.count++; reloads.entries += r.entries.length; return r }
     // batches indexed (the work per batch: summary, cache write, watermark)
-    const store = fresh.history as unknown as { indexEntries: (...args: unknown[]) => Promise<void> }
+    const store = (fresh.history as unknown as { conversations: { indexEntries: (...args: unknown[]) => Promise<void> } }).conversations
     const index = store.indexEntries.bind(store)
     store.indexEntries = (...args: unknown[]) => { batches++; return index(...args) }
     await session.post('Profiler.start')

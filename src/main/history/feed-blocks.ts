@@ -1,4 +1,7 @@
 import type Hypercore from 'hypercore'
+import type { Entry } from '../../shared/entry'
+import { validateEntry } from './entry-codec'
+import type { FeedRecord } from './history-index'
 
 /** What of a Hypercore session's internals a batched read uses (hypercore 11): its storage's read batch. */
 interface ReadBatch { getBlock (index: number): Promise<Buffer | null>; tryFlush (): void }
@@ -25,4 +28,19 @@ export async function readLocalBlocks (core: Hypercore.Core, start: number, end:
   for (let i = start; i < end; i++) out.push(rx.getBlock(i))
   rx.tryFlush()
   return Promise.all(out)
+}
+
+/** A block of a conversation feed as an entry of that feed's device and conversation, or why it is not one. */
+export function decodeBlock (block: Buffer, feed: Pick<FeedRecord, 'device' | 'conversation'>): { ok: true; entry: Entry; text: string } | { ok: false; error: string } {
+  const text = block.toString('utf8')
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return { ok: false, error: 'block is not JSON' }
+  }
+  const v = validateEntry(raw, feed.device)
+  if (!v.ok) return v
+  if (v.entry.conversation !== feed.conversation) return { ok: false, error: `entry ${v.entry.id.slice(0, 12)} belongs to another conversation` }
+  return { ok: true, entry: v.entry, text }
 }

@@ -1,0 +1,42 @@
+import { InvalidEntryError, type Entry, type EntryDraft } from '../../shared/entry'
+import { makeEntry } from './entry-codec'
+
+export interface CallContext {
+  conversation: string
+  device: string
+  ts: number
+  /** whether an entry may be a parent: joined, or queued or being written by this device */
+  known: (id: string) => boolean
+  /** whether an entry is in the conversation but waits for its own parent (for the error) */
+  waits: (id: string) => boolean
+}
+
+/**
+ * The entries of one append call, built from its drafts. A parent `$k` names the k-th draft
+ * of the same call (whose id the caller cannot know beforehand), so one call can write a
+ * chain; every other parent must be known. A bad draft refuses the whole call (InvalidEntryError).
+ */
+export function entriesOfCall (drafts: EntryDraft[], ctx: CallContext): Entry[] {
+  const { conversation } = ctx
+  const entries: Entry[] = []
+  const ids = new Set<string>()
+  for (const draft of drafts) {
+    if (draft.kind === 'conversation') throw new InvalidEntryError('a conversation root is written by createConversation, not appended')
+    const parents = draft.parents.map(p => {
+      const ref = p.startsWith('$') ? /^\$(\d+)$/.exec(p) : null
+      if (ref === null) return p
+      const earlier = entries[Number(ref[1])]
+      if (earlier === undefined) throw new InvalidEntryError(`parent ${p} does not name an earlier draft of this append`)
+      return earlier.id
+    })
+    for (const p of parents) {
+      if (!ids.has(p) && !ctx.known(p)) {
+        throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${ctx.waits(p) ? ' yet (it waits for its own parent)' : ''}`)
+      }
+    }
+    const entry = makeEntry({ ...draft, parents }, { conversation, device: ctx.device, ts: ctx.ts })
+    entries.push(entry)
+    ids.add(entry.id)
+  }
+  return entries
+}

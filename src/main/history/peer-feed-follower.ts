@@ -1,0 +1,225 @@
+import type Hypercore from 'hypercore'
+import { rememberEncoding, type Entry } from '../../shared/entry'
+import type { Logger } from '../../shared/logger'
+import { verifyFeedHeader } from './feed-header'
+import { decodeBlock, readLocalBlocks } from './feed-blocks'
+import type { FeedPool } from './feed-pool'
+import type { FeedRecord, IndexState } from './history-index'
+import type { ManifestLog } from './manifest-log'
+
+/** Emitted as 'invalid' for anything a peer's feed holds that is not a valid entry. */
+export interface InvalidEvent {
+  feed: string
+  seq: number
+  error: string
+}
+
+export interface PeerFeedFollowerOptions {
+  pool: FeedPool
+  manifest: ManifestLog
+  log: Logger
+  /** Most blocks read, checked and indexed in one batch (HistoryStoreOptions.readChunk). */
+  readChunk: number
+  /** Open and follow peers' feeds (HistoryStoreOptions.watchPeers). */
+  watchPeers: boolean
+  /** the index (its feed records) */
+  state: () => IndexState
+  device: () => string
+  closing: () => boolean
+  /** Before anything read is shown, the index on disk must say it may lag the feeds. */
+  markDirty: () => Promise<void>
+  /** A feed record changed: it goes into the next index save. */
+  changed: (key: string) => void
+  /** A feed was learned: the 'feed' event. */
+  announce: (rec: FeedRecord) => void
+  /** How many blocks of a feed this device can serve (HistoryStore.availableLength). */
+  available: (key: string) => number
+  /** Reads a conversation's DAG into memory. */
+  load: (conversation: string) => Promise<unknown>
+  /** Indexes entries read from a feed up to `upTo`; resolves once the watermark moved. */
+  index: (rec: FeedRecord, entries: Entry[], upTo: number) => Promise<void>
+  /** A block is not a valid entry: the 'invalid' event. */
+  invalid: (ev: InvalidEvent) => void
+}
+
+/**
+ * Following peers' feeds: learning them from the sync layer, opening one when a peer has more
+ * of it, downloading it whole and reading each block that arrives (one reader per feed),
+ * checked against the feed's signed header before it is indexed.
+ */
+export class PeerFeedFollower {
+  private readonly watched = new Set<string>()
+  private readonly pumping = new Map<string, Promise<void>>()
+  private readonly pumpAgain = new Set<string>()
+  /** feeds whose header was refused this session: not read again */
+  private readonly refused = new Set<string>()
+  /** the longest length peers announced for a feed: it is not closed before it is read that far */
+  private readonly wanted = new Map<string, number>()
+
+  constructor (private readonly opts: PeerFeedFollowerOptions) {}
+
+  /** Whether a feed's reader runs now. */
+  reading (key: string): boolean { return this.pumping.has(key) }
+
+  /** The longest length peers announced for a feed (0 if none). */
+  wantedLength (key: string): number { return this.wanted.get(key) ?? 0 }
+
+  /** A feed was closed (as idle): it is watched again when a peer has more of it. */
+  forget (key: string): void { this.watched.delete(key) }
+
+  /**
+   * Adds a feed of a conversation learned from a peer, and follows it. Resolves once its
+   * manifest record is written.
+   */
+  async addFeed (conversation: string, key: Buffer | string): Promise<void> {
+    const k = typeof key === 'string' ? key : key.toString('hex')
+    if (!/^[0-9a-f]{64}$/.test(k)) throw new Error(`not a feed key: ${k.slice(0, 70)}`)
+    if (!/^[0-9a-f]{64}$/.test(conversation)) throw new Error(`not a conversation id: ${conversation.slice(0, 70)}`)
+    const state = this.opts.state()
+    if (state.feeds[k] !== undefined) return
+    const rec: FeedRecord = { key: k, conversation, device: '', own: false, indexed: 0 }
+    state.feeds[k] = rec
+    await this.opts.markDirty()
+    // The record is written while the feed downloads; its reader waits for it before indexing.
+    const recorded = this.opts.manifest.recordLearned(k)
+    this.opts.changed(k)
+    this.opts.announce({ ...rec })
+    if (this.opts.watchPeers) void this.watchFeed(rec)
+    await recorded
+  }
+
+  /**
+   * A peer holds `length` blocks of a feed: follow it if the peer has blocks this device has
+   * not indexed yet. False if the feed is new here (the store adds it).
+   */
+  updateFeed (conversation: string, key: string, length: number): boolean {
+    if (length > (this.wanted.get(key) ?? 0)) this.wanted.set(key, length)
+    const rec = this.opts.state().feeds[key]
+    if (rec === undefined) return false
+    if (rec.conversation !== conversation) return true
+    // The peer lacks blocks this device has: open the feed, so its core is replicated to
+    // the peer (and not closed under it) until the peer says it has them (the idle sweep).
+    if (length < this.opts.available(key) && !this.opts.pool.has(key)) {
+      this.opts.pool.core(key).catch((err: Error) => { if (!this.opts.closing()) this.opts.log.warn(`cannot open feed ${key.slice(0, 12)} for a peer: ${err.message}`) })
+    }
+    if (rec.own || rec.indexed >= length || !this.opts.watchPeers) return true
+    void this.watchFeed(rec)
+    return true
+  }
+
+  private async watchFeed (rec: FeedRecord): Promise<void> {
+    if (this.watched.has(rec.key)) {
+      const open = this.opts.pool.get(rec.key)
+      if (open !== undefined) this.pump(rec, open)
+      return
+    }
+    this.watched.add(rec.key)
+    let core: Hypercore.Core
+    try {
+      core = await this.opts.pool.core(rec.key)
+    } catch (err) {
+      if (!this.opts.closing()) this.opts.log.warn(`cannot open feed ${rec.key.slice(0, 12)}: ${(err as Error).message}`)
+      return
+    }
+    const more = (): void => { this.opts.pool.touch(rec.key); this.pump(rec, core) }
+    core.on('append', more)
+    // The reader reads only what is stored here: it runs again as each block arrives.
+    core.on('download', more)
+    // Keep the whole history locally, for offline use.
+    core.download({ start: 0, end: -1 })
+    this.pump(rec, core)
+  }
+
+  /** Reads a peer feed's new blocks; one reader per feed, re-run if more arrived meanwhile. */
+  private pump (rec: FeedRecord, core: Hypercore.Core): void {
+    if (this.opts.closing()) return
+    if (this.pumping.has(rec.key)) { this.pumpAgain.add(rec.key); return }
+    const run = (async () => {
+      do {
+        this.pumpAgain.delete(rec.key)
+        await this.readFeed(rec, core)
+      } while (this.pumpAgain.has(rec.key) && !this.opts.closing())
+    })().catch(err => {
+      if (!this.opts.closing() && !isClosingError(err)) this.opts.log.warn(`reading feed ${rec.key.slice(0, 12)} stopped: ${(err as Error).message}`)
+    })
+    this.pumping.set(rec.key, run)
+    void run.finally(() => this.pumping.delete(rec.key))
+  }
+
+  /**
+   * Reads, checks and indexes the blocks of a feed past its watermark that this device's
+   * storage holds (its contiguous prefix). It never asks a peer for a block: the feed's
+   * download range fetches them, and each one downloaded runs the reader again (watchFeed).
+   * Following a peer (`whole`), it reads a batch once it is complete (readChunk blocks, or
+   * up to the feed's length), as a reader waiting for those blocks did: a sync of thousands
+   * of feeds at once would otherwise index each a block or two at a time, and the work per
+   * batch (summary, cache write, watermark) would be done per block. Recovery reads own
+   * feeds with it too (`whole` false: whatever the disk holds).
+   */
+  async readFeed (rec: FeedRecord, core: Hypercore.Core, whole = true): Promise<void> {
+    const { readChunk } = this.opts
+    while (rec.indexed < core.contiguousLength && !this.opts.closing() && !this.refused.has(rec.key)) {
+      const start = rec.indexed
+      const end = Math.min(core.contiguousLength, start + readChunk)
+      if (whole && end < Math.min(core.length, start + readChunk)) return
+      // Before anything read here is shown, the index on disk must say it may lag the feeds:
+      // only then does recovery after a crash read them past its watermarks.
+      await this.opts.markDirty()
+      // The header comes with the first blocks: one read, not two.
+      const blocks = await readLocalBlocks(core, start, end)
+      let first = 0
+      if (start === 0) {
+        const block = blocks[0]
+        if (block === null || block === undefined) return
+        // Nothing of a learned feed is shown before the manifest lists it: after a crash,
+        // recovery finds feeds through the manifest, and a feed it does not list is lost.
+        if (!rec.own && !this.opts.manifest.lists(rec.key)) await this.opts.manifest.recordLearned(rec.key)
+        try {
+          const h = verifyFeedHeader(block, Buffer.from(rec.key, 'hex'), { type: 'arbor/conversation', conversation: rec.conversation })
+          if (rec.own && h.device !== this.opts.device()) throw new Error(`feed ${rec.key.slice(0, 12)} was listed as this device's but is signed by ${h.device.slice(0, 12)}`)
+          rec.device = h.device
+        } catch (err) {
+          // Without a valid header nothing in the feed can be attributed: refuse it whole,
+          // once (every block that arrives runs the reader again).
+          this.refused.add(rec.key)
+          this.reportInvalid({ feed: rec.key, seq: 0, error: (err as Error).message })
+          return
+        }
+        rec.indexed = 1
+        this.opts.manifest.headerIndexed(rec.key) // from here on the watermark says it: indexed > 0 means recorded
+        this.opts.changed(rec.key)
+        first = 1
+      }
+      const good: Entry[] = []
+      blocks.forEach((block, i) => {
+        const seq = start + i
+        if (i < first || block === null) return
+        const d = decodeBlock(block, rec)
+        if (!d.ok) { this.reportInvalid({ feed: rec.key, seq, error: d.error }); return }
+        rememberEncoding(d.entry, d.text) // the cache stores the text as received: no second encoding
+        good.push(d.entry)
+      })
+      await this.opts.load(rec.conversation)
+      await this.opts.index(rec, good, end)
+    }
+  }
+
+  private reportInvalid (ev: InvalidEvent): void {
+    this.opts.log.warn(`skipped block ${ev.seq} of feed ${ev.feed.slice(0, 12)}: ${ev.error}`)
+    this.opts.invalid(ev)
+  }
+
+  /**
+   * Stops following: a reader waiting for blocks no connected peer has would wait forever,
+   * so closing the followed feeds cancels those waits; resolves once every reader has ended.
+   */
+  async close (): Promise<void> {
+    await Promise.allSettled([...this.watched].map(key => this.opts.pool.get(key)?.close()))
+    await Promise.allSettled([...this.pumping.values()])
+  }
+}
+
+function isClosingError (err: unknown): boolean {
+  const code = (err as { code?: string })?.code
+  return code === 'REQUEST_CANCELLED' || code === 'SESSION_CLOSED'
+}
