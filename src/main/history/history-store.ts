@@ -23,7 +23,7 @@ import { ManifestLog } from './manifest-log'
 import { AppendQueue } from './append-queue'
 import { entriesOfCall } from './call-entries'
 import { OwnFeeds, hex } from './own-feeds'
-import { PeerFeedFollower } from './peer-feed-follower'
+import { PeerFeedFollower, type InvalidEvent } from './peer-feed-follower'
 import { ViewState } from './view-state'
 import { storageError } from '../disk/storage-error'
 

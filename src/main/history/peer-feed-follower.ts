@@ -1,6 +1,7 @@
 import type Hypercore from 'hypercore'
 import { rememberEncoding, type Entry } from '../../shared/entry'
 import type { Logger } from '../../shared/logger'
+import { HEX32 } from '../../shared/hex32'
 import { verifyFeedHeader } from './feed-header'
 import { decodeBlock, readLocalBlocks } from './feed-blocks'
 import type { FeedPool } from './feed-pool'
@@ -73,8 +74,8 @@ export class PeerFeedFollower {
    */
   async addFeed (conversation: string, key: Buffer | string): Promise<void> {
     const k = typeof key === 'string' ? key : key.toString('hex')
-    if (!/^[0-9a-f]{64}$/.test(k)) throw new Error(`not a feed key: ${k.slice(0, 70)}`)
-    if (!/^[0-9a-f]{64}$/.test(conversation)) throw new Error(`not a conversation id: ${conversation.slice(0, 70)}`)
+    if (!HEX32.test(k)) throw new Error(`not a feed key: ${k.slice(0, 70)}`)
+    if (!HEX32.test(conversation)) throw new Error(`not a conversation id: ${conversation.slice(0, 70)}`)
     const state = this.opts.state()
     if (state.feeds[k] !== undefined) return
     const rec: FeedRecord = { key: k, conversation, device: '', own: false, indexed: 0 }
