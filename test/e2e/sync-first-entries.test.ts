@@ -15,19 +15,20 @@ import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
 
 const { dirs, defer } = perTest('arbor-first-entries-')
-const CONVERSATIONS = 1500
+const CONVERSATIONS = 600
 /** more than the open limit and what is in flight around it, far fewer than the feeds */
-const FIRST_OPENS = 200
+const FIRST_OPENS = 150
 
 interface Device { history: HistoryStore; node: SyncNode }
 
-async function devices (names: string[]): Promise<{ net: InProcessNetwork; d: Device[] }> {
+/** `names`' devices; a name in `at` opens the history already in that directory */
+async function devices (names: string[], at: Record<string, string> = {}): Promise<{ net: InProcessNetwork; d: Device[] }> {
   const trusted: TestDevices = new Map()
   const secret = crypto.randomBytes(32)
   const net = new InProcessNetwork()
   const d: Device[] = []
   for (const name of names) {
-    const history = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
+    const history = new HistoryStore({ dir: at[name] ?? await dirs.make(), log: memoryLogger() })
     await history.ready()
     const cluster = new TestCluster(secret, trusted)
     cluster.add(history.device)
@@ -65,8 +66,12 @@ const held = (h: HistoryStore): number => h.list().reduce((n, s) => n + s.size, 
 
 describe('first sync of a big history', () => {
   it(`the fresh device indexes entries before it or the holder has opened ${FIRST_OPENS} of ${CONVERSATIONS} feeds`, async () => {
-    const { net, d: [holder, fresh] } = await devices(['holder', 'fresh']) as { net: InProcessNetwork; d: [Device, Device] }
-    for (let i = 0; i < CONVERSATIONS; i++) await holder.history.createConversation({ title: `c${i}` })
+    // written, then started again: a holder that starts has none of its feeds open
+    const dir = await dirs.make()
+    const writer = new HistoryStore({ dir, log: memoryLogger() })
+    for (let i = 0; i < CONVERSATIONS; i++) await writer.createConversation({ title: `c${i}` })
+    await writer.close()
+    const { net, d: [holder, fresh] } = await devices(['holder', 'fresh'], { holder: dir }) as { net: InProcessNetwork; d: [Device, Device] }
     const h = opens(holder.history.corestore)
     const f = opens(fresh.history.corestore)
     let atFirst: { holder: number; fresh: number } | null = null
