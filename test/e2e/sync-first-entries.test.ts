@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import crypto from 'hypercore-crypto'
 import type Corestore from 'corestore'
-import { HistoryStore } from '../../src/main/history/history-store'
+import { HistoryStore, PEER_FEEDS_IN_FLIGHT } from '../../src/main/history/history-store'
 import { SyncNode } from '../../src/main/sync/sync-node'
 import { memoryLogger } from '../../src/shared/logger'
 import { InProcessNetwork } from '../helpers/in-process-network'
@@ -83,5 +83,7 @@ describe('first sync of a big history', () => {
     const first = atFirst as unknown as { holder: number; fresh: number }
     expect(first.fresh, `feeds opened on the fresh device at its first entry (most opening at once ${f.maxOpening()})`).toBeLessThanOrEqual(FIRST_OPENS)
     expect(first.holder, `feeds opened on the holder at the fresh device's first entry (most opening at once ${h.maxOpening()})`).toBeLessThanOrEqual(FIRST_OPENS)
+    // the fresh device's opens are its peer feeds', each within its slot
+    expect(f.maxOpening()).toBeLessThanOrEqual(PEER_FEEDS_IN_FLIGHT)
   }, 180_000)
 })
