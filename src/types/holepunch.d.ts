@@ -13,8 +13,6 @@ declare module 'hypercore' {
       readonly writable: boolean
       readonly closed: boolean
       readonly opened: boolean
-      /** the peers replicating this core now */
-      readonly peers: readonly unknown[]
       ready (): Promise<void>
       close (): Promise<void>
       append (block: Buffer | Buffer[]): Promise<{ length: number; byteLength: number }>
@@ -48,9 +46,6 @@ declare module 'corestore' {
     replicate (isInitiator: boolean | Duplex, opts?: Record<string, unknown>): Duplex
     createKeyPair (name: string): Promise<KeyPair>
     findingPeers (): () => void
-    /** calls fn with the internal core of every core opened from now on (for this store, or for a peer that asked for it) */
-    watch (fn: (core: { key: Buffer | null; ready: () => Promise<void> }) => void): void
-    unwatch (fn: (core: { key: Buffer | null; ready: () => Promise<void> }) => void): void
   }
   export = Corestore
 }

@@ -9,7 +9,6 @@ import { ConversationDag } from '../../shared/conversation-dag'
 import { InvalidEntryError, encodeEntry, rememberEncoding, reunderstand, type Entry, type EntryDraft } from '../../shared/entry'
 import { makeEntry, validateEntry } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
-import { PrioritySlots, type Release } from '../../shared/priority-slots'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { makeFeedHeader, verifyFeedHeader, type DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
@@ -92,12 +91,6 @@ const FEED_PREFIX = 'arbor/conversation/'
 const READ_CHUNK = 256
 /** feeds per manifest record: a peer's list of thousands is split into blocks of a few tens of KB */
 const MANIFEST_RECORD_FEEDS = 256
-/**
- * Peers' feeds opened and not yet replicated by a peer, at most: each one the peer has not
- * opened yet holds its messages in the connection's buffer, and past 32 KiB of those the
- * connection stops reading (Protomux), so opening thousands at once serves none until nearly all are open.
- */
-export const PEER_FEEDS_IN_FLIGHT = 64
 
 /** learned feeds whose manifest record is written in one append */
 interface LearnedBatch { keys: string[]; written: Promise<void> }
@@ -137,10 +130,6 @@ export class HistoryStore extends EventEmitter {
   private readonly ownFeedKeys = new Map<string, string>()
   private ownFeedsIndexed = false
   private readonly watched = new Set<string>()
-  /** slots for peers' feeds between their open and a peer replicating them (PEER_FEEDS_IN_FLIGHT) */
-  private readonly inFlightSlots = new PrioritySlots(PEER_FEEDS_IN_FLIGHT)
-  /** each peer feed holding a slot: its release, once a peer replicates it or no connection can */
-  private readonly inFlight = new Map<string, Release>()
   private readonly lastUsed = new Map<string, number>()
   /** feeds being opened, written or read outside a pump (a count each): never closed as idle meanwhile */
   private readonly pinned = new Map<string, number>()
@@ -229,9 +218,6 @@ export class HistoryStore extends EventEmitter {
     } catch (err) {
       throw storageError(err, this.dir)
     }
-    // A feed Corestore opens because a peer asked for it is held here like any other, so the
-    // idle sweep keeps it open while the peer lacks blocks of it (closeIdleFeeds).
-    this.corestore.watch(this.onCoreOpened)
     this.keyPair_ = await this.corestore.createKeyPair('arbor/device')
     this.device_ = this.keyPair_.publicKey.toString('hex')
     this.manifest = this.corestore.get({ name: 'arbor/manifest' })
@@ -290,7 +276,6 @@ export class HistoryStore extends EventEmitter {
 
   private async closeStore (): Promise<void> {
     this.closing = true
-    this.corestore.unwatch(this.onCoreOpened)
     if (this.sweepTimer !== null) clearInterval(this.sweepTimer)
     await Promise.allSettled([...this.flushing.values()])
     // A reader waiting for blocks no connected peer has would wait forever: closing the
@@ -561,11 +546,11 @@ export class HistoryStore extends EventEmitter {
     const rec = this.state.feeds[key]
     if (rec === undefined) { await this.addFeed(conversation, key); return }
     if (rec.conversation !== conversation) return
-    // The peer lacks blocks this device has: a core Corestore already opened for it is held,
-    // so it is not closed under the peer until the peer says it has them (closeIdleFeeds). One
-    // not open yet is opened when the peer asks for it (onCoreOpened): opening all a peer lacks
-    // at once, thousands at a first sync, would hold up the ones it asks for first.
-    if (length < this.availableLength(key) && !this.cores.has(key) && this.corestoreHasOpen(key)) this.keepForPeer(key)
+    // The peer lacks blocks this device has: open the feed, so its core is replicated to
+    // the peer (and not closed under it) until the peer says it has them (closeIdleFeeds).
+    if (length < this.availableLength(key) && !this.cores.has(key)) {
+      this.core(key).catch((err: Error) => { if (!this.closing) this.log.warn(`cannot open feed ${key.slice(0, 12)} for a peer: ${err.message}`) })
+    }
     if (rec.own || rec.indexed >= length || !this.watchPeers) return
     void this.watchFeed(rec)
   }
@@ -606,51 +591,7 @@ export class HistoryStore extends EventEmitter {
 
   /** Replication of every loaded feed over a stream (Corestore replication). */
   replicate (isInitiatorOrStream: boolean | Duplex): Duplex {
-    const stream = this.corestore.replicate(isInitiatorOrStream)
-    // A feed waiting for a peer on this connection will not get one from it now: its slot goes
-    // to the next (a later connection replicates it, as it does every open feed).
-    stream.once('close', () => {
-      for (const [key, release] of this.inFlight) if ((this.cores.get(key)?.peers.length ?? 0) === 0) release()
-    })
-    return stream
-  }
-
-  /** Corestore opened a core (for this store, or for a peer that asked for it). */
-  private readonly onCoreOpened = (core: { key: Buffer | null; ready: () => Promise<void> }): void => {
-    core.ready().then(() => {
-      if (core.key !== null) this.keepForPeer(core.key.toString('hex'))
-    }, () => undefined) // a core that fails to open is reported to whoever asked for it
-  }
-
-  /** Holds a known feed's core open, once a peer asked for it; the idle sweep closes it when no peer lacks it. */
-  private keepForPeer (key: string): void {
-    if (this.closing || this.cores.has(key) || this.state.feeds[key] === undefined) return
-    this.core(key).catch((err: Error) => { if (!this.closing) this.log.warn(`cannot open feed ${key.slice(0, 12)} for a peer: ${err.message}`) })
-  }
-
-  /** Whether Corestore has a feed's core open now (one a peer asked for, with no session of this store). */
-  private corestoreHasOpen (key: string): boolean {
-    const tracker = (this.corestore as unknown as { cores?: { opened?: (id: string) => boolean } }).cores
-    // Without the tracker (another Corestore), open it as if it were: kept open is the safe side.
-    if (typeof tracker?.opened !== 'function') return true
-    return tracker.opened(crypto.discoveryKey(Buffer.from(key, 'hex')).toString('hex'))
-  }
-
-  /**
-   * Holds a peer feed's slot until a peer replicates the feed (it then downloads at the pace
-   * the peer serves it), or the feed closes, or a connection closes with no peer on it.
-   */
-  private untilReplicated (key: string, core: Hypercore.Core, release: Release): void {
-    if (core.peers.length > 0 || core.closed) { release(); return }
-    const done = (): void => {
-      core.off('peer-add', done)
-      core.off('close', done)
-      if (this.inFlight.get(key) === done) this.inFlight.delete(key)
-      release()
-    }
-    this.inFlight.set(key, done)
-    core.on('peer-add', done)
-    core.on('close', done)
+    return this.corestore.replicate(isInitiatorOrStream)
   }
 
   private async watchFeed (rec: FeedRecord): Promise<void> {
@@ -660,18 +601,13 @@ export class HistoryStore extends EventEmitter {
       return
     }
     this.watched.add(rec.key)
-    // The conversations shown first (most recently updated) first, where this device knows them.
-    const release = await this.inFlightSlots.take(this.state.conversations[rec.conversation]?.updatedAt ?? 0)
-    if (this.closing) { release(); return }
     let core: Hypercore.Core
     try {
       core = await this.core(rec.key)
     } catch (err) {
-      release()
       if (!this.closing) this.log.warn(`cannot open feed ${rec.key.slice(0, 12)}: ${(err as Error).message}`)
       return
     }
-    this.untilReplicated(rec.key, core, release)
     const more = (): void => { this.lastUsed.set(rec.key, Date.now()); this.pump(rec, core) }
     core.on('append', more)
     // The reader reads only what is stored here: it runs again as each block arrives.
