@@ -1,0 +1,91 @@
+// A new device syncing a big history shows its first conversations at once (issue 12): it
+// opens peers' feeds a bounded number at a time, so the holder serves the first of them while
+// the rest wait, instead of both sides opening every feed before either reads one. Asserted
+// on structure (how many feeds were opened on each side when the first entry was indexed),
+// never on wall time.
+import { describe, expect, it } from 'vitest'
+import crypto from 'hypercore-crypto'
+import type Corestore from 'corestore'
+import { HistoryStore } from '../../src/main/history/history-store'
+import { SyncNode } from '../../src/main/sync/sync-node'
+import { memoryLogger } from '../../src/shared/logger'
+import { InProcessNetwork } from '../helpers/in-process-network'
+import { TestCluster, type TestDevices } from '../helpers/test-cluster'
+import { perTest } from '../helpers/per-test'
+import { until } from '../helpers/temp-dir'
+
+const { dirs, defer } = perTest('arbor-first-entries-')
+const CONVERSATIONS = 600
+/** more than the open limit and what is in flight around it, far fewer than the feeds */
+const FIRST_OPENS = 150
+
+interface Device { history: HistoryStore; node: SyncNode }
+
+/** `names`' devices; a name in `at` opens the history already in that directory */
+async function devices (names: string[], at: Record<string, string> = {}): Promise<{ net: InProcessNetwork; d: Device[] }> {
+  const trusted: TestDevices = new Map()
+  const secret = crypto.randomBytes(32)
+  const net = new InProcessNetwork()
+  const d: Device[] = []
+  for (const name of names) {
+    const history = new HistoryStore({ dir: at[name] ?? await dirs.make(), log: memoryLogger() })
+    await history.ready()
+    const cluster = new TestCluster(secret, trusted)
+    cluster.add(history.device)
+    const node = new SyncNode({ history, cluster, swarm: false, log: memoryLogger() })
+    await node.ready()
+    net.add(name, node)
+    d.push({ history, node })
+  }
+  defer(async () => {
+    await net.close()
+    for (const x of d) await x.node.close()
+    for (const x of d) await x.history.close()
+  })
+  return { net, d }
+}
+
+/** Counts the cores a Corestore opens (its core tracker's inserts), and the most opening at once. */
+function opens (store: Corestore): { count: () => number; maxOpening: () => number } {
+  const tracker = (store as unknown as { cores: { set: (id: string, core: { ready: () => Promise<void> }) => void } }).cores
+  const original = tracker.set
+  let n = 0
+  let opening = 0
+  let most = 0
+  tracker.set = function (this: unknown, id, core) {
+    n++
+    opening++
+    most = Math.max(most, opening)
+    core.ready().then(() => { opening-- }, () => { opening-- })
+    original.call(this, id, core)
+  }
+  return { count: () => n, maxOpening: () => most }
+}
+
+const held = (h: HistoryStore): number => h.list().reduce((n, s) => n + s.size, 0)
+
+describe('first sync of a big history', () => {
+  // Fails on today's code: at the fresh device's first entry both sides have opened all 600
+  // feeds. Skipped until the mechanism is fixed: a window of 64 feeds in flight (held from the
+  // open to the core's peer-add) passed here but stalled for good at 13,904 feeds (see the
+  // branch s12-firstsync's history and its report).
+  it.skip(`the fresh device indexes entries before it or the holder has opened ${FIRST_OPENS} of ${CONVERSATIONS} feeds`, async () => {
+    // written, then started again: a holder that starts has none of its feeds open
+    const dir = await dirs.make()
+    const writer = new HistoryStore({ dir, log: memoryLogger() })
+    for (let i = 0; i < CONVERSATIONS; i++) await writer.createConversation({ title: `c${i}` })
+    await writer.close()
+    const { net, d: [holder, fresh] } = await devices(['holder', 'fresh'], { holder: dir }) as { net: InProcessNetwork; d: [Device, Device] }
+    const h = opens(holder.history.corestore)
+    const f = opens(fresh.history.corestore)
+    let atFirst: { holder: number; fresh: number } | null = null
+    fresh.history.on('entries', () => { atFirst ??= { holder: h.count(), fresh: f.count() } })
+    await net.connect('holder', 'fresh')
+    await until(() => held(fresh.history) === CONVERSATIONS, 'the fresh device to hold every conversation', 120_000)
+    expect(atFirst).not.toBeNull()
+    expect(atFirst).toEqual({ holder: expect.any(Number), fresh: expect.any(Number) })
+    const first = atFirst as unknown as { holder: number; fresh: number }
+    expect(first.fresh, `feeds opened on the fresh device at its first entry (most opening at once ${f.maxOpening()})`).toBeLessThanOrEqual(FIRST_OPENS)
+    expect(first.holder, `feeds opened on the holder at the fresh device's first entry (most opening at once ${h.maxOpening()})`).toBeLessThanOrEqual(FIRST_OPENS)
+  }, 180_000)
+})
