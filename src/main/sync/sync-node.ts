@@ -163,11 +163,6 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private readonly mono: () => number
   /** the lease's wall clock, which counts a suspend (the monotonic one stands still then) */
   private readonly wall: () => number
-  /** when (monotonic) the lease was last found lapsed, and whether it held at the last look (noteLapse) */
-  private lapsedAt: number | null = null
-  private leaseHeld = true
-  /** per conversation: when its agents last read what peers sent since a lapse (waitForLease) */
-  private readonly caughtUp = new Map<string, number>()
   private readonly sessions = new Set<SyncSession>()
   private readonly versions: ProtocolVersions
   /** what each peer's last hello said of its versions */
@@ -746,53 +741,30 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   /**
-   * Resolves once this device holds its lease (at once if it does and this conversation has
-   * caught up since the last lapse), or when `signal` aborts. After a stall the lease has
-   * expired: it waits for the peers to echo a heartbeat sent after the wake, so what they sent
-   * before that echo (presence, a revival) has been read, then for the blocks they announced.
+   * Resolves once this device holds its lease (at once if it does), or when `signal` aborts.
+   * After a stall the lease has expired: it waits for a peer to echo a heartbeat sent after
+   * the wake, so what peers sent before that echo (presence, a revival) has been read.
    */
   async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true, onWait: (w: HeldWait | null) => void = () => {}): Promise<void> {
-    this.noteLapse()
-    // Held is not enough after a lapse: echoes may have renewed it before this agent looked
-    // (a call returning after its device woke), while what its peers sent before them — a
-    // revival — is still on its way. The agents of each conversation catch up once per lapse.
-    const lapse = this.lapsedAt
-    const held = this.holdsLease()
-    if (held && (lapse === null || (this.caughtUp.get(conversation) ?? Number.NEGATIVE_INFINITY) >= lapse)) return
+    if (this.holdsLease()) return
     const since = this.mono()
-    // Answers count from the lapse (or now): after a suspend the monotonic clock says nothing
-    // of how long it lasted, and heartbeats sent before it read earlier than this moment.
-    const from = lapse ?? since
+    // Answers count from now: after a suspend the monotonic clock says nothing of how long it
+    // lasted, and heartbeats sent before it read earlier than this moment.
+    const from = since
     const end = this.lease.expiresAt()
-    const ago = Math.max(since - end.mono, this.wall() - end.wall)
-    if (!held) this.log.warn(`auto-revival agents wait for the lease (${Number.isFinite(ago) ? `expired ${Math.round(ago)} ms ago` : 'no peer has echoed this device yet'}): until the peers answer`)
+    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(Math.max(since - end.mono, this.wall() - end.wall))} ms ago): until the peers answer`)
     this.beat() // a heartbeat sent since: its echoes are the answers
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
     // Held again, and every peer connected (suspected or not: on waking all are) answered since.
-    // Still held (only catching up): every peer heard now answered since, if any is (one that
-    // renewed it since has, and what it sent before its echo is read). Bounded by the abort,
-    // the node closing and `needed` (auto-revival turned off).
-    const answeredSince = (peers: Iterable<string>): boolean => this.lease.answeredSince(from, peers)
-    const answered = (): boolean => this.holdsLease() && (!this.online || (held ? this.hearing().length === 0 || answeredSince(this.hearing()) : answeredSince(this.peersToHear())))
+    // Bounded by the abort, the node closing and `needed` (auto-revival turned off).
+    const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
     await this.waitSaying(signal, () => answered() || !needed(), () => ({ why: this.peersToHear().size === 0 ? 'none-connected' : 'unanswered', older: [] }), onWait, ['lease', 'online', 'peer'])
     // Entries replicate beside the arbor channel: the blocks of this conversation that peers
     // announced before their echo (a revival among them) are read before the agent acts. At
     // most two windows: a peer that never serves them must not stall the agent for ever.
     const deadline = this.mono() + 2 * this.detector.suspectAfterMs
     while (this.openSessions().some(s => s.behind(conversation) > 0) && waiting() && this.mono() < deadline) await this.nextEvent(signal, 50)
-    if (waiting() && this.holdsLease()) this.caughtUp.set(conversation, this.mono())
-    if (!held) this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
-  }
-
-  /**
-   * Notes the moment the lease is found lapsed. Looked at on every heartbeat tick (on waking,
-   * timers fire before sockets are read) and before every echo, so a lapse is seen even when
-   * echoes end it before any agent checks.
-   */
-  private noteLapse (): void {
-    const held = this.holdsLease()
-    if (!held && this.leaseHeld) this.lapsedAt = this.mono()
-    this.leaseHeld = held
+    this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
   }
 
   /**
@@ -840,18 +812,6 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       for (const f of s.remoteFeeds.values()) if (f.conversation === conversation) { out.add(s.remoteDevice); break }
     }
     return [...out]
-  }
-
-  /**
-   * Blocks of a conversation that live peers (connected, not suspected) announced and this
-   * device has not indexed: a revival waits for them, the owner's last intent may be among
-   * them. A suspected device's word does not count: the dead owner alone announcing blocks
-   * nobody else holds means no peer acknowledged them, so no step of theirs started.
-   */
-  unread (conversation: string): number {
-    let n = 0
-    for (const s of this.openSessions()) if (!this.detector.isSuspected(s.remoteDevice)) n = Math.max(n, s.behind(conversation))
-    return n
   }
 
   /** Agents that connected devices (not suspected) announce running for a conversation. */
@@ -906,7 +866,6 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private tick (): void {
     const every = this.opts.heartbeatMs ?? 1000
     this.heartbeatTimer = this.clock.setTimeout(() => {
-      this.noteLapse()
       this.checkSilence()
       this.beat()
       // A connection can outlive its session (duplicate connections, pairing races): use it.
@@ -957,9 +916,6 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
         const since = this.attachedAt.get(s)
         if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)
         if (s.remoteVersions !== null) this.peerVersions.set(s.remoteDevice, s.remoteVersions)
-        // Every 1.3 Arbor echoes (echo came without a bump, so an earlier minor may not): its
-        // echoes are needed from its hello on, not only once one has arrived.
-        if (this.speaksHeld(s.remoteDevice)) this.lease.mustVouch(s.remoteDevice)
         this.detector.heard(s.remoteDevice, this.clock.now())
         this.cluster.seen(s.remoteDevice, Date.now())
         this.peerEvent({ device: s.remoteDevice, state: 'connected' })
@@ -975,10 +931,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       },
       onPresence: (s, agents) => { this.emit('presence', { device: s.remoteDevice, agents }) },
       onHears: s => { this.emit('hears', { device: s.remoteDevice, hears: [...s.remoteHears] }) },
-      onEcho: (s, t, hearsMe) => {
-        this.noteLapse()
-        if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease')
-      },
+      onEcho: (s, t, hearsMe) => { if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease') },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onHeld: (s, msg) => { this.onHeld(s, msg) },
       onClose: s => {
