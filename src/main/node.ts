@@ -176,6 +176,7 @@ export class ArborNode {
         live: c => this.sync.holders(c),
         down: d => this.sync.isDown(d),
         announced: c => this.sync.announced(c),
+        unread: c => this.sync.unread(c),
         name: d => this.deviceName(d)
       },
       name: () => this.cluster.name,

@@ -28,7 +28,8 @@ afterEach(async () => {
 
 describe('a reviver that has not read what its peers announced', () => {
   it('waits for the owner\'s last intent (relayed over a slow link) instead of running the step again', async () => {
-    const c = cluster = new AgentCluster({ n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 30_000, script: SCRIPT })
+    const warnings: string[] = []
+    const c = cluster = new AgentCluster({ n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 30_000, script: SCRIPT, log: { info: () => {}, warn: m => { warnings.push(m) }, error: () => {} } })
     await c.ready()
     const root = await c.node(0).history.createConversation({ title: 'relayed', autoRevival: true })
     const conv = root.id
@@ -47,18 +48,20 @@ describe('a reviver that has not read what its peers announced', () => {
     // the relay held the intent before the step started; the reviver heard of the blocks, holds none
     await until(() => c.node(reviver).sync.peers().some(p => p.device === c.node(relay).device && p.behind > 0), 'the reviver to hear of blocks it lacks', 5000)
     expect((await entriesOf(c.node(reviver), conv, 'tool.intent'))).toEqual([])
+    const owner = c.node(0).device
     await c.stop(0)
     // the owner is gone; the slow link still holds its last blocks
     await sleep(2500)
     expect(c.ledger.map(l => `d${l.dev} ${l.idemKey.slice(0, 8)}`), 'external steps started').toHaveLength(1)
-    expect((await entriesOf(c.node(reviver), conv, 'agent.started')).filter(e => e.author.device !== c.node(0).device), 'revivals without the intent').toEqual([])
+    expect((await entriesOf(c.node(reviver), conv, 'agent.started')).filter(e => e.author.device !== owner), 'revivals without the intent').toEqual([])
     expect(stall.held).toBeGreaterThan(0)
+    expect(warnings.filter(w => /not reviving the agent of .* yet/.test(w)), 'the reviver says why it waits').not.toEqual([])
     stall.release()
     // the blocks arrive: the agent is revived, sees the intent, records the outcome as unknown
-    await until(async () => (await entriesOf(c.node(reviver), conv, 'tool.result')).some(e => e.body.status === 'unknown'), 'the revived agent to record the step as unknown', 15_000)
+    await until(async () => (await entriesOf(c.node(reviver), conv, 'tool.result')).some(e => (e.body as { status?: string }).status === 'unknown'), 'the revived agent to record the step as unknown', 15_000)
     await until(() => c.runningOn(conv).length === 0, 'the revived agent to end its turn', 15_000)
     expect(c.ledger, 'external steps run').toHaveLength(1)
-    const revived = (await entriesOf(c.node(reviver), conv, 'agent.started')).filter(e => e.author.device !== c.node(0).device)
+    const revived = (await entriesOf(c.node(reviver), conv, 'agent.started')).filter(e => e.author.device !== owner)
     expect(revived.map(e => e.body)).toMatchObject([{ epoch: 1, reason: 'revival' }])
   }, 90_000)
 })

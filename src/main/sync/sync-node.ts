@@ -814,6 +814,18 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     return [...out]
   }
 
+  /**
+   * Blocks of a conversation that live peers (connected, not suspected) announced and this
+   * device has not indexed: a revival waits for them, the owner's last intent may be among
+   * them. A suspected device's word does not count: the dead owner alone announcing blocks
+   * nobody else holds means no peer acknowledged them, so no step of theirs started.
+   */
+  unread (conversation: string): number {
+    let n = 0
+    for (const s of this.openSessions()) if (!this.detector.isSuspected(s.remoteDevice)) n = Math.max(n, s.behind(conversation))
+    return n
+  }
+
   /** Agents that connected devices (not suspected) announce running for a conversation. */
   announced (conversation: string): RunningAgent[] {
     const out: RunningAgent[] = []

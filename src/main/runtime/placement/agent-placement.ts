@@ -17,6 +17,8 @@ export interface PeerView {
   down (device: string): boolean
   /** agents the connected peers announce running for the conversation */
   announced (conversation: string): AgentRef[]
+  /** blocks of the conversation that live peers announced and this device has not read yet */
+  unread (conversation: string): number
   /** a device's name, for notes the model and the user read */
   name (device: string): string
 }
@@ -65,6 +67,9 @@ const NO_EPOCHS = new EpochLedger()
 /** How long after a failed placement decision it is taken again. */
 const RETRY_MS = 1000
 
+/** How long a revival waits for the blocks live peers announced before it gives up until the next sweep. */
+export const REVIVAL_READ_MS = 2000
+
 /** What placement keeps of a conversation between events: the epochs its history held here honours, and so its owner. */
 interface Known { epochs: EpochLedger }
 
@@ -93,6 +98,10 @@ export class AgentPlacement {
   private restoring = true
   /** the agents the state file said ran here */
   private savedRunning: string[] = []
+  /** per conversation: how many unread blocks the log last said held its revival back */
+  private readonly unreadSaid = new Map<string, number>()
+  /** waits for entries to arrive (readAnnounced), ended early by close */
+  private readonly wakers = new Set<() => void>()
   private readonly onEntries = (ev: EntriesEvent): void => { this.entriesArrived(ev) }
 
   constructor (opts: AgentPlacementOptions) {
@@ -122,6 +131,7 @@ export class AgentPlacement {
     this.opts.history.off('entries', this.onEntries)
     if (this.sweepTimer !== null) this.clock.clearTimeout(this.sweepTimer)
     for (const t of this.retries) this.clock.clearTimeout(t)
+    for (const wake of [...this.wakers]) wake()
     await Promise.allSettled([...this.queue.values()])
     await this.writing.catch(() => undefined) // a failed write was reported when it failed
   }
@@ -335,12 +345,57 @@ export class AgentPlacement {
         await this.run(conversation, { leaf: action.leaf, epoch: action.epoch, reason: action.reason })
         break
       case 'revive': {
+        // Not before this device holds every block of it a live peer announced: the owner's
+        // last intent may be among them (held by that peer before the step started, on its
+        // way here over a slow link), and a revival without it would run the step again.
+        if (peers.unread(conversation) > 0) {
+          if (await this.readAnnounced(conversation)) this.again.add(conversation) // decided again on what arrived
+          return
+        }
+        this.unreadSaid.delete(conversation)
         const from = peers.name(action.previous.device)
         this.opts.log.info(`reviving the agent of ${conversation.slice(0, 12)} from ${from} (epoch ${action.epoch})`)
         const [note] = await history.append(conversation, [{ kind: 'note', body: { text: `This conversation's agent was revived on ${this.opts.name()} because ${from}, where it ran, stopped responding. The working directory on ${from} is not on this device: files there are not available here. A step that was running there has an unknown outcome: check before repeating it.` }, parents: [action.leaf] }])
         await this.run(conversation, { leaf: (note as Entry).id, epoch: action.epoch, reason: 'revival', previous: action.previous })
         break
       }
+    }
+  }
+
+  /**
+   * Waits, at most REVIVAL_READ_MS on the placement clock, for the blocks of a conversation
+   * that live peers announced to be read here: true once they are. Else it says why in the
+   * log (again when the count changes) and the revival is given up for now; the next sweep
+   * tries again. Reviving blind could run the owner's last step a second time.
+   */
+  private async readAnnounced (conversation: string): Promise<boolean> {
+    const { peers, history } = this.opts
+    const since = this.clock.now()
+    for (;;) {
+      const n = peers.unread(conversation)
+      if (n === 0) return true
+      const waited = this.clock.now() - since
+      if (this.closed) return false
+      if (waited >= REVIVAL_READ_MS) {
+        if (this.unreadSaid.get(conversation) !== n) {
+          this.unreadSaid.set(conversation, n)
+          this.opts.log.warn(`not reviving the agent of ${conversation.slice(0, 12)} yet: the other devices announced ${n} block(s) of it that have not reached this device after ${Math.round(waited)} ms (the step its agent last started may be among them); trying again at the next sweep`)
+        }
+        return false
+      }
+      await new Promise<void>(resolve => {
+        const done = (): void => {
+          history.off('entries', onEntries)
+          this.clock.clearTimeout(timer)
+          this.wakers.delete(done)
+          resolve()
+        }
+        const onEntries = (ev: EntriesEvent): void => { if (ev.conversation === conversation) done() }
+        // blocks are counted as indexed, some join no entry (a parent still missing): looked at again shortly too
+        const timer = this.clock.setTimeout(done, Math.min(100, REVIVAL_READ_MS - waited))
+        history.on('entries', onEntries)
+        this.wakers.add(done)
+      })
     }
   }
 
