@@ -4,14 +4,12 @@
 // on structure (how many feeds were opened on each side when the first entry was indexed),
 // never on wall time.
 import { describe, expect, it } from 'vitest'
-import crypto from 'hypercore-crypto'
 import type Corestore from 'corestore'
 import { HistoryStore } from '../../src/main/history/history-store'
-import { SyncNode } from '../../src/main/sync/sync-node'
 import { memoryLogger } from '../../src/shared/logger'
-import { InProcessNetwork } from '../helpers/in-process-network'
-import { TestCluster, type TestDevices } from '../helpers/test-cluster'
+import type { InProcessNetwork } from '../helpers/in-process-network'
 import { perTest } from '../helpers/per-test'
+import { syncDevices, type SyncDevice } from '../helpers/sync-devices'
 import { until } from '../helpers/temp-dir'
 
 const { dirs, defer } = perTest('arbor-first-entries-')
@@ -19,31 +17,10 @@ const CONVERSATIONS = 600
 /** more than the open limit and what is in flight around it, far fewer than the feeds */
 const FIRST_OPENS = 150
 
-interface Device { history: HistoryStore; node: SyncNode }
+type Device = SyncDevice
 
 /** `names`' devices; a name in `at` opens the history already in that directory */
-async function devices (names: string[], at: Record<string, string> = {}): Promise<{ net: InProcessNetwork; d: Device[] }> {
-  const trusted: TestDevices = new Map()
-  const secret = crypto.randomBytes(32)
-  const net = new InProcessNetwork()
-  const d: Device[] = []
-  for (const name of names) {
-    const history = new HistoryStore({ dir: at[name] ?? await dirs.make(), log: memoryLogger() })
-    await history.ready()
-    const cluster = new TestCluster(secret, trusted)
-    cluster.add(history.device)
-    const node = new SyncNode({ history, cluster, swarm: false, log: memoryLogger() })
-    await node.ready()
-    net.add(name, node)
-    d.push({ history, node })
-  }
-  defer(async () => {
-    await net.close()
-    for (const x of d) await x.node.close()
-    for (const x of d) await x.history.close()
-  })
-  return { net, d }
-}
+const devices = async (names: string[], at: Record<string, string> = {}): Promise<{ net: InProcessNetwork; d: Device[] }> => await syncDevices({ dirs, defer }, names, { at })
 
 /** Counts the cores a Corestore opens (its core tracker's inserts), and the most opening at once. */
 function opens (store: Corestore): { count: () => number; maxOpening: () => number } {

@@ -3,44 +3,20 @@
 // replication. Idle closing is made aggressive (tens of ms) so every feed is closed and reopened
 // many times during a test; nothing here may depend on a timing setting to pass.
 import { describe, expect, it } from 'vitest'
-import crypto from 'hypercore-crypto'
-import { HistoryStore } from '../../src/main/history/history-store'
-import { SyncNode } from '../../src/main/sync/sync-node'
+import type { HistoryStore } from '../../src/main/history/history-store'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
-import { memoryLogger } from '../../src/shared/logger'
-import { InProcessNetwork } from '../helpers/in-process-network'
-import { TestCluster, type TestDevices } from '../helpers/test-cluster'
+import type { InProcessNetwork } from '../helpers/in-process-network'
 import { perTest } from '../helpers/per-test'
+import { syncDevices, type SyncDevice } from '../helpers/sync-devices'
 import { until } from '../helpers/temp-dir'
 
 const { dirs, defer } = perTest('arbor-idle-feeds-')
 const IDLE_CLOSE_MS = 20
 
-interface Device { history: HistoryStore; node: SyncNode }
+type Device = SyncDevice
 
 /** Devices with aggressive idle closing, in one cluster, on an in-process network (not linked yet). */
-async function devices (names: string[]): Promise<{ net: InProcessNetwork; d: Device[] }> {
-  const trusted: TestDevices = new Map()
-  const secret = crypto.randomBytes(32)
-  const net = new InProcessNetwork()
-  const d: Device[] = []
-  for (const name of names) {
-    const history = new HistoryStore({ dir: await dirs.make(), log: memoryLogger(), idleCloseMs: IDLE_CLOSE_MS })
-    await history.ready()
-    const cluster = new TestCluster(secret, trusted)
-    cluster.add(history.device)
-    const node = new SyncNode({ history, cluster, swarm: false, log: memoryLogger() })
-    await node.ready()
-    net.add(name, node)
-    d.push({ history, node })
-  }
-  defer(async () => {
-    await net.close()
-    for (const x of d) await x.node.close()
-    for (const x of d) await x.history.close()
-  })
-  return { net, d }
-}
+const devices = async (names: string[]): Promise<{ net: InProcessNetwork; d: Device[] }> => await syncDevices({ dirs, defer }, names, { idleCloseMs: IDLE_CLOSE_MS })
 
 /** Entries a device holds, over every conversation (waiting ones included). */
 const held = (h: HistoryStore): number => h.list().reduce((n, s) => n + s.size, 0)
