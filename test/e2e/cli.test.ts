@@ -83,6 +83,16 @@ describe('arbor CLI', () => {
     expect((await arbor(data, 'post', conv, 'x', '--parent', 'ffff')).err).toMatch(/no entry of this conversation matches "ffff"/)
   })
 
+  it('a reference that cannot name a conversation is refused before any node is opened: nothing is written', async () => {
+    const data = await dirs.make()
+    for (const cmd of [['show', 'zzz'], ['tree', 'not-hex'], ['status', 'xyz'], ['export', 'q', '--format', 'md']]) {
+      const r = await arbor(data, ...cmd)
+      expect(r.code, cmd.join(' ')).toBe(1)
+      expect(r.err).toMatch(/no conversation \(ids are hex\) matches/)
+    }
+    expect(fs.readdirSync(data)).toEqual([])
+  })
+
   it('shows and exports an entry from a newer version of Arbor, kept intact', async () => {
     // a (the newer Arbor) wrote a kind this one does not know, and a child of it; b received both
     const [a, b] = [new HistoryStore({ dir: await dirs.make(), log: memoryLogger() }), new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })]

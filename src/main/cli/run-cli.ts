@@ -151,7 +151,7 @@ function need (args: string[], n: number, what: string): void {
 /** A conversation id or prefix as the API takes it; one it cannot be gets the words the history has for it. */
 async function conversationRef (ref: string): Promise<string> {
   if (/^[0-9a-f]{1,64}$/i.test(ref)) return ref
-  const { ConversationNotFoundError } = await import('../history/history-store')
+  const { ConversationNotFoundError } = await import('../history/conversation-not-found')
   throw new ConversationNotFoundError(ref, /^[0-9a-f]+$/i.test(ref) ? undefined : 'no conversation (ids are hex)')
 }
 
@@ -249,8 +249,9 @@ const COMMANDS: Record<string, Handler> = {
 
   async status ({ args, io, api }) {
     need(args, 1, 'conversation: arbor status <conv>')
+    const ref = await conversationRef(args[0] as string) // a reference that cannot name one opens no node
     const a = await api()
-    const { dag } = await openConversation(a, args[0] as string)
+    const { dag } = await openConversation(a, ref)
     const [status, hello] = await Promise.all([a.call('agent.status', { conversation: dag.conversation }), a.call('hello', {})])
     const { agentStatusText } = await import('./agent-status')
     io.out(agentStatusText({ entries: [...dag.entries()], status, live: a.live, self: hello.device }))
@@ -291,8 +292,9 @@ const COMMANDS: Record<string, Handler> = {
 
   async tree ({ args, io, api }) {
     need(args, 1, 'conversation: arbor tree <conv>')
+    const ref = await conversationRef(args[0] as string)
     const a = await api()
-    const { dag, selected } = await openConversation(a, args[0] as string)
+    const { dag, selected } = await openConversation(a, ref)
     const branch = new Set((await branchOf(dag, selected, undefined)).map(e => e.id))
     const { device } = await a.call('hello', {})
     const { asciiTree } = await import('./ascii-tree')
@@ -301,19 +303,21 @@ const COMMANDS: Record<string, Handler> = {
 
   async show ({ args, values, io, api }) {
     need(args, 1, 'conversation: arbor show <conv>')
-    const { dag, selected } = await openConversation(await api(), args[0] as string)
+    const ref = await conversationRef(args[0] as string)
+    const { dag, selected } = await openConversation(await api(), ref)
     const { transcriptText } = await import('../../shared/conversation-export')
     io.out(transcriptText(await branchOf(dag, selected, values.leaf)))
   },
 
   async export ({ args, values, io, api }) {
     need(args, 1, 'conversation: arbor export <conv> --format md|json')
+    const ref = await conversationRef(args[0] as string)
     if (values.format !== 'json' && values.format !== 'md') {
       // the conversation is named first: a wrong one is the first thing to say
-      await openConversation(await api(), args[0] as string)
+      await openConversation(await api(), ref)
       throw new CliError('--format must be md or json', 2)
     }
-    const { dag, selected } = await openConversation(await api(), args[0] as string)
+    const { dag, selected } = await openConversation(await api(), ref)
     const { conversationJson, transcriptMarkdown } = await import('../../shared/conversation-export')
     if (values.format === 'json') io.out(terminalJson(conversationJson(dag)) + '\n')
     else io.out(transcriptMarkdown(dag, await branchOf(dag, selected, values.leaf)))

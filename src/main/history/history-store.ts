@@ -79,12 +79,8 @@ export interface NewConversation {
   autoRevival?: boolean
 }
 
-export class ConversationNotFoundError extends Error {
-  constructor (ref: string, reason = 'no conversation') {
-    super(`${reason} matches "${ref}"; \`arbor ls\` lists the conversations`)
-    this.name = 'ConversationNotFoundError'
-  }
-}
+import { ConversationNotFoundError } from './conversation-not-found'
+export { ConversationNotFoundError }
 
 /** blocks read and indexed in one batch: one storage read, one cache write, one summary */
 const READ_CHUNK = 256
