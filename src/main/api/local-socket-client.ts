@@ -30,10 +30,18 @@ export async function openLocalApi (dataDir: string): Promise<Transport | null> 
     if (code === 'ENOENT' || code === 'ECONNREFUSED') return null
     throw err
   }
-  const token = await readToken(dataDir, conn)
+  // Listened to before anything is awaited: a node killed while the token is read must end
+  // the transport (and its error must not go uncaught).
   const messageFns: Array<(text: string) => void> = []
   const closeFns: Array<(reason?: string) => void> = []
   let reason: string | undefined
+  let ended: string | undefined
+  conn.on('error', err => { reason ??= err.message })
+  conn.on('close', () => {
+    ended = reason ?? 'the Arbor node closed the connection'
+    for (const fn of closeFns.splice(0)) fn(ended)
+  })
+  const token = await readToken(dataDir, conn)
   readLines(conn, {
     onLine: line => {
       // An error for no request is about the connection (the token was refused).
@@ -42,13 +50,11 @@ export async function openLocalApi (dataDir: string): Promise<Transport | null> 
       for (const fn of messageFns) fn(line)
     }
   })
-  conn.on('error', err => { reason ??= err.message })
-  conn.on('close', () => { for (const fn of closeFns.splice(0)) fn(reason ?? 'the Arbor node closed the connection') })
   if (token !== undefined) conn.write(JSON.stringify({ token }) + '\n')
   return {
-    send: text => { conn.write(text + '\n') },
+    send: text => { if (ended === undefined) conn.write(text + '\n') },
     onMessage: fn => { messageFns.push(fn) },
-    onClose: fn => { closeFns.push(fn) },
+    onClose: fn => { if (ended !== undefined) queueMicrotask(() => fn(ended)); else closeFns.push(fn) },
     close: () => { conn.end() }
   }
 }
