@@ -67,8 +67,12 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
   const onAbort = (): void => { void api.call('agent.cancel', { conversation }).catch(() => undefined) }
   o.signal?.addEventListener('abort', onAbort)
   try {
-    const posted = await api.call('message.send', { conversation, text: o.message })
+    const posted = await api.call('message.queue', { conversation, text: o.message })
     sent = true
+    if ('queued' in posted) {
+      o.err(`the agent is busy with this conversation: your message is queued${posted.queued > 1 ? ` (${posted.queued} wait)` : ''} and answered when its current turn ends (\`arbor show ${conversation.slice(0, 12)}\` shows it then)\n`)
+      return 0
+    }
     if (posted.agent !== undefined) {
       o.err(posted.agent.reachable
         ? `the agent of this conversation runs on ${posted.agent.name}: it answers there, and the answer syncs here\n`
