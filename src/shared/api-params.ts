@@ -50,7 +50,9 @@ export const API_PARAMS = {
       baseURL: z.string().min(1).max(2000).optional(),
       script: absolutePath.optional()
     }).optional(),
-    sandbox: z.boolean().optional()
+    sandbox: z.boolean().optional(),
+    /** where this device's agent of the conversation works from now on (`arbor chat --cwd`) */
+    cwd: absolutePath.optional()
   }),
   'agent.autoRevival': z.strictObject({ conversation: ref, on: z.boolean() }),
   'devices.list': none,

@@ -35,7 +35,12 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
   } else {
     ref = o.conversation
   }
-  const configured = await api.call('agent.configure', { conversation: ref, ...(Object.keys(o.llm).length > 0 ? { llm: o.llm } : {}), ...(o.sandbox !== undefined ? { sandbox: o.sandbox } : {}) })
+  const configured = await api.call('agent.configure', {
+    conversation: ref,
+    ...(Object.keys(o.llm).length > 0 ? { llm: o.llm } : {}),
+    ...(o.sandbox !== undefined ? { sandbox: o.sandbox } : {}),
+    ...(o.cwd !== undefined && o.conversation !== undefined ? { cwd: o.cwd } : {})
+  })
   const conversation = configured.conversation
   // Say up front what the bash tool would say on its first call.
   for (const w of configured.warnings) o.err(`warning: ${w}\n`)
