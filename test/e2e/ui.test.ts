@@ -21,7 +21,7 @@ beforeAll(async () => {
   // The scripted model: "files" makes it run bash; "slowly" streams for a few seconds; anything else is echoed.
   const script = path.join(data, 'script.json')
   fs.writeFileSync(script, JSON.stringify({
-    rules: [{ match: 'slowly', reply: { text: 'Taking my time. '.repeat(20), chunkSize: 4, delayMsPerChunk: 25 } }, { match: 'files', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo hello from the sandbox && ls -a' } }] }, { text: 'The tool said: {{lastToolOutput}}' }] }],
+    rules: [{ match: 'table', reply: { text: 'Here:\n\n| Tool | Runs |\n| :--- | ---: |\n| bash | 3 |\n| read_file | 12 |\n\n- [x] ~~old~~ AT&amp;T' } }, { match: 'slowly', reply: { text: 'Taking my time. '.repeat(20), chunkSize: 4, delayMsPerChunk: 25 } }, { match: 'files', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo hello from the sandbox && ls -a' } }] }, { text: 'The tool said: {{lastToolOutput}}' }] }],
     default: { text: 'You said: {{lastUser}}' }
   }))
   fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
@@ -89,6 +89,25 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     // the list shows it with its two branches; the UI never threw
     await page.getByRole('navigation', { name: 'Conversation list' }).getByText('Trip planning').waitFor({ state: 'visible', timeout: 5_000 })
     expect(errors).toEqual([])
+  }, 60_000)
+
+  it('renders the Markdown models write: a GFM table as a table, task lists, strikethrough, entities', async () => {
+    await page.goto(url)
+    await page.getByRole('button', { name: 'New conversation' }).first().click()
+    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Markdown')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { name: 'Markdown', level: 2 }).waitFor({ timeout: 10_000 })
+    await page.getByRole('textbox', { name: 'Message' }).fill('show me a table')
+    await page.keyboard.press('Enter')
+    const table = page.getByRole('table')
+    await table.waitFor({ timeout: 15_000 })
+    expect(await table.getByRole('columnheader').allInnerTexts()).toEqual(['Tool', 'Runs'])
+    expect(await table.getByRole('cell').allInnerTexts()).toEqual(['bash', '3', 'read_file', '12'])
+    expect(await page.getByRole('checkbox', { name: 'done' }).isChecked()).toBe(true)
+    expect(await page.locator('.md del').innerText()).toBe('old')
+    await page.getByText('AT&T', { exact: false }).waitFor({ timeout: 5_000 })
+    expect(await page.getByText('| Tool |').count()).toBe(0)
+    await shot('markdown')
   }, 60_000)
 
   it('queues a message sent while the agent works: answered after its turn, in order', async () => {
