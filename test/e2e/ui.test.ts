@@ -79,6 +79,9 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     expect(await first.getAttribute('aria-current')).toBe('true')
     expect(await second.getAttribute('aria-current')).toBeNull()
     expect(await second.getAttribute('aria-level')).toBe('2')
+    // fork connectors like `arbor tree`'s: ├ for the first branch, └ for the last
+    expect(await first.locator('.tree-lane.tee').count()).toBe(1)
+    expect(await second.locator('.tree-lane.elbow').count()).toBe(1)
     await shot('tree')
     await second.click()
     await tree.waitFor({ state: 'detached', timeout: 5_000 })
