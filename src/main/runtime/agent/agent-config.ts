@@ -11,6 +11,7 @@ import type { HistoryStore } from '../../history/history-store'
 import { createProvider, sameBaseURL, type CreatedProvider } from '../../llm/provider-factory'
 import type { AgentConfig } from './agent-host'
 import { systemPrompt } from './system-prompt'
+import { loadInstructions } from './project-instructions'
 import { defaultHiddenPaths } from '../../tools/sandbox/hidden-paths'
 import { sandboxProbe } from '../../tools/sandbox/sandbox-probe'
 import { defaultTools } from '../../tools/tool-registry'
@@ -179,14 +180,18 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
     if (!probe.ok) warnings.push(`the bash tool cannot run here: ${probe.message}`)
     else warnings.push(...probe.warnings)
   }
+  const instructions = await loadInstructions({ cwd, dataDir: o.dataDir })
+  for (const why of instructions.skipped) warnings.push(`project instructions: ${why}`)
   const home = o.env.HOME ?? os.homedir()
+  const system = systemPrompt({ cwd, device: o.store.device, sandboxed })
   return {
     config: {
       provider,
       model,
       tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),
       sandbox: { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(home, o.dataDir) },
-      system: systemPrompt({ cwd, device: o.store.device, sandboxed })
+      system: instructions.text === '' ? system : `${system}\n\n${instructions.text}`,
+      ...(instructions.files.length > 0 ? { instructions: instructions.files } : {})
     },
     cwd,
     sandboxed,
