@@ -79,7 +79,7 @@ describe('history index files', () => {
     expect((await fs.stat(index.files.journal)).size - journal0).toBe(grown)
     // many saves: the journal is folded into a new snapshot before it passes half the snapshot
     const before = index.stats.snapshots
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 400; i++) {
       s.feeds[hex(i % 100, 'f')] = { ...s.feeds[hex(i % 100, 'f')]!, indexed: 1000 + i }
       index.changed('feed', hex(i % 100, 'f'))
       await index.save(s)
