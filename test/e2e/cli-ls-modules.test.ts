@@ -11,7 +11,7 @@ import { memoryLogger } from '../../src/shared/logger'
 const dirs = tempDirs()
 afterEach(() => dirs.cleanup())
 
-it('ls on a cleanly closed store loads no package and nothing of the API service or the storage stack', async () => {
+it('ls on a cleanly closed store loads no package, nothing of the API service or the storage stack, neither node:net nor node:crypto', async () => {
   const data = await dirs.make()
   const store = new HistoryStore({ dir: data, watchPeers: false, log: memoryLogger() })
   await store.ready()
@@ -28,6 +28,8 @@ it('ls on a cleanly closed store loads no package and nothing of the API service
   const loaded = r.stderr.split('\n').filter(l => l.startsWith('loaded ')).map(l => l.slice('loaded '.length))
   expect(loaded.some(u => u.includes('/out/main/cli.js'))).toBe(true)
   expect(loaded.filter(u => u.includes('/node_modules/'))).toEqual([])
+  // no node runs (no socket file): nothing of the socket client; nothing is written: no temp names
+  expect(loaded.filter(u => u === 'node:net' || u === 'node:crypto')).toEqual([])
   // the server side of the socket pulls in the API service (zod, openai, the tools)
   expect(loaded.filter(u => /\/(api-service|api-connection|local-socket|history-store|step-planner)-[A-Za-z0-9_-]{8}\.js$/.test(u))).toEqual([])
 })

@@ -1,8 +1,8 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { storageError } from '../disk/storage-error'
-import { decodeIndex, encodeJournalStart, encodeSave, encodeSnapshot, listingRead, type IndexRead, type ListingRead } from './index-codec'
-import { mergeRows, summaryRows, type ListRows } from './index-listing'
+import { decodeIndex, decodeListing, encodeJournalStart, encodeSave, encodeSnapshot, type IndexRead } from './index-codec'
+import type { ListRows } from './index-listing'
 
 /** A feed the device holds for a conversation: its own or one learned from a peer. */
 export interface FeedRecord {
@@ -40,10 +40,7 @@ export function indexDir (dir: string): string {
   return path.join(path.resolve(dir), 'index')
 }
 
-/** Most recently updated first; ties by id, so every listing agrees. */
-export function sortSummaries (list: ConversationSummary[]): ConversationSummary[] {
-  return list.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1))
-}
+export { sortSummaries } from './index-listing'
 
 export function emptyIndex (device: string): IndexState {
   return { device, clean: true, manifestIndexed: 0, feeds: {}, conversations: {} }
@@ -72,9 +69,9 @@ async function readOrNull (file: string): Promise<Buffer | null> {
   }
 }
 
-async function readIndex (files: IndexFiles, device: string | null, summariesOnly: boolean, listing?: ListingRead): Promise<IndexRead> {
+async function readIndex (files: IndexFiles, device: string | null, summariesOnly: boolean): Promise<IndexRead> {
   const [legacy, snapshot, journal] = await Promise.all([readOrNull(files.legacy), readOrNull(files.snapshot), readOrNull(files.journal)])
-  return decodeIndex({ legacy, snapshot, journal }, device, summariesOnly, listing)
+  return decodeIndex({ legacy, snapshot, journal }, device, summariesOnly)
 }
 
 /**
@@ -92,11 +89,9 @@ export async function readSummaries (dir: string): Promise<{ clean: boolean; con
  * when there is no readable index.
  */
 export async function readListing (dir: string): Promise<{ clean: boolean; rows: ListRows } | null> {
-  const listing = listingRead()
-  const { state } = await readIndex(indexFiles(dir), null, true, listing)
-  if (state === null) return null
-  const changed = sortSummaries(Object.values(state.conversations))
-  return { clean: state.clean, rows: listing.rows === undefined ? summaryRows(changed) : mergeRows(listing.rows, listing.touched, changed) }
+  const files = indexFiles(dir)
+  const [legacy, snapshot, journal] = await Promise.all([readOrNull(files.legacy), readOrNull(files.snapshot), readOrNull(files.journal)])
+  return decodeListing({ legacy, snapshot, journal })
 }
 
 /**

@@ -13,7 +13,7 @@
 import { crc32 } from 'node:zlib'
 import { isHex32 } from '../../shared/hex32'
 import type { ConversationSummary, FeedRecord, IndexState } from './history-index'
-import { IndexListing, canList, encodeListing } from './index-listing'
+import { IndexListing, canList, encodeListing, mergeRows, sortSummaries, summaryRows, type ListRows } from './index-listing'
 
 export const MAGIC = Buffer.from('ARBI')
 /** Bumped only when a reader of this version could not read the new layout (then: a rebuild). */
@@ -251,7 +251,7 @@ function writeFrame (w: Writer, fill: () => void): void {
   w.buf.writeUInt32LE(crc32(payload), at + 4)
 }
 
-function writeSave (w: Writer, state: IndexState, changes: IndexChanges, summariesAsJson = false): void {
+function writeSave (w: Writer, state: IndexState, changes: IndexChanges, summariesAsJson = false, withListing = true): void {
   w.refs.clear()
   w.uint(state.clean ? FLAG_CLEAN : 0)
   w.uint(state.manifestIndexed)
@@ -263,7 +263,7 @@ function writeSave (w: Writer, state: IndexState, changes: IndexChanges, summari
     const keys = Object.keys(state.conversations).sort((a, b) => (state.conversations[b] as ConversationSummary).updatedAt - (state.conversations[a] as ConversationSummary).updatedAt || (a < b ? -1 : 1))
     const ordered: Record<string, ConversationSummary> = {}
     for (const k of keys) ordered[k] = state.conversations[k] as ConversationSummary
-    const listing = encodeListing(Object.values(ordered))
+    const listing = withListing ? encodeListing(Object.values(ordered)) : null
     if (listing !== null) { writeRecord(w, TAG_LISTING, () => w.bytes(listing)); n++ }
     writeRecord(w, TAG_SUMMARIES_JSON, () => w.string(JSON.stringify(ordered)))
     // the feeds below name them by number, in the order a reader's Object.keys sees them
@@ -290,14 +290,14 @@ function writePrefix (w: Writer): void {
   w.buf[at + MAGIC.length] = FORMAT_VERSION
 }
 
-/** A whole snapshot file: every record of `state`, summaries first. */
-export function encodeSnapshot (state: IndexState, generation: number): Buffer {
+/** A whole snapshot file: every record of `state`, summaries first (`withListing` false: as the version before the listing wrote it, for tests). */
+export function encodeSnapshot (state: IndexState, generation: number, withListing = true): Buffer {
   const w = new Writer()
   writePrefix(w)
   writeFrame(w, () => {
     w.uint(generation)
     w.id(state.device)
-    writeSave(w, state, { conversations: Object.keys(state.conversations), feeds: Object.keys(state.feeds) }, true)
+    writeSave(w, state, { conversations: Object.keys(state.conversations), feeds: Object.keys(state.feeds) }, true, withListing)
   })
   return w.done()
 }
@@ -509,4 +509,17 @@ export function decodeIndex (files: { legacy: Buffer | null; snapshot: Buffer | 
     state.clean = false
     return read
   }
+}
+
+/**
+ * What `arbor ls` prints, from the index files: the snapshot's listing with its journal's
+ * changes merged in (or the summaries, from a snapshot without one); null when the files hold
+ * no readable index. `clean: false`: the index may lag the feeds (ls then asks the store).
+ */
+export function decodeListing (files: { legacy: Buffer | null; snapshot: Buffer | null; journal: Buffer | null }): { clean: boolean; rows: ListRows } | null {
+  const listing = listingRead()
+  const { state } = decodeIndex(files, null, true, listing)
+  if (state === null) return null
+  const changed = sortSummaries(Object.values(state.conversations))
+  return { clean: state.clean, rows: listing.rows === undefined ? summaryRows(changed) : mergeRows(listing.rows, listing.touched, changed) }
 }

@@ -22,6 +22,11 @@ export interface ListRows {
 
 const MAX_U32 = 0xffffffff
 
+/** Most recently updated first; ties by id, so every listing agrees. */
+export function sortSummaries (list: ConversationSummary[]): ConversationSummary[] {
+  return list.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1))
+}
+
 /** Whether every summary fits the listing's columns (hex ids, counts below 2^32); else a snapshot has none. */
 export function canList (list: Iterable<ConversationSummary>): boolean {
   for (const c of list) {
