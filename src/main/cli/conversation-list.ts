@@ -24,10 +24,20 @@ function digits (v: number): number {
   return n
 }
 
+/** A column's cells, each padded to the column's width and followed by the gap, made once per distinct value. */
+function cells (width: number): (v: number | string) => string {
+  const made = new Map<number | string, string>()
+  return v => {
+    let cell = made.get(v)
+    if (cell === undefined) { cell = String(v).padEnd(width) + '  '; made.set(v, cell) }
+    return cell
+  }
+}
+
 /** The listing's table (a header, then a line per row), handed to `write` in pieces that end at a line's end. */
 export function writeListText (rows: ListRows, now: number, write: (text: string) => void): void {
   const n = rows.length
-  // 10,000 rows fall on a few hundred days: each date formatted once, and the column's cells shared
+  // 10,000 rows fall on a few hundred days and a few thousand sizes: each cell is made once
   const days = new Map<number, string>()
   const updated = new Array<string>(n)
   let w0 = 'UPDATED'.length
@@ -42,9 +52,12 @@ export function writeListText (rows: ListRows, now: number, write: (text: string
     const b = digits(rows.branches(i))
     if (b > w2) w2 = b
   }
+  const updatedCell = cells(w0)
+  const sizeCell = cells(w1)
+  const branchesCell = cells(w2)
   let text = 'ID'.padEnd(12) + '  ' + 'UPDATED'.padEnd(w0) + '  ' + 'ENTRIES'.padEnd(w1) + '  ' + 'BRANCHES'.padEnd(w2) + '  TITLE\n'
   for (let i = 0; i < n; i++) {
-    text += rows.id(i).slice(0, 12).padEnd(12) + '  ' + (updated[i] as string).padEnd(w0) + '  ' + String(rows.size(i)).padEnd(w1) + '  ' + String(rows.branches(i)).padEnd(w2) + '  ' + (rows.title(i) || '(untitled)') + '\n'
+    text += rows.id(i).slice(0, 12).padEnd(12) + '  ' + updatedCell(updated[i] as string) + sizeCell(rows.size(i)) + branchesCell(rows.branches(i)) + (rows.title(i) || '(untitled)') + '\n'
     if (text.length >= PIECE) { write(text); text = '' }
   }
   if (text !== '') write(text)
