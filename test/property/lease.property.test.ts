@@ -141,6 +141,20 @@ describe('Lease', () => {
     expect(lease.answeredSince(5000, [])).toBe(false)
   })
 
+  it('a peer that must vouch (its hello said 1.3) holds nothing before its first echo, and is waited for after a stall', () => {
+    const lease = new Lease(WINDOW)
+    lease.mustVouch('p')
+    expect(lease.holds(at(0), false)).toBe(false)
+    expect(lease.holds(at(0), true)).toBe(true) // alone by choice
+    lease.sentHeartbeat(5, at(10))
+    expect(lease.answeredSince(10, ['p'])).toBe(false)
+    expect(lease.echoed('p', 5, true)).toBe(true)
+    expect(lease.holds(at(11), false)).toBe(true)
+    expect(lease.answeredSince(10, ['p'])).toBe(true)
+    lease.mustVouch('p') // a later hello takes nothing back
+    expect(lease.holds(at(11), false)).toBe(true)
+  })
+
   it('held only while both clocks say it is within its duration: a suspend (wall only), a clock set forward or back, in any combination', () => {
     // steps of [monotonic advance, wall advance]: a suspend moves only the wall clock, a jump
     // moves the wall clock either way, an ordinary step moves both

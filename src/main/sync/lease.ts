@@ -49,6 +49,15 @@ export class Lease {
     while (this.sent.size > REMEMBERED) this.sent.delete(this.sent.keys().next().value as number)
   }
 
+  /**
+   * `peer` speaks leases (its hello says a protocol that always echoes): from now on the lease
+   * needs its echoes, whether or not one ever arrives (a link that carries nothing from this
+   * device to it leaves its heartbeats without one, while it takes this device for dead).
+   */
+  mustVouch (peer: string): void {
+    if (!this.renewedBy.has(peer)) this.renewedBy.set(peer, null)
+  }
+
   /** `peer`'s heartbeat echoed `t`; `hearsMe`: it says it hears this device. Returns true if its part of the lease grew. */
   echoed (peer: string, t: number, hearsMe: boolean): boolean {
     const at = this.sent.get(t)
@@ -71,8 +80,9 @@ export class Lease {
    * When the lease ends, on each clock: `durationMs` after the send of the freshest renewal. A
    * device that could revive this one's agents does so only once no peer it hears still hears
    * this one (SyncNode.isDown), so one peer that heard it lately holds every revival back.
-   * +Infinity on both while no peer ever spoke leases (older versions): the device acts as
-   * before leases; -Infinity while peers speak leases but none renewed it.
+   * +Infinity on both while no peer ever spoke leases (older versions, or none said hello
+   * yet): the device acts as before leases; -Infinity while peers speak leases but none
+   * renewed it.
    */
   expiresAt (): Instant {
     const r = this.freshest()

@@ -752,7 +752,8 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     // lasted, and heartbeats sent before it read earlier than this moment.
     const from = since
     const end = this.lease.expiresAt()
-    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(Math.max(since - end.mono, this.wall() - end.wall))} ms ago): until the peers answer`)
+    const ago = Math.max(since - end.mono, this.wall() - end.wall)
+    this.log.warn(`auto-revival agents wait for the lease (${Number.isFinite(ago) ? `expired ${Math.round(ago)} ms ago` : 'no peer has echoed this device yet'}): until the peers answer`)
     this.beat() // a heartbeat sent since: its echoes are the answers
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
     // Held again, and every peer connected (suspected or not: on waking all are) answered since.
@@ -928,6 +929,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
         const since = this.attachedAt.get(s)
         if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)
         if (s.remoteVersions !== null) this.peerVersions.set(s.remoteDevice, s.remoteVersions)
+        // Every 1.3 Arbor echoes (echo came without a bump, so an earlier minor may not): its
+        // echoes are needed from its hello on, not only once one has arrived.
+        if (this.speaksHeld(s.remoteDevice)) this.lease.mustVouch(s.remoteDevice)
         this.detector.heard(s.remoteDevice, this.clock.now())
         this.cluster.seen(s.remoteDevice, Date.now())
         this.peerEvent({ device: s.remoteDevice, state: 'connected' })
