@@ -163,6 +163,11 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private readonly mono: () => number
   /** the lease's wall clock, which counts a suspend (the monotonic one stands still then) */
   private readonly wall: () => number
+  /** when (monotonic) the lease was last found lapsed, and whether it held at the last look (noteLapse) */
+  private lapsedAt: number | null = null
+  private leaseHeld = true
+  /** per conversation: when its agents last read what peers sent since a lapse (waitForLease) */
+  private readonly caughtUp = new Map<string, number>()
   private readonly sessions = new Set<SyncSession>()
   private readonly versions: ProtocolVersions
   /** what each peer's last hello said of its versions */
@@ -746,14 +751,20 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
    * the wake, so what peers sent before that echo (presence, a revival) has been read.
    */
   async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true, onWait: (w: HeldWait | null) => void = () => {}): Promise<void> {
-    if (this.holdsLease()) return
+    this.noteLapse()
+    // Held is not enough after a lapse: echoes may have renewed it before this agent looked
+    // (a call returning after its device woke), while what its peers sent before them — a
+    // revival — is still on its way. The agents of each conversation catch up once per lapse.
+    const lapse = this.lapsedAt
+    const held = this.holdsLease()
+    if (held && (lapse === null || (this.caughtUp.get(conversation) ?? Number.NEGATIVE_INFINITY) >= lapse)) return
     const since = this.mono()
-    // Answers count from now: after a suspend the monotonic clock says nothing of how long it
-    // lasted, and heartbeats sent before it read earlier than this moment.
-    const from = since
+    // Answers count from the lapse (or now): after a suspend the monotonic clock says nothing
+    // of how long it lasted, and heartbeats sent before it read earlier than this moment.
+    const from = lapse ?? since
     const end = this.lease.expiresAt()
     const ago = Math.max(since - end.mono, this.wall() - end.wall)
-    this.log.warn(`auto-revival agents wait for the lease (${Number.isFinite(ago) ? `expired ${Math.round(ago)} ms ago` : 'no peer has echoed this device yet'}): until the peers answer`)
+    if (!held) this.log.warn(`auto-revival agents wait for the lease (${Number.isFinite(ago) ? `expired ${Math.round(ago)} ms ago` : 'no peer has echoed this device yet'}): until the peers answer`)
     this.beat() // a heartbeat sent since: its echoes are the answers
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
     // Held again, and every peer connected (suspected or not: on waking all are) answered since.
@@ -765,7 +776,19 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     // most two windows: a peer that never serves them must not stall the agent for ever.
     const deadline = this.mono() + 2 * this.detector.suspectAfterMs
     while (this.openSessions().some(s => s.behind(conversation) > 0) && waiting() && this.mono() < deadline) await this.nextEvent(signal, 50)
-    this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
+    if (waiting() && this.holdsLease()) this.caughtUp.set(conversation, this.mono())
+    if (!held) this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
+  }
+
+  /**
+   * Notes the moment the lease is found lapsed. Looked at on every heartbeat tick (on waking,
+   * timers fire before sockets are read) and before every echo, so a lapse is seen even when
+   * echoes end it before any agent checks.
+   */
+  private noteLapse (): void {
+    const held = this.holdsLease()
+    if (!held && this.leaseHeld) this.lapsedAt = this.mono()
+    this.leaseHeld = held
   }
 
   /**
@@ -879,6 +902,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private tick (): void {
     const every = this.opts.heartbeatMs ?? 1000
     this.heartbeatTimer = this.clock.setTimeout(() => {
+      this.noteLapse()
       this.checkSilence()
       this.beat()
       // A connection can outlive its session (duplicate connections, pairing races): use it.
@@ -947,7 +971,10 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       },
       onPresence: (s, agents) => { this.emit('presence', { device: s.remoteDevice, agents }) },
       onHears: s => { this.emit('hears', { device: s.remoteDevice, hears: [...s.remoteHears] }) },
-      onEcho: (s, t, hearsMe) => { if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease') },
+      onEcho: (s, t, hearsMe) => {
+        this.noteLapse()
+        if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease')
+      },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onHeld: (s, msg) => { this.onHeld(s, msg) },
       onClose: s => {
