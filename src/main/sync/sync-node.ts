@@ -768,8 +768,11 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     this.beat() // a heartbeat sent since: its echoes are the answers
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
     // Held again, and every peer connected (suspected or not: on waking all are) answered since.
-    // Bounded by the abort, the node closing and `needed` (auto-revival turned off).
-    const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
+    // Still held (only catching up): every peer heard now answered since, if any is (one that
+    // renewed it since has, and what it sent before its echo is read). Bounded by the abort,
+    // the node closing and `needed` (auto-revival turned off).
+    const answeredSince = (peers: Iterable<string>): boolean => this.lease.answeredSince(from, peers)
+    const answered = (): boolean => this.holdsLease() && (!this.online || (held ? this.hearing().length === 0 || answeredSince(this.hearing()) : answeredSince(this.peersToHear())))
     await this.waitSaying(signal, () => answered() || !needed(), () => ({ why: this.peersToHear().size === 0 ? 'none-connected' : 'unanswered', older: [] }), onWait, ['lease', 'online', 'peer'])
     // Entries replicate beside the arbor channel: the blocks of this conversation that peers
     // announced before their echo (a revival among them) are read before the agent acts. At
