@@ -226,7 +226,8 @@ export class AgentPlacement {
    */
   private announced (conversation: string): AgentRef[] {
     const epochs = this.known.get(conversation)?.epochs ?? NO_EPOCHS
-    return this.opts.peers.announced(conversation).filter(r => epochs.admits(r))
+    // as refs: a peer's presence row also names the conversation, which a stop's `by` must not carry
+    return this.opts.peers.announced(conversation).filter(r => epochs.admits(r)).map(r => ({ device: r.device, epoch: r.epoch }))
   }
 
   private get clock (): Clock { return this.opts.clock ?? systemClock }
