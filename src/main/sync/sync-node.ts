@@ -746,9 +746,10 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   /**
-   * Resolves once this device holds its lease (at once if it does), or when `signal` aborts.
-   * After a stall the lease has expired: it waits for a peer to echo a heartbeat sent after
-   * the wake, so what peers sent before that echo (presence, a revival) has been read.
+   * Resolves once this device holds its lease (at once if it does and this conversation has
+   * caught up since the last lapse), or when `signal` aborts. After a stall the lease has
+   * expired: it waits for the peers to echo a heartbeat sent after the wake, so what they sent
+   * before that echo (presence, a revival) has been read, then for the blocks they announced.
    */
   async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true, onWait: (w: HeldWait | null) => void = () => {}): Promise<void> {
     this.noteLapse()
