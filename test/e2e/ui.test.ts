@@ -18,10 +18,10 @@ const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-${name}`)
 beforeAll(async () => {
   const data = await dirs.make()
   dataDir = data
-  // The scripted model: "files" makes it run bash; anything else is echoed.
+  // The scripted model: "files" makes it run bash; "slowly" streams for a few seconds; anything else is echoed.
   const script = path.join(data, 'script.json')
   fs.writeFileSync(script, JSON.stringify({
-    rules: [{ match: 'files', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo hello from the sandbox && ls -a' } }] }, { text: 'The tool said: {{lastToolOutput}}' }] }],
+    rules: [{ match: 'slowly', reply: { text: 'Taking my time. '.repeat(20), chunkSize: 4, delayMsPerChunk: 25 } }, { match: 'files', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo hello from the sandbox && ls -a' } }] }, { text: 'The tool said: {{lastToolOutput}}' }] }],
     default: { text: 'You said: {{lastUser}}' }
   }))
   fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
@@ -89,6 +89,31 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     // the list shows it with its two branches; the UI never threw
     await page.getByRole('navigation', { name: 'Conversation list' }).getByText('Trip planning').waitFor({ state: 'visible', timeout: 5_000 })
     expect(errors).toEqual([])
+  }, 60_000)
+
+  it('queues a message sent while the agent works: answered after its turn, in order', async () => {
+    await page.goto(url)
+    await page.getByRole('button', { name: 'New conversation' }).first().click()
+    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Queueing')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { name: 'Queueing', level: 2 }).waitFor({ timeout: 10_000 })
+    const box = page.getByRole('textbox', { name: 'Message' })
+    await box.fill('take it slowly')
+    await page.keyboard.press('Enter')
+    await page.getByRole('button', { name: 'Stop the agent' }).waitFor({ timeout: 10_000 })
+    await box.fill('and after that?')
+    await page.keyboard.press('Enter')
+    await page.getByText(/One message waits for the agent's turn to end/).waitFor({ timeout: 5_000 })
+    await shot('queued')
+    await page.getByText('You said: and after that?').waitFor({ timeout: 20_000 })
+    // in order: the slow answer, then the queued message and its answer
+    const text = await page.locator('.scroll').innerText()
+    const slow = text.indexOf('Taking my time.')
+    const asked = text.indexOf('and after that?')
+    expect(slow).toBeGreaterThanOrEqual(0)
+    expect(asked).toBeGreaterThan(slow)
+    expect(text.indexOf('You said: and after that?')).toBeGreaterThan(asked)
+    expect(await page.getByRole('group', { name: /Branch \d of/ }).count()).toBe(0) // one branch: not forked mid-turn
   }, 60_000)
 
   it('chats through a tool call: a card with its arguments, output and status, then the answer', async () => {

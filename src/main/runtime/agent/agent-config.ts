@@ -65,7 +65,7 @@ export async function writeNodeSettings (dataDir: string, settings: NodeSettings
 export interface ConversationSettings {
   /** the last `llm` setting this device wrote (provider, model, base URL, fake script) */
   llm: LlmSetting
-  /** the root's working directory and model, if this device wrote the root */
+  /** the working directory this device gave it (ConversationDag.cwdOf); the root's model, if this device wrote the root */
   cwd?: string
   model?: string
   /** false only if this device's last `sandbox` setting turned it off */
@@ -75,7 +75,8 @@ export interface ConversationSettings {
 export function conversationSettings (dag: ConversationDag, device: string): ConversationSettings {
   const root = dag.rootBy(device)
   const out: ConversationSettings = { llm: llmSetting(dag.metaOf('llm', device)?.value), sandbox: dag.metaOf('sandbox', device)?.value !== false }
-  if (root?.body.cwd !== undefined) out.cwd = root.body.cwd
+  const cwd = dag.cwdOf(device)
+  if (cwd !== undefined) out.cwd = cwd
   if (root?.body.model !== undefined) out.model = root.body.model
   return out
 }
