@@ -127,6 +127,10 @@ describe('Lease', () => {
         // answered since the lapse only once every peer owed echoed a heartbeat sent since
         if (lease.answeredSince(lapse, look)) for (const p of owed) expect((renewed[p] ?? null)?.mono ?? Number.NEGATIVE_INFINITY).toBeGreaterThanOrEqual(lapse)
         expect(new Set(lease.owed(look))).toEqual(new Set(owed.map(p => PEERS[p])))
+        // when a waiting agent looks again: the moment the first suspicion of a peer owed turns sound
+        const due = lease.soundIn(look)
+        if (Number.isFinite(due)) expect(lease.owed(at(mono + due, wall + due)).length).toBeLessThan(owed.length)
+        else expect(owed.every(p => suspectedAt[p] === null)).toBe(true)
       }
     }), { numRuns: 1000 })
   })
@@ -192,6 +196,7 @@ describe('Lease', () => {
     // paused 20 s: on waking a timer suspects p before its socket is read
     lease.suspected('p', at(22_000))
     expect(look(22_000)).toBe(false)
+    expect(lease.soundIn(at(22_000))).toBe(WINDOW)
     expect(lease.lapsedAt).toBe(22_000)
     for (let ms = 22_000; ms <= 30_000; ms += 1000) expect(look(ms), `${ms}`).toBe(ms >= 22_000 + WINDOW) // a full window since
     // p was heard again, and suspected once more just before a stall: the count starts again after it

@@ -139,6 +139,18 @@ export class Lease {
     return out
   }
 
+  /** How long until the next suspicion of a peer owed becomes sound (and the lease may hold): +Infinity if none is suspected. */
+  soundIn (now: Instant): number {
+    let ms = Number.POSITIVE_INFINITY
+    for (const peer of this.owed(now)) {
+      const s = (this.parts.get(peer) as PeerPart).suspectedAt
+      if (s === null) continue
+      const from = later(s, this.stalledAt)
+      ms = Math.min(ms, Math.max(0, from.mono + this.windowMs - now.mono, from.wall + this.windowMs - now.wall))
+    }
+    return ms
+  }
+
   /**
    * When the lease ends, on each clock: `durationMs` after the send of the stalest renewal
    * among the peers it is owed to (default: at the last check). +Infinity while it is owed to

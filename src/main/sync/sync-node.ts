@@ -688,11 +688,11 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   /**
-   * Waits until `over` (or the abort, or the node closing), re-checking on `events` and each
-   * second; once it has waited HELD_QUIET_MS it says why (`why`, again when that changes) and
+   * Waits until `over` (or the abort, or the node closing), re-checking on `events`, each
+   * second and when `dueIn` says something changes; once it has waited HELD_QUIET_MS it says why (`why`, again when that changes) and
    * says it no longer waits at the end. A wait answered at once shows nothing.
    */
-  private async waitSaying (signal: AbortSignal, over: () => boolean, why: () => HeldWait, onWait: (w: HeldWait | null) => void, events: ReadonlyArray<keyof SyncNodeEvents>, each: () => void = () => {}): Promise<void> {
+  private async waitSaying (signal: AbortSignal, over: () => boolean, why: () => HeldWait, onWait: (w: HeldWait | null) => void, events: ReadonlyArray<keyof SyncNodeEvents>, each: () => void = () => {}, dueIn: () => number = () => Number.POSITIVE_INFINITY): Promise<void> {
     const since = this.mono()
     let said: string | null = null
     try {
@@ -704,7 +704,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
           const k = JSON.stringify(w)
           if (k !== said) { said = k; onWait(w) }
         }
-        await this.nextEvent(signal, said === null ? Math.max(1, HELD_QUIET_MS - waited) : 1000, events)
+        await this.nextEvent(signal, Math.max(1, Math.min(said === null ? HELD_QUIET_MS - waited : 1000, dueIn())), events)
       }
     } finally {
       if (said !== null) onWait(null)
@@ -773,7 +773,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     // a suspicion raised then drops nobody) answered since; one soundly suspected is dead or cut
     // off and answers nothing. Bounded by the abort, the node closing and `needed` (auto-revival off).
     const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.instant()))
-    await this.waitSaying(signal, () => answered() || !needed(), () => ({ why: this.openSessions().length === 0 ? 'none-connected' : 'unanswered', older: [] }), onWait, ['lease', 'online', 'peer'])
+    await this.waitSaying(signal, () => answered() || !needed(), () => ({ why: this.openSessions().length === 0 ? 'none-connected' : 'unanswered', older: [] }), onWait, ['lease', 'online', 'peer'], undefined, () => this.lease.soundIn(this.instant()))
     // Entries replicate beside the arbor channel: the blocks of this conversation that peers
     // announced before their echo (a revival among them) are read before the agent acts; those
     // that answered are heard, so not suspected (`unread`). At most two windows: a peer that
