@@ -28,8 +28,8 @@ type Op =
   | { op: 'read'; i: number }
   /** peer `p`'s session opens (its hello) */
   | { op: 'hello'; p: number }
-  /** the device suspects `p`: silent a window, or its connection lost (the node reports both as a suspicion) */
-  | { op: 'suspect'; p: number }
+  /** the device suspects `p`: silent a window, or its connection lost (the node reports both as a suspicion); last heard `ago` ms before */
+  | { op: 'suspect'; p: number; ago: number }
   /** the device hears `p` again */
   | { op: 'recover'; p: number }
   | { op: 'advance'; ms: number }
@@ -45,7 +45,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant('echo' as const), p: fc.nat(1), hearsMe: fc.boolean() }),
   fc.record({ op: fc.constant('read' as const), i: fc.nat(5) }),
   fc.record({ op: fc.constant('hello' as const), p: peerArb }),
-  fc.record({ op: fc.constant('suspect' as const), p: peerArb }),
+  fc.record({ op: fc.constant('suspect' as const), p: peerArb, ago: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 2 * WINDOW })) }),
   fc.record({ op: fc.constant('recover' as const), p: peerArb }),
   // mostly short steps (within a tick and the margin: no stall), sometimes a stall past the lease
   fc.record({ op: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 1, max: 1500 }), fc.integer({ min: 3000, max: 20_000 })) }),
@@ -92,7 +92,7 @@ describe('Lease', () => {
           if (grew) renewed[e.p] = sent
         }
         if (o.op === 'hello') { lease.hello(PEERS[o.p] as string, o.p !== OLD); if (o.p !== OLD) speaks[o.p] = true; suspectedAt[o.p] = null }
-        if (o.op === 'suspect') { lease.suspected(PEERS[o.p] as string, at(mono, wall)); suspectedAt[o.p] ??= at(mono, wall) }
+        if (o.op === 'suspect') { lease.suspected(PEERS[o.p] as string, at(mono, wall), at(mono - o.ago, wall - o.ago)); suspectedAt[o.p] ??= at(mono - o.ago, wall - o.ago) }
         if (o.op === 'recover') { lease.recovered(PEERS[o.p] as string); suspectedAt[o.p] = null }
         if (o.op === 'advance' || o.op === 'suspend') {
           wall += o.ms
@@ -108,7 +108,7 @@ describe('Lease', () => {
         heldBefore = held
         expect(lease.lapsedAt ?? Number.NEGATIVE_INFINITY).toBe(lapse)
         const within = (r: Instant | null): boolean => r !== null && mono < r.mono + lease.durationMs && wall < r.wall + lease.durationMs
-        // suspected for a full window on both clocks, counted from the last stall if later (the suspicions raised on waking)
+        // suspected, and silent a full window on both clocks, counted from the last stall if later (the suspicions raised on waking)
         const sound = (p: number): boolean => {
           const s = suspectedAt[p] ?? null
           if (s === null) return false
@@ -211,6 +211,28 @@ describe('Lease', () => {
     expect(look(42_000)).toBe(false)
     expect(look(44_000)).toBe(true)
     expect(lease.answeredSince(lease.lapsedAt as number, at(44_000))).toBe(true) // nobody is owed: nothing to wait for
+  })
+
+  it('the silence counts from the last word heard: a reviver that suspects its dead owner a window after it last heard it acts at once — unless it stalled meanwhile', () => {
+    const make = (): { lease: Lease; look: (ms: number) => boolean } => {
+      const lease = new Lease(WINDOW, 1000, 2000)
+      lease.hello('owner', true)
+      lease.sentHeartbeat(1, at(0))
+      lease.echoed('owner', 1, true)
+      return { lease, look: (ms: number): boolean => lease.check(at(ms), false) }
+    }
+    const a = make()
+    for (let ms = 0; ms <= 3000; ms += 500) a.look(ms)
+    expect(a.look(3500)).toBe(false) // the owner went silent at 500: its part ran out at 3000
+    a.lease.suspected('owner', at(4500), at(500)) // silent since 500: a full window at 4500
+    expect(a.look(4500)).toBe(true)
+    expect(a.lease.owed(at(4500))).toEqual([])
+    // the same suspicion raised by a timer on waking from a stall: it drops nobody for a window
+    const b = make()
+    b.look(500)
+    b.lease.suspected('owner', at(4500), at(500))
+    expect(b.look(4500)).toBe(false)
+    expect(b.lease.soundIn(at(4500))).toBe(WINDOW)
   })
 
   it('held only while both clocks say it is within its duration: a suspend (wall only), a clock set forward or back, in any combination', () => {

@@ -23,9 +23,10 @@
  * that speaks leases (its hello says a protocol that always echoes, or it has echoed) and that
  * this device does not soundly suspect must have renewed it within its duration; a connected
  * one that never echoes (a link carrying nothing from here to it, so it may take this device
- * for dead) lets it expire. A suspicion is sound once it has lasted a full window with no stall
- * on this side since it began: the peer is dead or cut off (a partition: ARCHITECTURE §14 leaves
- * it for a majority). On waking from a stall the timers fire before the sockets are read, so
+ * for dead) lets it expire. A suspicion is sound once the peer has been silent a full window
+ * (counted from the last word heard of it, as it counts this device's silence before it may
+ * revive) with no stall on this side since: the peer is dead or cut off (a partition:
+ * ARCHITECTURE §14 leaves it for a majority). On waking from a stall the timers fire before the sockets are read, so
  * the suspicions they raise drop nobody: they count from the stall. A lost connection is a
  * suspicion like silence. With nobody owed (every peer soundly suspected, or none speaks
  * leases) the lease holds: an agent is never blocked for ever by peers that are gone.
@@ -47,7 +48,7 @@ interface PeerPart {
   speaks: boolean
   /** the send time of the latest heartbeat it echoed while hearing this device */
   renewed: Instant | null
-  /** when this device began to suspect it (silence or a lost connection); null while it does not */
+  /** while this device suspects it (silence or a lost connection): since when it has been silent; null while it does not */
   suspectedAt: Instant | null
 }
 
@@ -108,10 +109,15 @@ export class Lease {
     return true
   }
 
-  /** This device began to suspect `peer` at `at` (silent a window, or its connection lost). */
-  suspected (peer: string, at: Instant): void {
+  /**
+   * This device began to suspect `peer` at `at` (silent a window, or its connection lost),
+   * having last heard it at `silentSince`. A look at the lease: on waking from a stall the
+   * timer that suspects a peer may fire before any other, and the stall must count.
+   */
+  suspected (peer: string, at: Instant, silentSince: Instant = at): void {
+    this.look(at)
     const p = this.part(peer)
-    p.suspectedAt ??= at
+    p.suspectedAt ??= { mono: Math.min(silentSince.mono, at.mono), wall: Math.min(silentSince.wall, at.wall) }
   }
 
   /** `peer` was heard again. */
@@ -125,7 +131,7 @@ export class Lease {
     for (const peer of [...this.parts.keys()]) if (!keep(peer)) this.parts.delete(peer)
   }
 
-  /** Whether this device has suspected `peer` for a full window, on both clocks, with no stall on this side since the suspicion began. */
+  /** Whether `peer`, suspected, has been silent a full window on both clocks, with no stall on this side in that time. */
   private soundlySuspected (p: PeerPart, now: Instant): boolean {
     if (p.suspectedAt === null) return false
     const from = later(p.suspectedAt, this.stalledAt)
@@ -200,15 +206,20 @@ export class Lease {
    * longer held is a lapse (`lapsedAt`).
    */
   check (now: Instant, alone: boolean): boolean {
+    this.look(now)
+    const held = this.holds(now, alone)
+    if (!held && this.heldAtCheck) this.lapsed = now.mono
+    this.heldAtCheck = held
+    return held
+  }
+
+  /** The device is running at `now`: a gap since the last look longer than `stallMs` on either clock was a stall. */
+  private look (now: Instant): void {
     const seen = this.seen
     if (seen !== null && (now.mono - seen.mono > this.stallMs || now.wall - seen.wall > this.stallMs)) {
       this.stalledAt = now
       this.lapsed = now.mono
     }
     this.seen = now
-    const held = this.holds(now, alone)
-    if (!held && this.heldAtCheck) this.lapsed = now.mono
-    this.heldAtCheck = held
-    return held
   }
 }

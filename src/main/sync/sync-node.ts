@@ -909,7 +909,13 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   private peerEvent (ev: PeerEvent): void {
-    if (ev.state === 'suspected') this.lease.suspected(ev.device, this.instant())
+    if (ev.state === 'suspected') {
+      // the silence counts from the last word heard, as the peer counts this device's before it may revive
+      const now = this.instant()
+      const last = this.detector.lastHeard(ev.device)
+      const silent = last === undefined ? 0 : Math.max(0, this.clock.now() - last)
+      this.lease.suspected(ev.device, now, { mono: now.mono - silent, wall: now.wall - silent })
+    }
     if (ev.state === 'recovered') this.lease.recovered(ev.device)
     // Peers learn at once that this device stopped (or started) hearing one: they may be cut off from it.
     if (ev.state !== 'disconnected') this.beat()
