@@ -36,6 +36,8 @@ export const API_PARAMS = {
   'message.send': z.strictObject({ conversation: ref, text: messageText, parent: entryId.optional() }),
   /** a user message for the history only: no agent is asked (`arbor post`); `parent` may be a prefix */
   'message.post': z.strictObject({ conversation: ref, text: messageText, parent: ref.optional() }),
+  /** summarise the shown branch before its latest message (`/compact [focus]`, `arbor compact`) */
+  'conversation.compact': z.strictObject({ conversation: ref, focus: z.string().max(2000).optional() }),
   'agent.cancel': z.strictObject({ conversation: ref }),
   'agent.resume': z.strictObject({ conversation: ref }),
   'agent.status': z.strictObject({ conversation: ref }),

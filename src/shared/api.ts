@@ -146,6 +146,8 @@ export interface ApiMethods {
   'message.send': { params: P<'message.send'>; result: { entry: Entry; agent?: RemoteAgentDto } }
   /** adds a user message to the history without asking the agent (a new branch if `parent` is not a tip) */
   'message.post': { params: P<'message.post'>; result: { entry: Entry } }
+  /** compacts the shown branch: a `compaction` entry at its tip (the window it was compacted for, in tokens) */
+  'conversation.compact': { params: P<'conversation.compact'>; result: { entry: Entry; window: number } }
   'agent.cancel': { params: P<'agent.cancel'>; result: Record<string, never> }
   /** moves the conversation's agent to this device with a higher epoch (`/resume`); the other stops at its next step */
   'agent.resume': { params: P<'agent.resume'>; result: { device: string; name: string; epoch: number } }

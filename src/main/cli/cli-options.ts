@@ -52,6 +52,7 @@ export const COMMAND_OPTIONS = {
   net: [],
   chat: ['new', 'provider', 'model', 'base-url', 'script', 'cwd', 'no-sandbox', 'sandbox'],
   resume: [],
+  compact: [],
   status: [],
   help: []
 } as const satisfies Record<string, readonly OptionName[]>

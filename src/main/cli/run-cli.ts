@@ -56,6 +56,8 @@ const USAGE = `usage: arbor <command> [options]
                                         send a message and run the agent to the end of its turn
   resume <conv>                         run the conversation's agent on this device from now on
   status <conv>                         where its agent runs, its epoch, and how it moved
+  compact <conv> [focus]                summarise the branch before its latest message, so the
+                                        model's context holds more (focus: what the summary keeps)
 
   Each command takes only the options shown beside it (and --data).
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
@@ -245,6 +247,15 @@ const COMMANDS: Record<string, Handler> = {
     const { conversation } = await a.call('agent.status', { conversation: ref }) // the full id, for the words below
     const moved = await a.call('agent.resume', { conversation })
     io.out(`the agent of ${conversation.slice(0, 12)} now runs on this device (epoch ${moved.epoch})\n`)
+  },
+
+  async compact ({ args, io, api }) {
+    need(args, 1, 'conversation: arbor compact <conv> [focus]')
+    const conversation = await conversationRef(args[0] as string)
+    const focus = args.slice(1).join(' ').trim()
+    const { entry, window } = await (await api()).call('conversation.compact', { conversation, ...(focus !== '' ? { focus } : {}) })
+    const body = entry.kind === 'compaction' ? entry.body : undefined
+    io.out(`compacted ${entry.conversation.slice(0, 12)}: its context (about ${body?.tokens ?? 0} tokens of a ${window}-token window) now starts from a summary, entry ${entry.id.slice(0, 8)}; the history keeps every entry\n`)
   },
 
   async status ({ args, io, api }) {
