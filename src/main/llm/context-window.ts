@@ -1,12 +1,13 @@
 // How many tokens a model's context holds, in order: the value set explicitly (the
 // conversation's, else the settings'); what the server reports (vLLM's /v1/models
 // `max_model_len`, llama.cpp's /props `n_ctx`, Ollama's /api/show `model_info.*.context_length`);
-// a small table of known models; a conservative default. Asked once per provider and model.
+// a small table of known models; a conservative default. Asked once per provider and model; a
+// window a server names when it refuses a request as too long wins over all of them.
 import type { LlmProvider } from './provider'
 
 export const DEFAULT_CONTEXT_WINDOW = 8192
 
-export type WindowSource = 'explicit' | 'server' | 'known-model' | 'default'
+export type WindowSource = 'refused' | 'explicit' | 'server' | 'known-model' | 'default'
 
 /** Known models by name (the first pattern that matches wins): what their makers document. */
 const KNOWN: ReadonlyArray<readonly [RegExp, number]> = [
@@ -100,13 +101,27 @@ export async function serverContextWindow (o: ServerWindowOptions): Promise<numb
 /** The windows found so far, per provider (and its server) and model. */
 export class ContextWindows {
   private readonly cache = new Map<string, Promise<number | undefined>>()
+  /** windows servers named when they refused a request: they win over any other source */
+  private readonly refused = new Map<string, number>()
+
+  private key (provider: LlmProvider, model: string): string {
+    return `${provider.name}\n${(provider as { baseURL?: string }).baseURL ?? ''}\n${model}`
+  }
+
+  /** A server refused a request as too long and named its window. */
+  learn (provider: LlmProvider, model: string, tokens: number): void {
+    const key = this.key(provider, model)
+    this.refused.set(key, Math.min(tokens, this.refused.get(key) ?? tokens))
+  }
 
   /** The window for a model of a provider, and where it came from. */
   async resolve (o: { provider: LlmProvider; model: string; explicit?: number | undefined; signal?: AbortSignal }): Promise<{ tokens: number; source: WindowSource }> {
+    const key = this.key(o.provider, o.model)
+    const refused = this.refused.get(key)
+    if (refused !== undefined && (o.explicit === undefined || refused < o.explicit)) return { tokens: refused, source: 'refused' }
     if (o.explicit !== undefined && o.explicit > 0) return { tokens: o.explicit, source: 'explicit' }
     const ask = o.provider.reportedContextWindow
     if (ask !== undefined) {
-      const key = `${o.provider.name}\n${(o.provider as { baseURL?: string }).baseURL ?? ''}\n${o.model}`
       let found = this.cache.get(key)
       if (found === undefined) {
         found = ask.call(o.provider, o.model, o.signal ?? new AbortController().signal)

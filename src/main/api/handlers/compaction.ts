@@ -28,7 +28,7 @@ async function compact (c: HandlerContext, p: ApiParamsOut<'conversation.compact
     if (dag.root?.kind !== 'conversation') throw new ApiError(`the start of conversation ${id.slice(0, 12)} has not arrived on this device yet`)
     const tip = dag.branch(node.history.selected(id)).at(-1) as Entry
     const config = await asApiError(node.configFor(id))
-    const window = await config.contextWindow?.() ?? DEFAULT_CONTEXT_WINDOW
+    const window = await config.contextWindow?.get() ?? DEFAULT_CONTEXT_WINDOW
     const tools = [...config.tools.values()].map(t => ({ name: t.name, description: t.description, parameters: t.parameters }))
     const made = await asApiError(summarise({
       provider: config.provider,

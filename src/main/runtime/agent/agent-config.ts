@@ -190,7 +190,10 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
     config: {
       provider,
       model,
-      contextWindow: async () => (await contextWindows.resolve({ provider, model, explicit })).tokens,
+      contextWindow: {
+        get: async () => (await contextWindows.resolve({ provider, model, explicit })).tokens,
+        learn: tokens => { contextWindows.learn(provider, model, tokens) }
+      },
       tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),
       sandbox: { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(home, o.dataDir) },
       system: systemPrompt({ cwd, device: o.store.device, sandboxed })

@@ -59,7 +59,14 @@ export interface AgentDeps {
    * is compacted when it would not fit. Without it, only a server's refusal of a context too
    * long compacts it.
    */
-  contextWindow?: () => Promise<number>
+  contextWindow?: ContextWindowSource
+}
+
+/** The model's window as the agent's device knows it, and where a refusal's word on it goes. */
+export interface ContextWindowSource {
+  get: () => Promise<number>
+  /** a server refused a request as too long, naming its window */
+  learn: (tokens: number) => void
 }
 
 export interface AgentRun {
@@ -233,7 +240,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
     return 'compacted'
   }
   const windowNow = async (): Promise<number | undefined> => {
-    const known = await deps.contextWindow?.()
+    const known = await deps.contextWindow?.get()
     return known === undefined ? learned : Math.min(known, learned ?? known)
   }
 
@@ -282,6 +289,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
             // The estimate was short (or no window was known): fold all that may be folded, and try once more.
             const sent = estimateContext(branch, requestOverhead(deps.system, specs))
             learned = err.window ?? Math.min(learned ?? Infinity, Math.floor(sent * 0.8))
+            if (err.window !== undefined) deps.contextWindow?.learn(err.window)
             const c = await compact(true, err.window ?? await windowNow() ?? learned)
             if (c === 'compacted') { retriedAt = journal.tip; break }
             if (c !== 'none') return c
