@@ -108,4 +108,37 @@ describe('a conversation longer than the model window', () => {
     const { branch, size } = await branchOf(data)
     checkHistory(branch, size, outs)
   }, 120_000)
+
+  it('arbor compact <conv> [focus]: on demand, with what to focus on; refused when there is nothing to fold', async () => {
+    const s = server = await startOpenAITestServer({ apiKey: 'sk-local', models: ['test-model'], contextWindow: 100_000 })
+    s.respond = rec => isSummary(rec) ? reply.text('Summary: two questions were answered.') : reply.text('an answer')
+    const data = await dirs.make()
+    const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH }
+    const arbor = async (...args: string[]): Promise<{ code: number; out: string; err: string }> => {
+      let out = ''
+      let err = ''
+      const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env, cwd: data })
+      return { code, out, err }
+    }
+    expect((await arbor('chat', '--new', 'first question', '--provider', 'openai', '--base-url', s.baseURL, '--model', 'test-model')).code).toBe(0)
+    const { branch } = await branchOf(data)
+    const id = (branch[0] as Entry).id
+    expect(await arbor('compact', id.slice(0, 10))).toMatchObject({ code: 1, err: expect.stringMatching(/nothing to compact: there is nothing before the latest message to compact/) as unknown })
+    expect((await arbor('chat', id.slice(0, 10), 'second question')).code).toBe(0)
+    const done = await arbor('compact', id.slice(0, 10), 'the', 'questions')
+    expect(done.err).toBe('')
+    expect(done.code).toBe(0)
+    expect(done.out).toMatch(/^compacted [0-9a-f]{12}: its context \(about \d+ tokens of a 100000-token window\) now starts from a summary, entry [0-9a-f]{8}; the history keeps every entry\n$/)
+    const asked = s.chatRequests().filter(isSummary).at(-1)?.body as { messages: Array<{ content: string }> }
+    expect(asked.messages[1]?.content).toContain('focusing on: the questions')
+    expect(asked.messages[1]?.content).toContain('User: first question')
+    expect(asked.messages[1]?.content).not.toContain('second question') // the latest message and its answer are kept as they are
+    const after = await branchOf(data)
+    expect(after.branch.at(-1)).toMatchObject({ kind: 'compaction', body: { summary: 'Summary: two questions were answered.', focus: 'the questions', model: 'test-model', folded: { from: id } } })
+    // the next turn is sent the summary and the kept turn
+    expect((await arbor('chat', id.slice(0, 10), 'third question')).code).toBe(0)
+    const next = s.chatRequests().at(-1)?.body as { messages: Array<{ role: string; content: string }> }
+    expect(next.messages.map(m => m.role)).toEqual(['system', 'user', 'user', 'assistant', 'user'])
+    expect(next.messages.slice(2).map(m => m.content)).toEqual(['second question', 'an answer', 'third question'])
+  }, 60_000)
 })
