@@ -48,7 +48,8 @@ export const API_PARAMS = {
       provider: z.string().min(1).max(100).optional(),
       model: z.string().min(1).max(200).optional(),
       baseURL: z.string().min(1).max(2000).optional(),
-      script: absolutePath.optional()
+      script: absolutePath.optional(),
+      contextWindow: z.number().int().positive().max(100_000_000).optional()
     }).optional(),
     sandbox: z.boolean().optional()
   }),
@@ -66,7 +67,9 @@ export const API_PARAMS = {
     baseURL: orClear(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000)).optional(),
     model: orClear(z.string().max(200)).optional(),
     apiKey: orClear(z.string().max(4096)).optional(),
-    defaultCwd: orClear(absolutePath).optional()
+    defaultCwd: orClear(absolutePath).optional(),
+    /** the model's context window in tokens, where the server does not say it (0 clears it) */
+    contextWindow: z.number().int().min(0).max(100_000_000).optional()
   }),
   'settings.detect': none
 }

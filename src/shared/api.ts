@@ -133,6 +133,8 @@ export interface SettingsDto {
   /** where a key is kept, in words (encrypted by the system keychain, or a private file) */
   apiKeyStorage: string
   defaultCwd?: string
+  /** the context window set for the model, if one is (else the server's word, a known model's or 8192) */
+  contextWindow?: number
 }
 
 /** Every request: method name → params (inferred from the schemas in api-params.ts) and result. */

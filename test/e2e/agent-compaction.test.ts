@@ -141,4 +141,19 @@ describe('a conversation longer than the model window', () => {
     expect(next.messages.map(m => m.role)).toEqual(['system', 'user', 'user', 'assistant', 'user'])
     expect(next.messages.slice(2).map(m => m.content)).toEqual(['second question', 'an answer', 'third question'])
   }, 60_000)
+
+  it('arbor chat --context-window N: the conversation\'s own window wins over the server\'s', async () => {
+    const s = server = await startOpenAITestServer({ apiKey: 'sk-local', models: ['test-model'], contextWindow: 100_000 })
+    s.respond = rec => isSummary(rec) ? reply.text('Summary: long questions, long answers.') : reply.text('an answer. '.repeat(40))
+    const data = await dirs.make()
+    const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH }
+    const chat = async (...args: string[]): Promise<number> => await runCli(['chat', ...args], { out: () => {}, err: () => {}, env, cwd: data })
+    expect(await chat('--new', 'q1 ' + 'long. '.repeat(150), '--provider', 'openai', '--base-url', s.baseURL, '--model', 'test-model', '--context-window', '2500')).toBe(0)
+    const id = ((await branchOf(data)).branch[0] as Entry).id
+    for (let t = 2; t <= 4; t++) expect(await chat(id.slice(0, 10), `q${t} ` + 'long. '.repeat(150))).toBe(0)
+    const { branch } = await branchOf(data)
+    expect(branch.find(e => e.kind === 'meta' && e.body.key === 'llm')).toMatchObject({ body: { value: { contextWindow: 2500 } } })
+    expect(branch.some(e => e.kind === 'compaction')).toBe(true)
+    expect(s.chatRequests().every(r => (r.tokens as number) <= 2500)).toBe(true)
+  }, 60_000)
 })

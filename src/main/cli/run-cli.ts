@@ -52,7 +52,7 @@ const USAGE = `usage: arbor <command> [options]
   forget <device>                       stop accepting a device (key prefix or name)
   net on|off                            take the running node off the network and back
   chat <conv> | --new  <message> [--provider openai|fake] [--model M] [--base-url URL]
-       [--script FILE] [--cwd DIR] [--no-sandbox | --sandbox]
+       [--script FILE] [--context-window TOKENS] [--cwd DIR] [--no-sandbox | --sandbox]
                                         send a message and run the agent to the end of its turn
   resume <conv>                         run the conversation's agent on this device from now on
   status <conv>                         where its agent runs, its epoch, and how it moved
@@ -219,6 +219,8 @@ const COMMANDS: Record<string, Handler> = {
     const message = (isNew ? args : args.slice(1)).join(' ')
     if (message.trim() === '') throw new CliError('the message is empty')
     const conversation = isNew ? undefined : await conversationRef(args[0] as string)
+    const window = values['context-window'] === undefined ? undefined : Number(values['context-window'])
+    if (window !== undefined && (!Number.isSafeInteger(window) || window <= 0)) throw new CliError('--context-window must be a whole number of tokens', 2)
     let cwd: string | undefined
     if (values.cwd !== undefined) cwd = path.resolve(io.cwd, values.cwd)
     const { chat } = await import('./chat-command')
@@ -229,7 +231,8 @@ const COMMANDS: Record<string, Handler> = {
         ...(values.provider !== undefined ? { provider: values.provider } : {}),
         ...(values.model !== undefined ? { model: values.model } : {}),
         ...(values['base-url'] !== undefined ? { baseURL: values['base-url'] } : {}),
-        ...(values.script !== undefined ? { script: path.resolve(io.cwd, values.script) } : {})
+        ...(values.script !== undefined ? { script: path.resolve(io.cwd, values.script) } : {}),
+        ...(window !== undefined ? { contextWindow: window } : {})
       },
       ...(cwd !== undefined ? { cwd } : {}),
       ...(values['no-sandbox'] === true ? { sandbox: false } : values.sandbox === true ? { sandbox: true } : {}),
