@@ -3,7 +3,7 @@
 // and does not summarise again.
 import { afterEach, describe, expect, it } from 'vitest'
 import { HistoryStore } from '../../src/main/history/history-store'
-import { runAgent, type AgentDeps, type AgentRun } from '../../src/main/runtime/agent/agent-loop'
+import { runAgent, type AgentDeps, type AgentOutcome, type AgentRun } from '../../src/main/runtime/agent/agent-loop'
 import { summaryMessage } from '../../src/main/runtime/agent/compaction'
 import { FakeProvider } from '../../src/main/llm/fake-provider'
 import type { ChatRequest, LlmProvider } from '../../src/main/llm/provider'
@@ -39,7 +39,7 @@ class Recording implements LlmProvider {
 
 const WINDOW = 1200
 
-async function turn (history: HistoryStore, conversation: string, provider: LlmProvider, text: string, epoch = 0, reason: AgentRun['reason'] = 'user'): Promise<void> {
+async function turn (history: HistoryStore, conversation: string, provider: LlmProvider, text: string, epoch = 0, reason: AgentRun['reason'] = 'user', expected: AgentOutcome = 'done', window: number | undefined = WINDOW): Promise<void> {
   const dag = await history.open(conversation)
   const tip = dag.branch().at(-1) as Entry
   const [user] = await history.append(conversation, [{ kind: 'user', body: { text }, parents: [tip.id] }])
@@ -51,10 +51,10 @@ async function turn (history: HistoryStore, conversation: string, provider: LlmP
     sandbox: { enabled: false, cwd: history.dir, hidden: [] },
     system: 'You are a test agent.',
     onEvent: () => {},
-    contextWindow: { get: async () => WINDOW, learn: () => {} }
+    ...(window !== undefined ? { contextWindow: { get: async () => window, learn: () => {} } } : {})
   }
   const run: AgentRun = { id: `run-${text.slice(0, 6)}`, conversation, epoch, reason, cursor: { tip: (user as Entry).id } }
-  expect(await runAgent(deps, run, new AbortController().signal)).toBe('done')
+  expect(await runAgent(deps, run, new AbortController().signal)).toBe(expected)
 }
 
 describe('compaction by the agent loop', () => {
@@ -94,4 +94,19 @@ describe('compaction by the agent loop', () => {
     expect(asked[0]?.messages[1]).toEqual(summaryMessage(latest)) // the same summary, from the laptop's entry
     expect(asked[0]?.messages.at(-1)).toEqual({ role: 'user', text: 'and now? (asked on the server)' })
   }, 60_000)
+
+  it('a refusal of the context compacts once and retries once; refused again, the run stops and says why (no loop)', async () => {
+    const history = await store()
+    const root = await history.createConversation({ title: 'refused' })
+    const fine = new Recording(new FakeProvider({ default: { text: 'fine' } }))
+    await turn(history, root.id, fine, 'first', 0, 'user', 'done', undefined)
+    const refusing = new Recording(new FakeProvider({ default: { fail: { code: 'context-length', message: 'too long' } } }))
+    await turn(history, root.id, refusing, 'second', 0, 'user', 'error', undefined)
+    expect(refusing.requests.map(r => r.purpose ?? 'model')).toEqual(['model', 'summary', 'model'])
+    const branch = (await history.open(root.id)).branch()
+    expect(branch.map(e => e.kind).slice(-3)).toEqual(['agent.started', 'compaction', 'agent.stopped'])
+    expect(branch.at(-1)).toMatchObject({ body: { reason: 'error', message: expect.stringMatching(/too long\. It was compacted as far as it can be: the latest message and what followed it alone do not fit/) as unknown } })
+    // what was retried: the summary and the latest message only
+    expect(refusing.requests[2]?.messages.map(m => m.role)).toEqual(['system', 'user', 'user'])
+  })
 })
