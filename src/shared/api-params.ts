@@ -34,6 +34,8 @@ export const API_PARAMS = {
   }),
   'conversation.select': z.strictObject({ id: ref, entry: entryId }),
   'message.send': z.strictObject({ conversation: ref, text: messageText, parent: entryId.optional() }),
+  /** message.send at the selected branch's tip, except while the agent here is busy: then it waits for the end of its run */
+  'message.queue': z.strictObject({ conversation: ref, text: messageText }),
   /** a user message for the history only: no agent is asked (`arbor post`); `parent` may be a prefix */
   'message.post': z.strictObject({ conversation: ref, text: messageText, parent: ref.optional() }),
   /** summarise the shown branch before its latest message (`/compact [focus]`, `arbor compact`) */
@@ -51,7 +53,9 @@ export const API_PARAMS = {
       script: absolutePath.optional(),
       contextWindow: z.number().int().positive().max(100_000_000).optional()
     }).optional(),
-    sandbox: z.boolean().optional()
+    sandbox: z.boolean().optional(),
+    /** where this device's agent of the conversation works from now on (`arbor chat --cwd`) */
+    cwd: absolutePath.optional()
   }),
   'agent.autoRevival': z.strictObject({ conversation: ref, on: z.boolean() }),
   'devices.list': none,

@@ -146,6 +146,8 @@ export interface ApiMethods {
   'conversation.select': { params: P<'conversation.select'>; result: Record<string, never> }
   /** posts a user message (a child of `parent`, default: the selected branch's tip) and runs the agent */
   'message.send': { params: P<'message.send'>; result: { entry: Entry; agent?: RemoteAgentDto } }
+  /** message.send, except while the agent here is busy: `queued` says how many messages wait for its run to end */
+  'message.queue': { params: P<'message.queue'>; result: { entry: Entry; agent?: RemoteAgentDto } | { queued: number } }
   /** adds a user message to the history without asking the agent (a new branch if `parent` is not a tip) */
   'message.post': { params: P<'message.post'>; result: { entry: Entry } }
   /** compacts the shown branch: a `compaction` entry at its tip (the window it was compacted for, in tokens) */

@@ -232,6 +232,16 @@ export class ConversationDag {
     return undefined
   }
 
+  /**
+   * The working directory `device` gave the conversation: its last `cwd` setting (`arbor chat
+   * --cwd`), else the root's if it wrote the root. A directory a peer named is never this one.
+   */
+  cwdOf (device: string): string | undefined {
+    const set = this.metaOf('cwd', device)?.value
+    if (typeof set === 'string' && set !== '') return set
+    return this.rootBy(device)?.body.cwd
+  }
+
   /** The root entry if `device` wrote it (its directory and model are that device's choice), else undefined. */
   rootBy (device: string): EntryOf<'conversation'> | undefined {
     const r = this.root

@@ -49,7 +49,9 @@ export const BODY_SCHEMAS = {
   'agent.started': z.object({
     epoch: z.number().int().nonnegative(),
     reason: z.enum(['user', 'resume', 'revival', 'restart']),
-    previous: AgentRef.optional()
+    previous: AgentRef.optional(),
+    /** the project instructions the agent was given (AGENTS.md …): where, which bytes */
+    instructions: z.array(z.object({ path: z.string().max(4096), sha256: z.string().regex(/^[0-9a-f]{64}$/), bytes: z.number().int().nonnegative(), truncated: z.literal(true).optional() })).max(300).optional()
   }),
   'agent.stopped': z.object({
     epoch: z.number().int().nonnegative(),

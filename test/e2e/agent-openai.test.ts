@@ -86,6 +86,37 @@ describe('arbor chat with the real openai SDK against a local OpenAI-compatible 
     }
   })
 
+  it('gives the model the project\'s AGENTS.md and the global one, and records which it was given in agent.started', async () => {
+    const data = await dirs.make()
+    const repo = path.join(await dirs.make(), 'repo')
+    const work = path.join(repo, 'app')
+    fs.mkdirSync(path.join(repo, '.git'), { recursive: true })
+    fs.mkdirSync(work)
+    fs.writeFileSync(path.join(repo, 'AGENTS.md'), 'Run the tests with npm test.\n')
+    fs.writeFileSync(path.join(data, 'AGENTS.md'), 'Answer in British English.\n')
+    server.enqueue(reply.text('Understood.'))
+    const r = await arbor(data, 'chat', '--new', 'hello', '--provider', 'openai', '--base-url', server.baseURL, '--model', 'test-model', '--cwd', work)
+    expect(r.code, r.err).toBe(0)
+    const [req] = server.chatRequests().map(q => q.body as { messages: Array<{ role: string; content: unknown }> })
+    const system = String(req?.messages[0]?.content)
+    expect(req?.messages[0]?.role).toBe('system')
+    expect(system).toContain(`Instructions from ${path.join(repo, 'AGENTS.md')}:\nRun the tests with npm test.`)
+    expect(system.indexOf('British English')).toBeLessThan(system.indexOf('npm test'))
+    const store = new HistoryStore({ dir: data })
+    await store.ready()
+    try {
+      const dag = await store.open(store.list()[0]?.id as string)
+      const started = dag.branch().find(e => e.kind === 'agent.started') as Entry
+      const { createHash } = await import('node:crypto')
+      expect((started.body as { instructions?: unknown }).instructions).toEqual([
+        { path: path.join(data, 'AGENTS.md'), sha256: createHash('sha256').update('Answer in British English.\n').digest('hex'), bytes: 27 },
+        { path: path.join(repo, 'AGENTS.md'), sha256: createHash('sha256').update('Run the tests with npm test.\n').digest('hex'), bytes: 29 }
+      ])
+    } finally {
+      await store.close()
+    }
+  })
+
   it('a refused API key stops the agent with an entry that says what to do', async () => {
     const data = await dirs.make()
     server.enqueue(reply.unauthorized())

@@ -72,3 +72,31 @@ describe('a command run while no node runs', () => {
     expect(restarts.map(e => e.author.device)).toEqual([node.device])
   }, 60_000)
 })
+
+describe('arbor chat --cwd on a conversation that exists', () => {
+  it('moves where this device\'s agent works from then on, and a peer\'s setting of it counts for nothing here', async () => {
+    const dir = await dirs.make()
+    const first = await dirs.make()
+    const second = await dirs.make()
+    const script = path.join(dir, 'script.json')
+    fs.writeFileSync(script, JSON.stringify({ rules: [{ match: 'where', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'pwd' } }] }, { text: 'in {{lastToolOutput}}' }] }], default: { text: 'ok' } }))
+    const made = await arbor(dir, 'chat', '--new', 'where are you?', '--provider', 'fake', '--script', script, '--no-sandbox', '--cwd', first)
+    expect(made.code, made.err).toBe(0)
+    const id = (/^conversation ([0-9a-f]{64})/.exec(made.out) as RegExpExecArray)[1] as string
+    expect(made.out).toContain(`  ${first}\n`) // bash's pwd, as the tool card prints it
+    const moved = await arbor(dir, 'chat', id, 'where now?', '--cwd', second)
+    expect(moved.code, moved.err).toBe(0)
+    expect(moved.out).toContain(`  ${second}\n`)
+    const kept = await arbor(dir, 'chat', id, 'and where now?')
+    expect(kept.out).toContain(`  ${second}\n`) // kept, not for one turn only
+
+    // a `cwd` setting another device wrote into the conversation is not where this device works
+    const node = new ArborNode({ dataDir: dir, api: false, swarm: false, log: memoryLogger(), env: { HOME: dir } })
+    await node.ready()
+    const dag = await node.history.open(id)
+    const peer = 'e'.repeat(64)
+    expect(dag.cwdOf(peer)).toBeUndefined()
+    expect(dag.cwdOf(node.device)).toBe(second)
+    await node.close()
+  }, 60_000)
+})

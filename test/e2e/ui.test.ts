@@ -18,10 +18,10 @@ const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-${name}`)
 beforeAll(async () => {
   const data = await dirs.make()
   dataDir = data
-  // The scripted model: "files" makes it run bash; anything else is echoed.
+  // The scripted model: "files" makes it run bash; "slowly" streams for a few seconds; anything else is echoed.
   const script = path.join(data, 'script.json')
   fs.writeFileSync(script, JSON.stringify({
-    rules: [{ match: 'files', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo hello from the sandbox && ls -a' } }] }, { text: 'The tool said: {{lastToolOutput}}' }] }],
+    rules: [{ match: 'table', reply: { text: 'Here:\n\n| Tool | Runs |\n| :--- | ---: |\n| bash | 3 |\n| read_file | 12 |\n\n- [x] ~~old~~ AT&amp;T' } }, { match: 'slowly', reply: { text: 'Taking my time. '.repeat(20), chunkSize: 4, delayMsPerChunk: 25 } }, { match: 'files', reply: [{ toolCalls: [{ name: 'bash', args: { command: 'echo hello from the sandbox && ls -a' } }] }, { text: 'The tool said: {{lastToolOutput}}' }] }],
     default: { text: 'You said: {{lastUser}}' }
   }))
   fs.writeFileSync(path.join(data, 'settings.json'), JSON.stringify({ provider: 'fake', script }))
@@ -79,6 +79,9 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     expect(await first.getAttribute('aria-current')).toBe('true')
     expect(await second.getAttribute('aria-current')).toBeNull()
     expect(await second.getAttribute('aria-level')).toBe('2')
+    // fork connectors like `arbor tree`'s: ├ for the first branch, └ for the last
+    expect(await first.locator('.tree-lane.tee').count()).toBe(1)
+    expect(await second.locator('.tree-lane.elbow').count()).toBe(1)
     await shot('tree')
     await second.click()
     await tree.waitFor({ state: 'detached', timeout: 5_000 })
@@ -89,6 +92,50 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     // the list shows it with its two branches; the UI never threw
     await page.getByRole('navigation', { name: 'Conversation list' }).getByText('Trip planning').waitFor({ state: 'visible', timeout: 5_000 })
     expect(errors).toEqual([])
+  }, 60_000)
+
+  it('renders the Markdown models write: a GFM table as a table, task lists, strikethrough, entities', async () => {
+    await page.goto(url)
+    await page.getByRole('button', { name: 'New conversation' }).first().click()
+    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Markdown')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { name: 'Markdown', level: 2 }).waitFor({ timeout: 10_000 })
+    await page.getByRole('textbox', { name: 'Message' }).fill('show me a table')
+    await page.keyboard.press('Enter')
+    const table = page.getByRole('table')
+    await table.waitFor({ timeout: 15_000 })
+    expect(await table.getByRole('columnheader').allInnerTexts()).toEqual(['Tool', 'Runs'])
+    expect(await table.getByRole('cell').allInnerTexts()).toEqual(['bash', '3', 'read_file', '12'])
+    expect(await page.getByRole('checkbox', { name: 'done' }).isChecked()).toBe(true)
+    expect(await page.locator('.md del').innerText()).toBe('old')
+    await page.getByText('AT&T', { exact: false }).waitFor({ timeout: 5_000 })
+    expect(await page.getByText('| Tool |').count()).toBe(0)
+    await shot('markdown')
+  }, 60_000)
+
+  it('queues a message sent while the agent works: answered after its turn, in order', async () => {
+    await page.goto(url)
+    await page.getByRole('button', { name: 'New conversation' }).first().click()
+    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Queueing')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { name: 'Queueing', level: 2 }).waitFor({ timeout: 10_000 })
+    const box = page.getByRole('textbox', { name: 'Message' })
+    await box.fill('take it slowly')
+    await page.keyboard.press('Enter')
+    await page.getByRole('button', { name: 'Stop the agent' }).waitFor({ timeout: 10_000 })
+    await box.fill('and after that?')
+    await page.keyboard.press('Enter')
+    await page.getByText(/One message waits for the agent's turn to end/).waitFor({ timeout: 5_000 })
+    await shot('queued')
+    await page.getByText('You said: and after that?').waitFor({ timeout: 20_000 })
+    // in order: the slow answer, then the queued message and its answer
+    const text = await page.locator('.scroll').innerText()
+    const slow = text.indexOf('Taking my time.')
+    const asked = text.indexOf('and after that?')
+    expect(slow).toBeGreaterThanOrEqual(0)
+    expect(asked).toBeGreaterThan(slow)
+    expect(text.indexOf('You said: and after that?')).toBeGreaterThan(asked)
+    expect(await page.getByRole('group', { name: /Branch \d of/ }).count()).toBe(0) // one branch: not forked mid-turn
   }, 60_000)
 
   it('chats through a tool call: a card with its arguments, output and status, then the answer', async () => {

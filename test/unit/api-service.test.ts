@@ -99,6 +99,43 @@ describe('ApiService', () => {
     expect(await api.request('agent.cancel', { conversation: id })).toEqual({}) // nothing runs: nothing to do
   })
 
+  it('queues a message while the agent runs: written after what the run wrote, once it ends, and answered; kept across a restart', async () => {
+    const { node, api, events, dir, work } = await start()
+    await api.request('settings.set', { provider: 'fake' })
+    const { id } = await api.request('conversation.create', { title: 'queue', cwd: work })
+    await scriptedModel(node, id, dir, { default: { text: 'y'.repeat(40), chunkSize: 4, delayMsPerChunk: 30 } })
+    expect(await api.request('message.queue', { conversation: id, text: 'first' })).toMatchObject({ entry: { kind: 'user' } }) // nothing runs: sent
+    await until(() => events.some(e => e.type === 'token'), 'the first token')
+    const size = (await api.request('conversation.open', { id })).entries.length
+    expect(await api.request('message.queue', { conversation: id, text: 'second' })).toEqual({ queued: 1 })
+    expect(await api.request('message.queue', { conversation: id, text: 'third' })).toEqual({ queued: 2 })
+    expect((await api.request('conversation.open', { id })).entries).toHaveLength(size) // not written into the turn under way
+    await until(() => events.filter(e => e.type === 'agent' && !e.running).length === 2, 'the queued messages to be answered')
+    const dag = (await api.request('conversation.open', { id })).entries
+    const byId = new Map(dag.map(e => [e.id, e]))
+    const second = dag.find(e => e.kind === 'user' && (e.body as { text: string }).text === 'second') as Entry
+    const third = dag.find(e => e.kind === 'user' && (e.body as { text: string }).text === 'third') as Entry
+    expect(byId.get(second.parents[0] as string)?.kind).toBe('agent.stopped') // after the first run's end
+    expect(third.parents).toEqual([second.id])
+    const answers = dag.filter(e => e.kind === 'agent.started').map(e => e.parents[0])
+    expect(answers).toContain(third.id)
+
+    // held when the node closes mid-turn: the next node writes and answers it
+    await until(() => !node.agents.isRunning(id), 'the agent to be idle')
+    await api.request('message.queue', { conversation: id, text: 'fourth' })
+    expect(node.agents.isRunning(id)).toBe(true)
+    expect(await api.request('message.queue', { conversation: id, text: 'fifth' })).toEqual({ queued: 1 })
+    api.close()
+    await node.close()
+    const again = await nodes.start('laptop', { dataDir: dir, env: { HOME: dir } })
+    await until(async () => (await again.api.request('conversation.open', { id })).entries.some(e => e.kind === 'user' && (e.body as { text: string }).text === 'fifth'), 'the held message to be written after the restart')
+    await until(async () => {
+      const es = (await again.api.request('conversation.open', { id })).entries
+      const fifth = es.find(e => e.kind === 'user' && (e.body as { text: string }).text === 'fifth') as Entry
+      return es.some(e => e.kind === 'agent.started' && e.parents[0] === fifth.id)
+    }, 'the held message to be answered after the restart')
+  })
+
   it('keeps settings; the API key is stored apart, readable by this user only, and never returned', async () => {
     const { api, dir, work } = await start()
     const apiKeyStorage = `in ${path.join(dir, 'secrets.json')}, readable only by you`

@@ -1,14 +1,12 @@
-// The renderer's Markdown reader: model text becomes plain data (never HTML).
+// The renderer's Markdown: model text read by remark (CommonMark + GFM) into React elements, never HTML.
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { createElement } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { highlight, languageOf, MAX_HIGHLIGHT_CHARS, type Token } from '../../src/renderer/markdown/highlight'
-import { inlineText, parseInline, parseMarkdown, safeHref, type Block } from '../../src/renderer/markdown/markdown'
+import { safeHref } from '../../src/renderer/markdown/safe-href'
 import { Markdown } from '../../src/renderer/markdown/Markdown'
 import { expectLinear } from '../helpers/linear-growth'
-
-const text = (t: string) => ({ t: 'text' as const, text: t })
 
 /**
  * `code` as a String object whose reads are counted in `read.n`: a character read is 1, a
@@ -44,124 +42,86 @@ function countedReads (code: string, read: { n: number }): string {
   }) as unknown as string
 }
 
-describe('parseMarkdown blocks', () => {
-  it('splits paragraphs on blank lines and keeps single newlines as breaks', () => {
-    expect(parseMarkdown('one\ntwo\n\nthree')).toEqual([
-      { t: 'p', inlines: [text('one'), { t: 'break' }, text('two')] },
-      { t: 'p', inlines: [text('three')] }
-    ])
+/** What the reply looks like as markup. */
+const md = (text: string): string => renderToStaticMarkup(createElement(Markdown, { text }))
+
+describe('Markdown: CommonMark and GFM as models write them', () => {
+  it('renders a GFM table as a table, with its alignment', () => {
+    const html = md('| Tool | Runs |\n| :--- | ---: |\n| bash | 3 |\n| read_file | 12 |')
+    expect(html).toContain('<table>')
+    expect(html).toMatch(/<th[^>]*>Tool<\/th>/)
+    expect(html).toMatch(/<td[^>]*>read_file<\/td>/)
+    expect(html).toMatch(/<td style="text-align:right"|<td align="right"/)
+    expect(html).not.toContain('| Tool |')
   })
 
-  it('reads fenced code verbatim, with its language, up to the closing fence', () => {
-    const md = 'Run:\n```bash\necho "<b>hi</b>" *not em*\n\n  indented\n```\nafter'
-    expect(parseMarkdown(md)).toEqual([
-      { t: 'p', inlines: [text('Run:')] },
-      { t: 'code', lang: 'bash', text: 'echo "<b>hi</b>" *not em*\n\n  indented' },
-      { t: 'p', inlines: [text('after')] }
-    ])
+  it('renders task lists, strikethrough, autolinks, entities and indented code', () => {
+    const html = md('- [x] done\n- [ ] to do\n\n~~gone~~ see https://example.com/x. AT&amp;T &copy;\n\n    indented code\n')
+    expect(html).toMatch(/<li class="task-list-item"><input type="checkbox" disabled=""[^>]*checked=""\/>done<\/li>/)
+    expect(html).toMatch(/<input type="checkbox" disabled=""[^>]*aria-label="not done"\/>to do/)
+    expect(html).toContain('<del>gone</del>')
+    expect(html).toContain('<a href="https://example.com/x" target="_blank" rel="noopener noreferrer">https://example.com/x</a>.')
+    expect(html).toContain('AT&amp;T ©') // the entity read once: & shown, not &amp;
+    expect(html).not.toContain('&amp;amp;')
+    expect(html).toContain('<code>indented code</code>')
   })
 
-  it('runs an unclosed fence (a reply still streaming) to the end', () => {
-    expect(parseMarkdown('~~~\nline 1\nline 2')).toEqual([{ t: 'code', lang: '', text: 'line 1\nline 2' }])
+  it('reads headings (below the page\'s own), emphasis, code spans, quotes and rules', () => {
+    const html = md('# Title\n\n**bold** and *it*, `a *b* <i>`\n\n> quoted\n\n---')
+    expect(html).toContain('<h3 class="md-h1">Title</h3>')
+    expect(html).toContain('<strong>bold</strong> and <em>it</em>, <code>a *b* &lt;i&gt;</code>')
+    expect(html).toContain('<blockquote>')
+    expect(html).toContain('<hr/>')
+    expect(md('snake_case_name and 2 * 3 * 4')).toContain('snake_case_name and 2 * 3 * 4')
   })
 
-  it('does not close a ``` fence with ~~~ or a shorter fence', () => {
-    expect(parseMarkdown('````\na\n```\n~~~\n````')).toEqual([{ t: 'code', lang: '', text: 'a\n```\n~~~' }])
+  it('keeps a single newline in a paragraph, for the line break the reply means (shown by white-space: pre-line)', () => {
+    expect(md('first line\nsecond line')).toContain('first line\nsecond line')
   })
 
-  it('reads headings, rules and quotes', () => {
-    expect(parseMarkdown('# Title\n## Sub ##\n---\n> quoted\n> more')).toEqual([
-      { t: 'heading', level: 1, inlines: [text('Title')] },
-      { t: 'heading', level: 2, inlines: [text('Sub')] },
-      { t: 'hr' },
-      { t: 'quote', blocks: [{ t: 'p', inlines: [text('quoted'), { t: 'break' }, text('more')] }] }
-    ])
-    expect(parseMarkdown('#hashtag')).toEqual([{ t: 'p', inlines: [text('#hashtag')] }])
+  it('runs an unclosed fence (a reply still streaming) to the end as code', () => {
+    const html = md('look:\n```ts\nconst a = 1\nconst b')
+    expect(html).toContain('aria-label="ts code"')
+    expect(html.replace(/<[^>]+>/g, '')).toContain('const a = 1\nconst b')
   })
 
-  it('reads bullet and ordered lists, with nesting and continuation lines', () => {
-    const blocks = parseMarkdown('- a\n- b\n  more b\n  - nested\n- c\n\n3. three\n4. four')
-    expect(blocks).toHaveLength(2)
-    const [ul, ol] = blocks as [Extract<Block, { t: 'list' }>, Extract<Block, { t: 'list' }>]
-    expect(ul.ordered).toBe(false)
-    expect(ul.items).toHaveLength(3)
-    expect(ul.items[1]).toEqual([
-      { t: 'p', inlines: [text('b'), { t: 'break' }, text('more b')] },
-      { t: 'list', ordered: false, start: 1, items: [[{ t: 'p', inlines: [text('nested')] }]] }
-    ])
-    expect(ol).toMatchObject({ t: 'list', ordered: true, start: 3 })
-    expect(ol.items.map(i => i.map(b => b.t === 'p' ? inlineText(b.inlines) : '?'))).toEqual([['three'], ['four']])
+  it('links web and mail targets only; raw HTML shows as text; images are links, never loaded', () => {
+    expect(md('[docs](https://example.com/a?b=1 "t")')).toContain('<a href="https://example.com/a?b=1"')
+    for (const bad of ['javascript:alert(1)', 'data:text/html,hi', 'file:///etc/passwd', 'vbscript:x']) {
+      const html = md(`[click](${bad})`)
+      expect(html, bad).not.toMatch(/<a /)
+      expect(html, bad).toContain('click')
+    }
+    const raw = md('<script>alert(1)</script>\n\ntext <img src=x onerror=alert(2)> <b>bold?</b>')
+    expect(raw).not.toMatch(/<script|<img|<b>/i)
+    expect(raw).toContain('&lt;script&gt;')
+    const img = md('![the chart](https://evil.example/c.png?data=secret)')
+    expect(img).not.toMatch(/<img/i)
+    expect(img).toContain('<a class="md-image" href="https://evil.example/c.png?data=secret"')
+    expect(img).toContain('[image: the chart]')
   })
 
-  it('keeps a code block inside a list item', () => {
-    const [list] = parseMarkdown('1. Run this:\n   ```sh\n   ls -la\n   ```\n2. Done')
-    expect(list).toMatchObject({ t: 'list', items: [[{ t: 'p' }, { t: 'code', lang: 'sh', text: 'ls -la' }], [{ t: 'p' }]] })
-  })
-
-  it('treats "* * *" as a rule, not a list', () => {
-    expect(parseMarkdown('* * *')).toEqual([{ t: 'hr' }])
-  })
-
-  it('never throws and never loses the words of plain text (property)', () => {
+  it('never throws, and keeps the words of plain text (property)', () => {
     fc.assert(fc.property(fc.string({ maxLength: 300 }), s => {
-      const blocks = parseMarkdown(s)
-      expect(Array.isArray(blocks)).toBe(true)
-    }), { numRuns: 500 })
-    fc.assert(fc.property(fc.stringMatching(/^[a-z ]{1,40}$/), s => {
-      const flat = parseMarkdown(s).flatMap(b => b.t === 'p' ? [inlineText(b.inlines)] : [])
-      expect(flat.join('')).toBe(s.trim())
+      expect(typeof md(s)).toBe('string')
+    }), { numRuns: 300 })
+    fc.assert(fc.property(fc.stringMatching(/^[a-z]{1,10}( [a-z]{1,10}){0,5}$/), s => {
+      expect(md(s)).toBe(`<div class="md"><p>${s}</p></div>`)
     }))
   })
 
-  it('survives deep nesting', () => {
-    expect(() => parseMarkdown('> '.repeat(5000) + 'x')).not.toThrow()
-    expect(() => parseMarkdown('- '.repeat(5000) + 'x')).not.toThrow()
-    expect(() => parseInline('*'.repeat(2000) + 'x' + '*'.repeat(2000))).not.toThrow()
-  })
-})
-
-describe('parseInline', () => {
-  it('reads code spans literally', () => {
-    expect(parseInline('use `a *b* <i>` here')).toEqual([text('use '), { t: 'code', text: 'a *b* <i>' }, text(' here')])
-    expect(parseInline('``a ` b``')).toEqual([{ t: 'code', text: 'a ` b' }])
-    expect(parseInline('an `unclosed span')).toEqual([text('an `unclosed span')])
+  it('keeps ordinary nesting formatted', () => {
+    const html = md('> a\n> > b\n\n- one\n  - two\n    - three')
+    expect(html.match(/<blockquote>/g)).toHaveLength(2)
+    expect(html.match(/<ul>/g)).toHaveLength(3)
   })
 
-  it('reads strong and emphasis, nested', () => {
-    expect(parseInline('**bold** and *it* and _it2_')).toEqual([
-      { t: 'strong', children: [text('bold')] }, text(' and '), { t: 'em', children: [text('it')] }, text(' and '), { t: 'em', children: [text('it2')] }
-    ])
-    expect(parseInline('*a **b** c*')).toEqual([{ t: 'em', children: [text('a '), { t: 'strong', children: [text('b')] }, text(' c')] }])
-    expect(parseInline('**a *b* c**')).toEqual([{ t: 'strong', children: [text('a '), { t: 'em', children: [text('b')] }, text(' c')] }])
-  })
-
-  it('leaves snake_case, lone stars and arithmetic alone', () => {
-    expect(inlineText(parseInline('snake_case_name and 2 * 3 * 4'))).toBe('snake_case_name and 2 * 3 * 4')
-    expect(parseInline('snake_case_name')).toEqual([text('snake_case_name')])
-    expect(parseInline('2 * 3 * 4')).toEqual([text('2 * 3 * 4')])
-    expect(parseInline('** not bold**')).toEqual([text('** not bold**')])
-  })
-
-  it('honours backslash escapes', () => {
-    expect(parseInline('\\*not em\\*')).toEqual([text('*not em*')])
-  })
-
-  it('links http(s) and mailto targets only', () => {
-    expect(parseInline('see [the docs](https://example.com/a?b=1 "title")')).toEqual([
-      text('see '), { t: 'link', href: 'https://example.com/a?b=1', children: [text('the docs')] }
-    ])
-    expect(parseInline('[click](javascript:alert(1))')).toEqual([text('click')])
-    expect(parseInline('[wiki](https://en.wikipedia.org/wiki/Tree_(graph_theory)).')).toEqual([
-      { t: 'link', href: 'https://en.wikipedia.org/wiki/Tree_(graph_theory)', children: [text('wiki')] }, text('.')
-    ])
-    expect(parseInline('[x](data:text/html,hi)')).toEqual([text('x')])
-  })
-
-  it('links bare URLs, leaving trailing punctuation out', () => {
-    expect(parseInline('go to https://example.com/x.')).toEqual([
-      text('go to '), { t: 'link', href: 'https://example.com/x', children: [text('https://example.com/x')] }, text('.')
-    ])
-    expect(parseInline('(http://a.b/c)')).toEqual([text('('), { t: 'link', href: 'http://a.b/c', children: [text('http://a.b/c')] }, text(')')])
+  it('shows nesting no reply means (thousands of quotes or list items) as plain text, at once and losing nothing', () => {
+    for (const deep of ['> '.repeat(5000) + 'x', '- '.repeat(5000) + 'x', '*'.repeat(2000) + 'x' + '*'.repeat(2000), '['.repeat(5000) + 'x' + ']'.repeat(5000)]) {
+      let html = ''
+      expect(() => { html = md(deep) }).not.toThrow()
+      expect(html.replace(/<[^>]+>/g, '')).toContain('x')
+    }
   })
 })
 
@@ -294,15 +254,12 @@ describe('highlight', () => {
 
   it('highlights every prefix of a streaming reply without breaking (partial fences, open strings)', () => {
     const reply = 'Here:\n```ts\nconst s = "a string\nlet t = `multi\nline` /* open\n```\nDone.'
-    for (let n = 0; n <= reply.length; n++) {
-      const blocks = parseMarkdown(reply.slice(0, n))
-      for (const b of blocks) {
-        if (b.t !== 'code') continue
-        const tokens = highlight(b.text, b.lang)
-        if (languageOf(b.lang) !== undefined) expect((tokens ?? []).map(t => t.text).join('')).toBe(b.text)
-        expect(() => renderToStaticMarkup(createElement(Markdown, { text: reply.slice(0, n) }))).not.toThrow()
-      }
+    const code = reply.slice(reply.indexOf('const'), reply.indexOf('\n```\nDone'))
+    for (let n = 0; n <= code.length; n++) {
+      const tokens = highlight(code.slice(0, n), 'ts')
+      expect((tokens ?? []).map(t => t.text).join('')).toBe(code.slice(0, n))
     }
+    for (let n = 0; n <= reply.length; n++) expect(() => md(reply.slice(0, n))).not.toThrow()
     // mid-stream the fence has no closing line yet: the block runs to the end, still highlighted
     const partial = renderToStaticMarkup(createElement(Markdown, { text: reply.slice(0, reply.indexOf('let t')) }))
     expect(partial).toContain('<code class="hl language-typescript"><span class="tok-keyword">const</span>')

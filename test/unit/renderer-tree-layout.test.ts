@@ -82,6 +82,8 @@ describe('layoutTree', () => {
     expect(rows.map(r => r.id)).toEqual([root.id, t1.user.id, t2.user.id, t3.user.id, t2b.user.id, t1b.user.id])
     expect(rows.map(r => r.depth)).toEqual([0, 1, 2, 3, 2, 1])
     expect(rows.map(r => r.lane)).toEqual([0, 1, 2, 2, 2, 1])
+    // the connectors `arbor tree` draws: Spain's │ joins Somewhere warm to Somewhere cold's └
+    expect(rows.map(r => r.guide)).toEqual(['', '├', '│├', '││', '│└', '└'])
     expect(rows.map(r => r.onBranch)).toEqual([true, true, false, false, true, false])
     expect(current).toBe(4)
     expect(rows.map(r => r.childCount)).toEqual([2, 2, 1, 0, 0, 0])
@@ -151,6 +153,20 @@ describe('layoutTree', () => {
         expect(r.parent).toBeLessThan(i)
         expect(r.depth).toBe((p?.depth ?? -1) + 1)
         expect(r.lane - (p?.lane ?? 0)).toBe((p?.childCount ?? 0) > 1 ? 1 : 0)
+      })
+      // the connectors join up: a line going on reaches the next row, and a line arriving
+      // comes from the row above (or hangs from it: its first child at a fork)
+      rows.forEach((r, i) => {
+        expect(r.guide.length).toBe(r.lane)
+        const next = rows[i + 1]
+        for (let k = 0; k < r.lane; k++) {
+          if ('│├'.includes(r.guide[k] as string)) expect('│├└').toContain(next?.guide[k] ?? 'none')
+        }
+        if (next !== undefined) {
+          for (let k = 0; k < next.lane; k++) {
+            if ('│├└'.includes(next.guide[k] as string)) expect(r.lane === k || '│├'.includes(r.guide[k] ?? ' ')).toBe(true)
+          }
+        }
       })
       // pre-order: a row's subtree is contiguous
       const end = rows.map((_, i) => i)

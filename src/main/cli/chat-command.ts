@@ -35,7 +35,12 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
   } else {
     ref = o.conversation
   }
-  const configured = await api.call('agent.configure', { conversation: ref, ...(Object.keys(o.llm).length > 0 ? { llm: o.llm } : {}), ...(o.sandbox !== undefined ? { sandbox: o.sandbox } : {}) })
+  const configured = await api.call('agent.configure', {
+    conversation: ref,
+    ...(Object.keys(o.llm).length > 0 ? { llm: o.llm } : {}),
+    ...(o.sandbox !== undefined ? { sandbox: o.sandbox } : {}),
+    ...(o.cwd !== undefined && o.conversation !== undefined ? { cwd: o.cwd } : {})
+  })
   const conversation = configured.conversation
   // Say up front what the bash tool would say on its first call.
   for (const w of configured.warnings) o.err(`warning: ${w}\n`)
@@ -67,8 +72,12 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
   const onAbort = (): void => { void api.call('agent.cancel', { conversation }).catch(() => undefined) }
   o.signal?.addEventListener('abort', onAbort)
   try {
-    const posted = await api.call('message.send', { conversation, text: o.message })
+    const posted = await api.call('message.queue', { conversation, text: o.message })
     sent = true
+    if ('queued' in posted) {
+      o.err(`the agent is busy with this conversation: your message is queued${posted.queued > 1 ? ` (${posted.queued} wait)` : ''} and answered when its current turn ends (\`arbor show ${conversation.slice(0, 12)}\` shows it then)\n`)
+      return 0
+    }
     if (posted.agent !== undefined) {
       o.err(posted.agent.reachable
         ? `the agent of this conversation runs on ${posted.agent.name}: it answers there, and the answer syncs here\n`

@@ -34,8 +34,10 @@ export class CliError extends Error {
 const USAGE = `usage: arbor <command> [options]
 
   new [--title T] [--cwd DIR] [--auto-revival]
-                                        start a conversation; prints its id (--auto-revival: if the
-                                        device running its agent dies, a live one takes it over)
+                                        start a conversation; prints its id (--cwd: where this device's
+                                        agent works, default the Settings' default directory, else a
+                                        workspace of its own; --auto-revival: if the device running
+                                        its agent dies, a live one takes it over)
   post <conv> <text> [--parent ID]      add a message to the history without asking the agent
                                         (a new branch if ID is not a tip); chat asks it
   ls [--json]                           list conversations, most recent first
@@ -54,7 +56,10 @@ const USAGE = `usage: arbor <command> [options]
   chat <conv> | --new  <message> [--provider openai|fake] [--model M] [--base-url URL]
        [--script FILE] [--context-window TOKENS] [--cwd DIR] [--no-sandbox | --sandbox]
                                         send a message and run the agent to the end of its turn
+                                        (queued if the agent here is busy; --cwd on a conversation
+                                        moves where this device's agent works from then on)
   resume <conv>                         run the conversation's agent on this device from now on
+                                        (refused, saying why, when there is nothing to move)
   status <conv>                         where its agent runs, its epoch, and how it moved
   compact <conv> [focus]                summarise the branch before its latest message, so the
                                         model's context holds more (focus: what the summary keeps)

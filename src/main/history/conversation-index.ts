@@ -111,8 +111,8 @@ export class ConversationIndex {
       waiting: dag.size - dag.joinedSize
     }
     // only a directory this device gave it: one a peer wrote is not where this device works
-    const own = dag.rootBy(this.opts.device())
-    if (own?.body.cwd !== undefined) s.cwd = own.body.cwd
+    const cwd = dag.cwdOf(this.opts.device())
+    if (cwd !== undefined) s.cwd = cwd
     const revival = dag.meta('autoRevival')
     const autoRevival = revival !== undefined ? revival.value === true : root.kind === 'conversation' ? root.body.autoRevival : undefined
     if (autoRevival !== undefined) s.autoRevival = autoRevival

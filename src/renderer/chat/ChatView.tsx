@@ -2,6 +2,7 @@
 // tree), what the agent is doing below it, and the message box; it sends, resumes and switches.
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX } from 'react'
 import type { RemoteAgentDto } from '../../shared/api'
+import type { Entry } from '../../shared/entry'
 import { AgentBar } from './AgentBar'
 import { sentText, stillWaiting, unknownCommandText, type CommandName } from './agent-place'
 import { errorText, useApi } from '../api-context'
@@ -49,15 +50,27 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
   const [resuming, setResuming] = useState(false)
   const [revivalAsked, setRevivalAsked] = useState<boolean | undefined>()
 
+  const shown = useCallback((r: { entry: Entry; agent?: RemoteAgentDto }): void => {
+    store.addEntries([r.entry])
+    store.select(r.entry.id)
+    setSent(r.agent !== undefined ? { entry: r.entry.id, agent: r.agent } : undefined)
+  }, [store])
+
   const send = useCallback(async (text: string, parent: string | undefined): Promise<void> => {
     const params: { conversation: string; text: string; parent?: string } = { conversation: store.id, text }
     if (parent !== undefined) params.parent = parent
     stick.current = true
-    const r = await client.call('message.send', params)
-    store.addEntries([r.entry])
-    store.select(r.entry.id)
-    setSent(r.agent !== undefined ? { entry: r.entry.id, agent: r.agent } : undefined)
-  }, [client, store])
+    shown(await client.call('message.send', params))
+  }, [client, store, shown])
+
+  // Sent while this device's agent works: the node holds it and writes it after the turn.
+  const [queued, setQueued] = useState(0)
+  const queue = useCallback(async (text: string): Promise<void> => {
+    stick.current = true
+    const r = await client.call('message.queue', { conversation: store.id, text })
+    if ('queued' in r) setQueued(r.queued)
+    else shown(r)
+  }, [client, store, shown])
 
   /** Moves the agent to this device (`/resume`, the Resume button). */
   const resume = useCallback(async (): Promise<void> => {
@@ -155,8 +168,12 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
 
   // This device can stop only its own agent; another device's shows where it runs.
   const runningHere = running && (snap.agents.length === 0 || snap.agents.some(a => a.self))
-  // A message while another device's agent works goes to that agent, which takes it up next.
-  const canSend = connected && !runningHere
+  // A message while another device's agent works goes to that agent, which takes it up next;
+  // one while this device's works waits for its turn to end (only at the tip: no new branch).
+  const canSend = connected && (!runningHere || continueFrom === undefined)
+  const canEdit = connected && !runningHere
+  // once the turn ends the node writes what was queued: it shows as entries
+  useEffect(() => { if (!runningHere && queued > 0) setQueued(0) }, [runningHere, queued])
   const elsewhere = snap.agents.filter(a => !a.self)
   const where = elsewhere.length > 0 ? ` ${placesText(snap.agents)}` : ''
   // Streamed text shows only on the branch it extends (not on one the reader switched to).
@@ -196,7 +213,7 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
         {turns.length === 0
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}
-        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canSend} continueAt={continueAt} onContinue={startContinue} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
+        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canEdit} continueAt={continueAt} onContinue={startContinue} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
         {streamHere
           ? <StreamingReply store={store} thinking={snap.thinking} onFollow={follow} />
           : sentHere !== undefined
@@ -215,11 +232,12 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
         canSend={canSend}
         connected={connected}
         running={runningHere}
+        queued={queued}
         busy={running && !runningHere ? `The agent is working${where}; a message you send goes to it` : undefined}
         continueFrom={continueFrom}
         branches={continueFrom !== undefined && dag.children(continueFrom.entry).length > 0}
         onCancelContinue={() => setContinueFrom(undefined)}
-        onSend={text => send(text, continueFrom?.entry ?? tip?.id).then(() => setContinueFrom(undefined), err => { setError(`Not sent: ${errorText(err)}`); throw err })}
+        onSend={text => (runningHere && continueFrom === undefined ? queue(text) : send(text, continueFrom?.entry ?? tip?.id)).then(() => setContinueFrom(undefined), err => { setError(`Not sent: ${errorText(err)}`); throw err })}
         onStop={stop}
         onCommand={runCommand}
         onUnknownCommand={name => setError(unknownCommandText(name))}

@@ -4,12 +4,14 @@ import { useLayoutEffect, useState, type JSX, type RefObject } from 'react'
 import { commandHelp, parseCommand, type CommandName } from './agent-place'
 import type { ContinuePoint } from './continue-from'
 
-export function Composer ({ textareaRef, canSend, connected, running, busy: busyElsewhere, continueFrom, branches, onCancelContinue, onSend, onStop, onCommand, onUnknownCommand }: {
+export function Composer ({ textareaRef, canSend, connected, running, queued = 0, busy: busyElsewhere, continueFrom, branches, onCancelContinue, onSend, onStop, onCommand, onUnknownCommand }: {
   textareaRef: RefObject<HTMLTextAreaElement | null>
   canSend: boolean
   connected: boolean
-  /** this device's agent runs (it can be stopped here) */
+  /** this device's agent runs (it can be stopped here; a message sent waits for its turn to end) */
   running: boolean
+  /** how many messages wait for the end of this device's agent's turn */
+  queued?: number
   /** why sending waits, when another device's agent runs */
   busy?: string | undefined
   /** where the message will attach, when not at the tip */
@@ -53,7 +55,13 @@ export function Composer ({ textareaRef, canSend, connected, running, busy: busy
     textareaRef.current?.focus()
   }
 
-  const hint = !connected ? 'Not connected to the node' : running ? 'The agent is working; stop it to send' : busyElsewhere ?? 'Enter to send, Shift+Enter for a new line, / for commands'
+  const hint = !connected
+    ? 'Not connected to the node'
+    : running
+      ? queued > 0
+        ? `${queued === 1 ? 'One message waits' : `${queued} messages wait`} for the agent's turn to end; Enter queues another, Stop interrupts`
+        : 'The agent is working: Enter queues your message for when its turn ends, Stop interrupts'
+      : busyElsewhere ?? 'Enter to send, Shift+Enter for a new line, / for commands'
   const help = commandHelp(text)
   return (
     <form
@@ -88,7 +96,7 @@ export function Composer ({ textareaRef, canSend, connected, running, busy: busy
           ? <button type="button" className="danger" onClick={onStop} aria-label="Stop the agent">Stop</button>
           : <button type="submit" className="primary" disabled={(help !== undefined ? !connected : !canSend) || busy || text.trim() === ''} aria-label="Send message">Send</button>}
       </div>
-      <div id="composer-hint" className="composer-hint">{hint}</div>
+      <div id="composer-hint" className="composer-hint" role={queued > 0 ? 'status' : undefined}>{hint}</div>
     </form>
   )
 }

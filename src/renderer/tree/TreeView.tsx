@@ -130,6 +130,8 @@ export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: 
   )
 }
 
+const LANE_CLASS: Record<string, string> = { '│': 'pipe', '├': 'tee', '└': 'elbow', ' ': 'blank' }
+
 function TreeRow ({ node: n, index, active, self, pos, setSize, onPick, onContinue }: {
   node: TreeNode
   index: number
@@ -143,7 +145,8 @@ function TreeRow ({ node: n, index, active, self, pos, setSize, onPick, onContin
   const foreign = self !== undefined && n.device !== self
   const cls = ['tree-row', n.onBranch ? 'on-branch' : '', active ? 'active' : '', n.childCount > 1 ? 'fork' : ''].filter(Boolean).join(' ')
   const lanes: JSX.Element[] = []
-  for (let l = 0; l < Math.min(n.lane, 40); l++) lanes.push(<span key={l} className="tree-lane" aria-hidden="true" />)
+  // fork connectors like `arbor tree`'s ├─ └─ │ (tree-layout's guide)
+  for (let l = 0; l < Math.min(n.lane, 40); l++) lanes.push(<span key={l} className={`tree-lane ${LANE_CLASS[n.guide[l] ?? ' '] ?? ''}`} aria-hidden="true" />)
   return (
     <div
       id={`tree-row-${n.id}`}

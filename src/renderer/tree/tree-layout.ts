@@ -15,6 +15,12 @@ export interface TreeNode {
   depth: number
   /** indentation: one more than the parent's when the parent forks, else the parent's */
   lane: number
+  /**
+   * What each lane column draws before the row, as `arbor tree` does: '├' / '└' where the row
+   * hangs from a fork (a later sibling follows / it is the last), '│' where a fork above still
+   * has siblings to come, ' ' where it had none. One character per lane.
+   */
+  guide: string
   /** children of this turn (more than one: a branch point) */
   childCount: number
   /** position among the parent's children (0-based) and how many there are */
@@ -75,6 +81,7 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
       parent,
       depth: p === undefined ? 0 : p.depth + 1,
       lane: 0,
+      guide: '',
       childCount: 0,
       siblingIndex: p === undefined ? 0 : p.childCount,
       siblingCount: 1,
@@ -114,14 +121,26 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
     if (prev === undefined || prev.ts <= e.ts) node.last = e.id
     pushKids(e, owner)
   }
-  // parents come before children, so one forward pass sets lanes and sibling counts
+  // parents come before children, so one forward pass sets lanes, guides and sibling counts;
+  // carry[i]: what row i's descendants draw in the lanes up to row i's own
+  const carry: string[] = new Array<string>(rows.length)
   let current = -1
   for (let i = 0; i < rows.length; i++) {
     const n = rows[i] as TreeNode
     const p = rows[n.parent]
+    carry[i] = ''
     if (p !== undefined) {
       n.siblingCount = p.childCount
       n.lane = p.childCount > 1 ? p.lane + 1 : p.lane
+      const above = carry[n.parent] as string
+      if (p.childCount > 1) {
+        const last = n.siblingIndex === p.childCount - 1
+        n.guide = above + (last ? '└' : '├')
+        carry[i] = above + (last ? ' ' : '│')
+      } else {
+        n.guide = above
+        carry[i] = above
+      }
     }
     if (n.onBranch && (current === -1 || n.depth > (rows[current] as TreeNode).depth)) current = i
   }

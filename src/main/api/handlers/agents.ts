@@ -1,4 +1,5 @@
 // agent.cancel, agent.resume, agent.status, agent.autoRevival, agent.configure: where a conversation's agent runs and with what.
+import path from 'node:path'
 import type { AgentRefDto, AgentStatusDto, ApiMethods } from '../../../shared/api'
 import type { ApiParamsOut } from '../../../shared/api-params'
 import { agentMoves, moveText } from '../../../shared/agent-moves'
@@ -137,7 +138,12 @@ async function configure (c: HandlerContext, p: ApiParamsOut<'agent.configure'>)
     await setMeta(node.history, dag, 'llm', llm)
     dag = await node.history.open(id)
   }
-  if (p.sandbox !== undefined) await setMeta(node.history, dag, 'sandbox', p.sandbox)
+  if (p.sandbox !== undefined) {
+    await setMeta(node.history, dag, 'sandbox', p.sandbox)
+    dag = await node.history.open(id)
+  }
+  // kept as this device's own setting: a peer's agent of the conversation works where its device says
+  if (p.cwd !== undefined && path.resolve(p.cwd) !== dag.cwdOf(node.device)) await setMeta(node.history, dag, 'cwd', path.resolve(p.cwd))
   const resolved = await asApiError(node.agentConfig(id))
   return { conversation: id, warnings: resolved.warnings, sandboxed: resolved.sandboxed }
 }

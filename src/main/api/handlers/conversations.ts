@@ -10,7 +10,7 @@ import { usageTotal } from '../../runtime/agent/step-planner'
 import { topRef } from '../../runtime/placement/placement'
 import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type HandlerContext, type HandlersOf } from './handler-context'
 
-type ConversationMethod = 'conversations.list' | 'conversation.open' | 'conversation.create' | 'conversation.select' | 'message.send' | 'message.post'
+type ConversationMethod = 'conversations.list' | 'conversation.open' | 'conversation.create' | 'conversation.select' | 'message.send' | 'message.queue' | 'message.post'
 
 export function conversationHandlers (c: HandlerContext): HandlersOf<ConversationMethod> {
   const { node } = c
@@ -26,6 +26,7 @@ export function conversationHandlers (c: HandlerContext): HandlersOf<Conversatio
       return {}
     },
     'message.send': async p => send(c, p.conversation, p.text, p.parent),
+    'message.queue': async p => c.node.agents.isRunning(c.resolve(p.conversation)) ? { queued: await c.node.placement.hold(c.resolve(p.conversation), p.text) } : send(c, p.conversation, p.text, undefined),
     'message.post': async p => post(c, p.conversation, p.text, p.parent)
   }
 }

@@ -12,6 +12,7 @@ import { createProvider, sameBaseURL, type CreatedProvider } from '../../llm/pro
 import { contextWindows } from '../../llm/context-window'
 import type { AgentConfig } from './agent-host'
 import { systemPrompt } from './system-prompt'
+import { loadInstructions } from './project-instructions'
 import { defaultHiddenPaths } from '../../tools/sandbox/hidden-paths'
 import { sandboxProbe } from '../../tools/sandbox/sandbox-probe'
 import { defaultTools } from '../../tools/tool-registry'
@@ -68,7 +69,7 @@ export async function writeNodeSettings (dataDir: string, settings: NodeSettings
 export interface ConversationSettings {
   /** the last `llm` setting this device wrote (provider, model, base URL, fake script) */
   llm: LlmSetting
-  /** the root's working directory and model, if this device wrote the root */
+  /** the working directory this device gave it (ConversationDag.cwdOf); the root's model, if this device wrote the root */
   cwd?: string
   model?: string
   /** false only if this device's last `sandbox` setting turned it off */
@@ -78,7 +79,8 @@ export interface ConversationSettings {
 export function conversationSettings (dag: ConversationDag, device: string): ConversationSettings {
   const root = dag.rootBy(device)
   const out: ConversationSettings = { llm: llmSetting(dag.metaOf('llm', device)?.value), sandbox: dag.metaOf('sandbox', device)?.value !== false }
-  if (root?.body.cwd !== undefined) out.cwd = root.body.cwd
+  const cwd = dag.cwdOf(device)
+  if (cwd !== undefined) out.cwd = cwd
   if (root?.body.model !== undefined) out.model = root.body.model
   return out
 }
@@ -183,7 +185,10 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
     if (!probe.ok) warnings.push(`the bash tool cannot run here: ${probe.message}`)
     else warnings.push(...probe.warnings)
   }
+  const instructions = await loadInstructions({ cwd, dataDir: o.dataDir })
+  for (const why of instructions.skipped) warnings.push(`project instructions: ${why}`)
   const home = o.env.HOME ?? os.homedir()
+  const system = systemPrompt({ cwd, device: o.store.device, sandboxed })
   // The conversation's own window, else the settings' (for the provider they name), else what the server or the table says.
   const explicit = own.llm.contextWindow ?? (o.settings?.provider === undefined || o.settings.provider === provider.name ? o.settings?.contextWindow : undefined)
   return {
@@ -196,7 +201,8 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
       },
       tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),
       sandbox: { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(home, o.dataDir) },
-      system: systemPrompt({ cwd, device: o.store.device, sandboxed })
+      system: instructions.text === '' ? system : `${system}\n\n${instructions.text}`,
+      ...(instructions.files.length > 0 ? { instructions: instructions.files } : {})
     },
     cwd,
     sandboxed,

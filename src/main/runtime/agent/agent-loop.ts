@@ -10,6 +10,7 @@ import { compareRefs, ownerOf, type AgentRef } from '../placement/placement'
 import type { AgentWait } from '../../../shared/agent-wait'
 import { requestOverhead, summarise } from './compaction-step'
 import { estimateContext } from './compaction'
+import type { InstructionFile } from './project-instructions'
 
 /**
  * What an agent reports while it works, for the UI and the CLI. `run` names the agent's run
@@ -37,6 +38,8 @@ export interface AgentDeps {
   tools: ReadonlyMap<string, Tool>
   sandbox: SandboxPolicy
   system: string
+  /** the project instructions joined to `system` (AGENTS.md …), recorded in agent.started */
+  instructions?: InstructionFile[]
   onEvent: (ev: AgentEvent) => void
   /** test hook: may throw to simulate a crash at that point */
   fault?: (point: FaultPoint, detail: { tool?: string }) => void
@@ -247,7 +250,16 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
   if (deps.supersededBy?.(run) != null) return 'superseded'
   const dag = await history.open(conversation)
   journal.branch = dag.pathTo(run.cursor.tip)
-  await append({ kind: 'agent.started', body: run.previous === undefined ? { epoch: run.epoch, reason: run.reason } : { epoch: run.epoch, reason: run.reason, previous: run.previous }, parents: [] })
+  await append({
+    kind: 'agent.started',
+    body: {
+      epoch: run.epoch,
+      reason: run.reason,
+      ...(run.previous !== undefined ? { previous: run.previous } : {}),
+      ...(deps.instructions !== undefined && deps.instructions.length > 0 ? { instructions: deps.instructions } : {})
+    },
+    parents: []
+  })
   for (;;) {
     const by = await outranked()
     if (signal.aborted) { await stop('cancelled'); return 'cancelled' }

@@ -88,6 +88,11 @@ export class AgentPlacement {
   private readonly again = new Set<string>()
   /** per conversation: messages for the agent that arrived or were posted while it ran elsewhere, not yet answered */
   private readonly fresh = new Map<string, Set<string>>()
+  /**
+   * per conversation: messages sent while the agent here was busy, in order; written (and
+   * answered) once its run ends, after what the run wrote — not into the middle of its turn
+   */
+  private readonly held = new Map<string, string[]>()
   private sweepTimer: ClockTimer | null = null
   private closed = false
   private readonly retries = new Set<ClockTimer>()
@@ -182,6 +187,42 @@ export class AgentPlacement {
     this.addFresh(conversation, [entry.id])
     this.reconcile(conversation) // a dead owner's opt-in agent may be revived here
     return { runs: 'elsewhere', device: top.device, name: this.opts.peers.name(top.device), reachable: this.opts.peers.live(conversation).includes(top.device) }
+  }
+
+  /**
+   * A message sent while the agent here is busy: kept (on disk) and written after what its
+   * run wrote, once the run ends; then answered like any message. Returns how many wait.
+   */
+  async hold (conversation: string, text: string): Promise<number> {
+    const texts = this.held.get(conversation) ?? []
+    texts.push(text)
+    this.held.set(conversation, texts)
+    // acknowledged only once on disk: a crash before the run ends loses nothing
+    await this.writeState()
+    // the run may have ended while the state was written
+    this.reconcile(conversation)
+    return texts.length
+  }
+
+  /** Writes the messages held for a conversation after the branch shown here, and has them answered. */
+  private async writeHeld (conversation: string): Promise<void> {
+    const texts = this.held.get(conversation)
+    if (texts === undefined || this.opts.agents.isRunning(conversation)) return
+    const { history } = this.opts
+    const dag = await history.open(conversation)
+    let tip = dag.branch(history.selected(conversation)).at(-1)?.id
+    if (tip === undefined) return
+    const written: Entry[] = []
+    for (const text of texts) {
+      const [entry] = await history.append(conversation, [{ kind: 'user', body: { text }, parents: [tip] }])
+      written.push(entry as Entry)
+      tip = (entry as Entry).id
+    }
+    this.held.delete(conversation)
+    history.select(conversation, tip)
+    // the last is the one answered; the decision taken again sees it fresh
+    this.addFresh(conversation, [tip])
+    this.again.add(conversation)
   }
 
   /** Moves the agent here with a higher epoch, continuing from `leaf` (default: the branch shown here). */
@@ -338,6 +379,9 @@ export class AgentPlacement {
     if (this.closed) return
     switch (action.do) {
       case 'nothing':
+        // no agent runs here now: messages sent while it was busy are written and answered
+        if (this.held.has(conversation)) await this.writeHeld(conversation)
+        return
       case 'stop': // the loop sees it at its next step boundary (supersededBy)
         return
       case 'start':
@@ -410,14 +454,19 @@ export class AgentPlacement {
   /** The conversations to look at again after a restart: agents that ran here, messages waiting for them. */
   private async readState (): Promise<string[]> {
     try {
-      const raw = JSON.parse(await fs.readFile(this.opts.stateFile, 'utf8')) as { running?: unknown; waiting?: unknown }
+      const raw = JSON.parse(await fs.readFile(this.opts.stateFile, 'utf8')) as { running?: unknown; waiting?: unknown; held?: unknown }
       const running = Array.isArray(raw.running) ? raw.running.filter((c): c is string => typeof c === 'string') : []
       this.savedRunning = running
       const waiting = raw.waiting !== null && typeof raw.waiting === 'object' ? raw.waiting as Record<string, unknown> : {}
       for (const [conversation, ids] of Object.entries(waiting)) {
         if (Array.isArray(ids)) this.addFresh(conversation, ids.filter((id): id is string => typeof id === 'string'))
       }
-      return [...new Set([...running, ...this.fresh.keys()])]
+      const held = raw.held !== null && typeof raw.held === 'object' ? raw.held as Record<string, unknown> : {}
+      for (const [conversation, texts] of Object.entries(held)) {
+        const t = Array.isArray(texts) ? texts.filter((x): x is string => typeof x === 'string') : []
+        if (t.length > 0) this.held.set(conversation, t)
+      }
+      return [...new Set([...running, ...this.fresh.keys(), ...this.held.keys()])]
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
       this.opts.log.warn(`could not read ${this.opts.stateFile} (${(err as Error).message}); agents cut short by a crash will not continue by themselves`)
@@ -435,7 +484,8 @@ export class AgentPlacement {
     this.writing = writeStateFile(this.opts.stateFile, () => {
       const running = [...new Set([...this.leftRunning, ...this.opts.agents.runs().map(r => r.conversation)])].sort()
       const waiting = Object.fromEntries([...this.fresh].map(([c, ids]) => [c, [...ids].sort()]))
-      return JSON.stringify({ running, waiting })
+      const held = Object.fromEntries(this.held)
+      return JSON.stringify(this.held.size > 0 ? { running, waiting, held } : { running, waiting })
     })
     return this.writing
   }
