@@ -31,12 +31,16 @@ function testTools (ledger: string[], lookups: string[], explodeTimes = { left: 
   ])
 }
 
-async function setup (script: FakeScript, opts: { tools?: Map<string, Tool>; fault?: (p: FaultPoint) => void; intensity?: number; midModel?: () => void } = {}) {
+async function setup (script: FakeScript, opts: { tools?: Map<string, Tool>; fault?: (p: FaultPoint) => void; intensity?: number; midModel?: () => void; gate?: (lastUser: string) => Promise<void> } = {}) {
   const history = new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })
   await history.ready()
   const fake = new FakeProvider(script)
   const midModel = opts.midModel
-  const provider: LlmProvider = midModel === undefined ? fake : { name: 'fake', chat: async req => { const r = await fake.chat(req); midModel(); return r } }
+  const gate = opts.gate
+  const lastUser = (req: Parameters<LlmProvider['chat']>[0]): string => { const m = req.messages.findLast(x => x.role === 'user'); return m?.role === 'user' ? m.text : '' }
+  const provider: LlmProvider = midModel === undefined && gate === undefined
+    ? fake
+    : { name: 'fake', chat: async req => { await gate?.(lastUser(req)); const r = await fake.chat(req); midModel?.(); return r } }
   const ledger: string[] = []
   const lookups: string[] = []
   const tools = opts.tools ?? testTools(ledger, lookups)
@@ -128,13 +132,17 @@ describe('the agent', () => {
   })
 
   it('stops a crash-looping agent with a clear entry while another conversation keeps running', async () => {
-    const script: FakeScript = { rules: [{ match: 'boom', reply: { fail: { message: 'the model service fell over' } } }, { match: 'slow', reply: { text: 'slowly but surely', delayMsPerChunk: 20, chunkSize: 2 } }] }
-    const { history, host, chat } = await setup(script, { intensity: 2 })
+    const script: FakeScript = { rules: [{ match: 'boom', reply: { fail: { message: 'the model service fell over' } } }, { match: 'slow', reply: { text: 'slowly but surely' } }] }
+    // b's model answers only once a has crash-looped: b is mid-step all along, on any machine
+    let release = (): void => {}
+    const held = new Promise<void>(resolve => { release = resolve })
+    const { history, host, chat } = await setup(script, { intensity: 2, gate: async text => { if (text === 'slow please') await held } })
     const a = await history.createConversation({ title: 'a' })
     const b = await history.createConversation({ title: 'b' })
     const slow = chat(b.id, 'slow please')
     expect(await chat(a.id, 'boom')).toBe('crash-loop')
     expect(host.isRunning(b.id)).toBe(true)
+    release()
     expect(await slow).toBe('done')
     const branch = (await history.open(a.id)).branch()
     expect(kinds(branch).filter(k => k.startsWith('stopped') || k === 'agent.started')).toEqual([

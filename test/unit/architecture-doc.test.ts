@@ -8,7 +8,8 @@ import fs from 'node:fs'
 /** Names that are not files of the repository: what the build writes, what a node keeps in its data directory, the design map beside the clone, other projects' files. */
 const ELSEWHERE = new Set(['out/main/cli.js', 'out/main/node.js', 'out/preload/index.cjs', 'index.js', 'node.js', 'cli.js',
   'secrets.json', 'view-state.json', 'sync/cluster.json', 'runtime/agents.json', 'settings.json', 'index/index.json', 'sync-peers.json', 'DESIGN.md',
-  'lib/messages.js']) // hypercore's, named as the model for arbor-messages.ts
+  'lib/messages.js', // hypercore's, named as the model for arbor-messages.ts
+  'AGENTS.md', 'CLAUDE.md']) // a project's instructions, read from the agent's working directory
 const FILE = /^[\w./@+-]+\.(ts|tsx|js|mjs|cjs|json|css|html|md|sh|yml|yaml)$/
 
 it('every file docs/ARCHITECTURE.md names exists in the repository', () => {
