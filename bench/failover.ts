@@ -35,7 +35,7 @@ const note = (m: string): void => { process.stderr.write(`bench failover: ${m}\n
 
 if (spawnSync('bwrap', ['--version']).status !== 0) {
   // The agent is killed in the middle of a sandboxed bash call (the sandbox dies with its node).
-  for (const name of ['failover.lease', 'failover.intent.acked', 'failover.detect', 'failover.revive']) emit({ name, value: 0, unit: 'ms', skipped: 'bwrap not installed' })
+  for (const name of ['failover.lease', 'failover.intent.acked', 'failover.detect', 'failover.revive', 'failover.act']) emit({ name, value: 0, unit: 'ms', skipped: 'bwrap not installed' })
   process.exit(0)
 }
 if (!existsSync(path.join(ROOT, 'out', 'main', 'cli.js'))) {
@@ -82,7 +82,7 @@ try {
     intents.forEach((t, i) => into.push((starts[i] as number) - t))
   }
   const margin = leaseMargin(WINDOW_MS)
-  emit({ name: 'failover.lease', value: margin, unit: 'ms', windowMs: WINDOW_MS, durationMs: WINDOW_MS - margin, note: 'an auto-revival agent acts only while a peer echoed one of its heartbeats less than durationMs ago, on both the monotonic and the wall clock' })
+  emit({ name: 'failover.lease', value: margin, unit: 'ms', windowMs: WINDOW_MS, durationMs: WINDOW_MS - margin, note: 'an auto-revival agent acts only while every peer it owes the lease to (speaking leases, not soundly suspected) echoed one of its heartbeats less than durationMs ago, on both the monotonic and the wall clock' })
   emit({
     name: 'failover.intent.acked',
     value: round(median(acked)),
@@ -99,6 +99,7 @@ try {
 
   const detect: number[] = []
   const revive: number[] = []
+  const act: number[] = []
   for (let run = 0; run < RUNS; run++) {
     const victim = NAMES[run % NAMES.length] as string
     const survivors = NAMES.filter(n => n !== victim)
@@ -132,7 +133,15 @@ try {
     detect.push(...since)
     revive.push(r.ts - killedAt)
     const reviver = [...key].find(([, k]) => k === r.author.device)?.[0] ?? '?'
-    note(`run ${run + 1}/${RUNS}: killed ${victim}; suspected after ${since.map(ms => `${ms} ms`).join(' and ')}; revived on ${reviver} after ${r.ts - killedAt} ms`)
+    // the revived agent's first act (the cut-short call's unknown outcome), under the lease: its
+    // dead owner is owed it until suspected a full window — timed before the victim comes back
+    let acted: Entry | undefined
+    await until(async () => {
+      acted = (await entries(reviver)).find(e => e.author.device === r.author.device && e.ts >= r.ts && e.kind !== 'agent.started' && e.kind !== 'note')
+      return acted !== undefined
+    }, 'the revived agent to act', 60_000, 100)
+    act.push((acted as Entry).ts - killedAt)
+    note(`run ${run + 1}/${RUNS}: killed ${victim}; suspected after ${since.map(ms => `${ms} ms`).join(' and ')}; revived on ${reviver} after ${r.ts - killedAt} ms; it acted after ${(acted as Entry).ts - killedAt} ms`)
     // back online: it continues (and finishes) its own cut-short turn, and rejoins
     const restartAt = Date.now()
     await cluster.serve(victim)
@@ -164,6 +173,11 @@ try {
     target: TARGET_MS,
     ok: reviveMedian <= TARGET_MS,
     p90ok: percentile(revive, 90) <= TARGET_MS
+  })
+  line('failover.act', act, {
+    baseline: round(reviveMedian),
+    baselineIs: 'failover.revive (the rest is the lease: the dead owner is owed it until suspected a full window)',
+    ratio: round(median(act) / reviveMedian, 3)
   })
 } finally {
   await cluster.close()

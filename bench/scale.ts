@@ -57,7 +57,13 @@ async function dataset (scale: Scale): Promise<{ dir: string; meta: DatasetMeta 
   for (const d of [...HOLDERS, meta.syncSource]) {
     const index = indexDir(deviceDir(dir, d))
     const legacy = await fs.access(path.join(index, 'index.json')).then(() => true, () => false)
-    if (!legacy && (await readSummaries(index))?.clean === true) continue
+    if (!legacy && (await readSummaries(index))?.clean === true) {
+      // a snapshot written before the listing `ls` reads: written once with it (what a store does as it opens)
+      const file = new HistoryIndexFile(index)
+      const { state, outdated } = await file.load(null)
+      if (outdated === true && state !== null) { note(`${index}: writing the snapshot with its listing`); await file.save(state) }
+      continue
+    }
     note(`${deviceDir(dir, d)} ${legacy ? 'has an index of the previous format; converting it' : 'was not closed cleanly; reconciling it'} first`)
     const s = new HistoryStore({ dir: deviceDir(dir, d), watchPeers: false, log: benchLog })
     await s.ready()

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { AgentCluster, entriesOf } from '../helpers/agent-cluster'
 import type { FakeScript } from '../../src/main/llm/fake-provider'
 import { until } from '../helpers/temp-dir'
+import { stallBlocks } from '../helpers/block-stall'
 
 const STEPS = 12
 const SCRIPT: FakeScript = {
@@ -63,5 +64,41 @@ describe('a paused device (in-process SIGSTOP)', () => {
     expect(started.map(e => e.body)).toEqual([{ epoch: 0, reason: 'user' }])
     expect((await entriesOf(c.node(0), conv, 'agent.stopped')).map(e => e.body)).toMatchObject([{ reason: 'done' }])
     expect(c.ledger.filter(l => l.device === 'd0')).toHaveLength(STEPS)
+  }, 60_000)
+})
+
+describe('a paused device whose peers answer before its call returns', () => {
+  it('after the thaw its lease is renewed before the call returns; it still reads the revival its peers announced before writing the result', async () => {
+    const script: FakeScript = { rules: [{ match: '^long', reply: [{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'long work done' }] }], default: { text: 'You said: {{lastUser}}' } }
+    // the call takes 2 s: paused 1.5 s into it, the device wakes before it returns
+    const c = cluster = new AgentCluster({ n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 2000, script })
+    await c.ready()
+    const root = await c.node(0).history.createConversation({ title: 'answered first', autoRevival: true })
+    const conv = root.id
+    await c.post(0, conv, 'long work')
+    await until(async () => c.ledger.length >= 1 && (await Promise.all([1, 2].map(async i => (await entriesOf(c.node(i), conv, 'tool.intent')).length >= 1))).every(Boolean), 'the peers to see the step start', 10_000)
+    const pausedAt = Date.now()
+    c.pause(0)
+    // revived, and the revived turn over (so nobody announces a running agent) within the pause
+    const reviver = async (): Promise<number | null> => {
+      for (const i of [1, 2]) if ((await entriesOf(c.node(i), conv, 'agent.started')).some(e => e.author.device === c.node(i).device && (e.body as { reason?: string }).reason === 'revival')) return i
+      return null
+    }
+    await until(async () => { const r = await reviver(); return r !== null && !c.node(r).agents.isRunning(conv) }, 'a peer to revive the agent and end its turn', 1400)
+    const r = await reviver() as number
+    // the revival reaches the woken device over a slow link: announced at once, its blocks later
+    const stalled = stallBlocks(c.node(0).history, c.node(r).history.feeds(conv).find(f => f.own)?.key as string)
+    try {
+      await sleep(1500 - (Date.now() - pausedAt))
+      const thawedAt = Date.now()
+      c.thaw(0)
+      await sleep(800)
+      stalled.release()
+      await until(() => !c.node(0).agents.isRunning(conv), 'the woken agent to stop', 10_000)
+      const mine = (await entriesOf(c.node(0), conv)).filter(e => e.author.device === c.node(0).device && e.ts >= thawedAt)
+      expect(mine.map(e => e.kind === 'agent.stopped' ? `stopped:${e.body.reason}` : e.kind), 'what the woken device wrote').toEqual(['stopped:superseded'])
+    } finally {
+      stalled.release()
+    }
   }, 60_000)
 })

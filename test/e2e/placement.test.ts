@@ -115,8 +115,10 @@ describe('placement across devices', () => {
         return dag.has(left.id) && dag.has(right.id) && dag.waiting().length === 0
       }, `both branches on d${i}`)
     }
-    const sup = stopped(await entriesOf(c.node(2), conv)).filter(e => e.body.reason === 'superseded')
-    expect(sup.map(e => [e.author.device, e.body.by])).toEqual([[c.node(0).device, { device: c.node(1).device, epoch: 1 }]])
+    // d0's stop is written after its branch's last entry: it may reach d2 after the branches did
+    const superseded = async (): Promise<Array<EntryOf<'agent.stopped'>>> => stopped(await entriesOf(c.node(2), conv)).filter(e => e.body.reason === 'superseded')
+    await until(async () => (await superseded()).length > 0, 'd0\'s stop on d2')
+    expect((await superseded()).map(e => [e.author.device, e.body.by])).toEqual([[c.node(0).device, { device: c.node(1).device, epoch: 1 }]])
   })
 
   it('a message sent just before its agent\'s device dies is taken up by a reviver (found by the model test)', async () => {

@@ -4,9 +4,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { HistoryIndexFile, emptyIndex, indexDir, readSummaries, sortSummaries, type ConversationSummary, type IndexState } from '../../src/main/history/history-index'
+import { HistoryIndexFile, emptyIndex, indexDir, readListing, readSummaries, sortSummaries, type ConversationSummary, type IndexState } from '../../src/main/history/history-index'
 import { HistoryStore } from '../../src/main/history/history-store'
-import { FORMAT_VERSION, MAGIC } from '../../src/main/history/index-codec'
+import { FORMAT_VERSION, MAGIC, decodeListing, encodeJournalStart, encodeSnapshot } from '../../src/main/history/index-codec'
 import { memoryLogger } from '../../src/shared/logger'
 import { tempDirs } from '../helpers/temp-dir'
 
@@ -79,7 +79,7 @@ describe('history index files', () => {
     expect((await fs.stat(index.files.journal)).size - journal0).toBe(grown)
     // many saves: the journal is folded into a new snapshot before it passes half the snapshot
     const before = index.stats.snapshots
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 400; i++) {
       s.feeds[hex(i % 100, 'f')] = { ...s.feeds[hex(i % 100, 'f')]!, indexed: 1000 + i }
       index.changed('feed', hex(i % 100, 'f'))
       await index.save(s)
@@ -210,6 +210,30 @@ describe('a data directory of another version', () => {
     const reread = (await new HistoryIndexFile(indexDir(dir)).load(null)).state
     expect(reread?.clean).toBe(true)
     expect(Object.keys(reread?.conversations ?? {})).toHaveLength(3)
+  })
+
+  it('a snapshot of the version before the listing: ls reads its summaries, and the store writes it once with the listing as it opens', async () => {
+    const { dir, list } = await made()
+    const index = new HistoryIndexFile(indexDir(dir))
+    const state = (await index.load(null)).state as IndexState
+    await fs.writeFile(index.files.snapshot, encodeSnapshot(state, 7, false))
+    await fs.writeFile(index.files.journal, encodeJournalStart(state.device, 7))
+    const before = decodeListing({ legacy: null, snapshot: await fs.readFile(index.files.snapshot), journal: null })
+    expect(before?.rows.length).toBe(3)
+    expect((await new HistoryIndexFile(indexDir(dir)).load(null)).outdated).toBe(true)
+    const log = memoryLogger()
+    const s = new HistoryStore({ dir, log })
+    open.push(s)
+    await s.ready()
+    expect(log.lines.filter(l => /rebuilding|reconciling/.test(l.message))).toEqual([])
+    // written at open, before any write of the session: a store only read from converts too
+    const converted = await new HistoryIndexFile(indexDir(dir)).load(null)
+    expect(converted.outdated).toBeUndefined()
+    expect(s.list()).toEqual(list)
+    await s.close()
+    const listed = await readListing(indexDir(dir))
+    expect(listed?.clean).toBe(true)
+    expect(Array.from({ length: listed?.rows.length ?? 0 }, (_, i) => listed?.rows.id(i))).toEqual(list.map(c => c.id))
   })
 
   it('an index.json beside the binary files was written by an older version that ran since: it wins', async () => {

@@ -5,17 +5,9 @@ import net from 'node:net'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
 import type { Transport } from '../../shared/api-client'
+import { socketPath, tokenPath } from './socket-path'
 
-/** The socket path for a data directory (a named pipe on Windows). */
-export function socketPath (dataDir: string): string {
-  if (process.platform === 'win32') return `\\\\.\\pipe\\arbor-${Buffer.from(path.resolve(dataDir)).toString('hex').slice(-40)}`
-  return path.join(path.resolve(dataDir), 'arbor.sock')
-}
-
-/** The file holding the token a caller of the local socket presents. */
-export function tokenPath (dataDir: string): string {
-  return path.join(path.resolve(dataDir), 'arbor.sock.token')
-}
+export { socketPath, tokenPath } from './socket-path'
 
 /**
  * An API session with the node serving `dataDir`, as a Transport for the shared ApiClient;

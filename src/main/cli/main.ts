@@ -10,6 +10,12 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     interrupt.abort()
   })
 }
+// `arbor ls | head`: the reader closed the pipe once it had seen enough; the rest is not wanted
+// (the shell's convention for it, 128 + SIGPIPE, and no stack trace).
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err
+  process.exit(141)
+})
 const code = await runCli(process.argv.slice(2), {
   signal: interrupt.signal,
   out: text => { process.stdout.write(text) },

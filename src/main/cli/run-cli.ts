@@ -4,12 +4,15 @@ import type { ConversationDag } from '../../shared/conversation-dag'
 import type { ConversationSummaryDto } from '../../shared/api'
 import type { Entry } from '../../shared/entry'
 import { ARBOR_VERSION } from '../../shared/app-version'
-import { indexDir, readSummaries, sortSummaries, type ConversationSummary } from '../history/history-index'
+import { indexDir, readListing, type ConversationSummary } from '../history/history-index'
+import { summaryRows, type ListRows } from '../history/index-listing'
+import { writeListText } from './conversation-list'
 import type { NodeCommandOptions } from './node-commands'
 import type { CliApi, LentNode } from './api-session'
 import { NodeLostError } from './node-lost'
 import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
 import { dataDir } from '../disk/data-dir'
+import { nodeMaySocket } from '../api/socket-path'
 import { terminalJson, terminalSafeWriter } from './terminal-text'
 // Only what `ls` needs is imported here; every other command imports its modules when it runs
 // (the entry schema alone, zod, takes longer to load than listing 10,000 conversations).
@@ -118,6 +121,7 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
   // The node that runs here (or the one lent), if any: no node is opened for the command.
   const running = async (): Promise<CliApi | null> => {
     if (ctx.node !== undefined) return api()
+    if (!nodeMaySocket(dir)) return null // no socket file: nothing to connect to (and node:net stays unloaded)
     const { nodeApi } = await import('./api-session')
     const a = await nodeApi(dir).catch((err: Error) => { throw new NodeLostError(err.message) })
     if (a !== null) session = Promise.resolve(a)
@@ -302,11 +306,20 @@ const COMMANDS: Record<string, Handler> = {
   async ls ({ values, io, dir, api, running }) {
     const a = await running()
     if (a === null) {
-      // No node runs here and the store was closed cleanly: its index alone says it all (no node opened, no package loaded).
-      const index = await readSummaries(indexDir(dir)).catch(() => null)
-      if (index?.clean === true) { printList(sortSummaries(index.conversations), values, io); return }
+      // No node runs here and the store was closed cleanly: its index alone says it all (no node
+      // opened, no package loaded). The table from the snapshot's listing; --json needs every field.
+      if (values.json === true) {
+        const { readSummaries, sortSummaries } = await import('../history/history-index')
+        const index = await readSummaries(indexDir(dir)).catch(() => null)
+        if (index?.clean === true) { printJson(sortSummaries(index.conversations), io); return }
+      } else {
+        const index = await readListing(indexDir(dir)).catch(() => null)
+        if (index?.clean === true) { printList(index.rows, io); return }
+      }
     }
-    printList(asSummaries(await (a ?? await api()).call('conversations.list', {})), values, io)
+    const list = asSummaries(await (a ?? await api()).call('conversations.list', {}))
+    if (values.json === true) printJson(list, io)
+    else printList(summaryRows(list), io)
   },
 
   async tree ({ args, io, api }) {
@@ -351,36 +364,11 @@ function asSummaries (list: ConversationSummaryDto[]): ConversationSummary[] {
   }))
 }
 
-function printList (list: ConversationSummary[], values: Values, io: CliIo): void {
-  if (values.json === true) { io.out(terminalJson(list) + '\n'); return }
-  if (list.length === 0) { io.out('no conversations yet; start one with `arbor new --title "..."`\n'); return }
-  // 10,000 rows: columns built once, each line once, one write (no table of arrays of cells)
-  const now = Date.now()
-  const days = new Map<number, string>() // 10,000 rows fall on a few hundred days: each date formatted once
-  const columns = [['UPDATED'], ['ENTRIES'], ['BRANCHES']] as [string[], string[], string[]]
-  for (const c of list) {
-    columns[0].push(ago(c.updatedAt, now, days))
-    columns[1].push(String(c.size))
-    columns[2].push(String(c.heads.length))
-  }
-  const widths = columns.map(col => col.reduce((w, cell) => Math.max(w, cell.length), 0))
-  const lines = new Array<string>(list.length + 1)
-  for (let r = 0; r <= list.length; r++) {
-    const c = list[r - 1]
-    const id = c === undefined ? 'ID' : c.id.slice(0, 12)
-    const title = c === undefined ? 'TITLE' : c.title || '(untitled)'
-    lines[r] = id.padEnd(12) + '  ' + (columns[0][r] as string).padEnd(widths[0] as number) + '  ' + (columns[1][r] as string).padEnd(widths[1] as number) + '  ' + (columns[2][r] as string).padEnd(widths[2] as number) + '  ' + title
-  }
-  io.out(lines.join('\n') + '\n')
+function printJson (list: ConversationSummary[], io: CliIo): void {
+  io.out(terminalJson(list) + '\n')
 }
 
-function ago (ts: number, now: number, days?: Map<number, string>): string {
-  const s = Math.max(0, Math.round((now - ts) / 1000))
-  if (s < 60) return `${s}s ago`
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`
-  if (s < 86400) return `${Math.floor(s / 3600)}h ago`
-  const day = Math.floor(ts / 86_400_000)
-  let date = days?.get(day)
-  if (date === undefined) { date = new Date(ts).toISOString().slice(0, 10); days?.set(day, date) }
-  return date
+function printList (rows: ListRows, io: CliIo): void {
+  if (rows.length === 0) { io.out('no conversations yet; start one with `arbor new --title "..."`\n'); return }
+  writeListText(rows, Date.now(), io.out)
 }

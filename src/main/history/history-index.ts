@@ -1,8 +1,8 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { writeStateFile } from '../disk/state-file'
 import { storageError } from '../disk/storage-error'
-import { decodeIndex, encodeJournalStart, encodeSave, encodeSnapshot, type IndexRead } from './index-codec'
+import { decodeIndex, decodeListing, encodeJournalStart, encodeSave, encodeSnapshot, type IndexRead } from './index-codec'
+import type { ListRows } from './index-listing'
 
 /** A feed the device holds for a conversation: its own or one learned from a peer. */
 export interface FeedRecord {
@@ -40,10 +40,7 @@ export function indexDir (dir: string): string {
   return path.join(path.resolve(dir), 'index')
 }
 
-/** Most recently updated first; ties by id, so every listing agrees. */
-export function sortSummaries (list: ConversationSummary[]): ConversationSummary[] {
-  return list.sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1))
-}
+export { sortSummaries } from './index-listing'
 
 export function emptyIndex (device: string): IndexState {
   return { device, clean: true, manifestIndexed: 0, feeds: {}, conversations: {} }
@@ -87,6 +84,17 @@ export async function readSummaries (dir: string): Promise<{ clean: boolean; con
 }
 
 /**
+ * What `arbor ls` prints, for listing without opening the store: the snapshot's listing record
+ * with its journal's changes merged in (or the summaries, from a snapshot without one); null
+ * when there is no readable index.
+ */
+export async function readListing (dir: string): Promise<{ clean: boolean; rows: ListRows } | null> {
+  const files = indexFiles(dir)
+  const [legacy, snapshot, journal] = await Promise.all([readOrNull(files.legacy), readOrNull(files.snapshot), readOrNull(files.journal)])
+  return decodeListing({ legacy, snapshot, journal })
+}
+
+/**
  * The derived index: summaries and per-feed watermarks, as a snapshot (index.snap, written
  * whole through the state-file writer) and a journal of saves (index.log). A save appends the
  * records marked changed since the last one (`changed`), so it costs what changed; once the
@@ -122,17 +130,19 @@ export class HistoryIndexFile {
 
   /**
    * The saved state, or null if there is none or it is unreadable (then: rebuild). Any device's
-   * if device is null. `legacy`: it was read from the JSON file of format 1 (save it to convert).
+   * if device is null. `legacy`: it was read from the JSON file of format 1; `outdated`: from a
+   * snapshot without the listing record (either way, save it to convert).
    */
-  async load (device: string | null): Promise<{ state: IndexState | null; problem?: string; legacy?: boolean }> {
+  async load (device: string | null): Promise<{ state: IndexState | null; problem?: string; legacy?: boolean; outdated?: boolean }> {
     const r = await readIndex(this.files, device, false)
     this.generation = r.generation
     this.snapshotBytes = r.snapshotBytes
     this.journalBytes = r.journalBytes
-    this.appendable = r.appendable
+    // a snapshot without the listing this version writes: the next save writes a new one
+    this.appendable = r.appendable && !r.outdated
     this.legacy = r.legacy
     this.written = r.state === null ? null : { clean: r.state.clean, manifestIndexed: r.state.manifestIndexed }
-    return { state: r.state, ...(r.problem !== undefined ? { problem: r.problem } : {}), ...(r.legacy ? { legacy: true } : {}) }
+    return { state: r.state, ...(r.problem !== undefined ? { problem: r.problem } : {}), ...(r.legacy ? { legacy: true } : {}), ...(r.outdated ? { outdated: true } : {}) }
   }
 
   /** A record changed (or was removed): the next save writes it. */
@@ -181,6 +191,8 @@ export class HistoryIndexFile {
     this.appendable = false
     const generation = this.generation + 1
     const snapshot = encodeSnapshot(state, generation)
+    // loaded here: `arbor ls` reads the index and needs none of it (node:crypto)
+    const { writeStateFile } = await import('../disk/state-file')
     await writeStateFile(this.files.snapshot, snapshot)
     this.generation = generation
     this.snapshotBytes = snapshot.length

@@ -8,9 +8,12 @@
 // that changed, applied in order over the snapshot of the same generation.
 // A record is [tag][uint32 length][body]: a reader skips tags it does not know and bytes past the
 // fields it knows, so a record can gain fields at its end without a new format version.
+// In a frame every record of conversations comes before the first of feeds (a lister stops
+// there); a snapshot starts with the listing (index-listing.ts), then the summaries as JSON.
 import { crc32 } from 'node:zlib'
 import { isHex32 } from '../../shared/hex32'
 import type { ConversationSummary, FeedRecord, IndexState } from './history-index'
+import { IndexListing, canList, encodeListing, mergeRows, sortSummaries, summaryRows, type ListRows } from './index-listing'
 
 export const MAGIC = Buffer.from('ARBI')
 /** Bumped only when a reader of this version could not read the new layout (then: a rebuild). */
@@ -28,6 +31,8 @@ const TAG_FEED_GONE = 4
  * reads nothing else. Journals write summaries as records.
  */
 const TAG_SUMMARIES_JSON = 5
+/** What `arbor ls` prints, as columns (index-listing.ts), first in a snapshot: a lister reads it instead of the JSON. */
+const TAG_LISTING = 6
 
 const FLAG_CWD = 1
 const FLAG_REVIVAL = 2
@@ -106,6 +111,11 @@ class Writer {
     const at = this.p
     this.p += n
     return at
+  }
+
+  bytes (v: Buffer): void {
+    this.room(v.length)
+    this.p += v.copy(this.buf, this.p)
   }
 
   done (): Buffer {
@@ -241,7 +251,7 @@ function writeFrame (w: Writer, fill: () => void): void {
   w.buf.writeUInt32LE(crc32(payload), at + 4)
 }
 
-function writeSave (w: Writer, state: IndexState, changes: IndexChanges, summariesAsJson = false): void {
+function writeSave (w: Writer, state: IndexState, changes: IndexChanges, summariesAsJson = false, withListing = true): void {
   w.refs.clear()
   w.uint(state.clean ? FLAG_CLEAN : 0)
   w.uint(state.manifestIndexed)
@@ -253,6 +263,8 @@ function writeSave (w: Writer, state: IndexState, changes: IndexChanges, summari
     const keys = Object.keys(state.conversations).sort((a, b) => (state.conversations[b] as ConversationSummary).updatedAt - (state.conversations[a] as ConversationSummary).updatedAt || (a < b ? -1 : 1))
     const ordered: Record<string, ConversationSummary> = {}
     for (const k of keys) ordered[k] = state.conversations[k] as ConversationSummary
+    const listing = withListing ? encodeListing(Object.values(ordered)) : null
+    if (listing !== null) { writeRecord(w, TAG_LISTING, () => w.bytes(listing)); n++ }
     writeRecord(w, TAG_SUMMARIES_JSON, () => w.string(JSON.stringify(ordered)))
     // the feeds below name them by number, in the order a reader's Object.keys sees them
     for (const k of keys) w.refs.set(k, w.refs.size)
@@ -278,14 +290,14 @@ function writePrefix (w: Writer): void {
   w.buf[at + MAGIC.length] = FORMAT_VERSION
 }
 
-/** A whole snapshot file: every record of `state`, summaries first. */
-export function encodeSnapshot (state: IndexState, generation: number): Buffer {
+/** A whole snapshot file: every record of `state`, summaries first (`withListing` false: as the version before the listing wrote it, for tests). */
+export function encodeSnapshot (state: IndexState, generation: number, withListing = true): Buffer {
   const w = new Writer()
   writePrefix(w)
   writeFrame(w, () => {
     w.uint(generation)
     w.id(state.device)
-    writeSave(w, state, { conversations: Object.keys(state.conversations), feeds: Object.keys(state.feeds) }, true)
+    writeSave(w, state, { conversations: Object.keys(state.conversations), feeds: Object.keys(state.feeds) }, true, withListing)
   })
   return w.done()
 }
@@ -338,20 +350,40 @@ export function decodeStart (payload: Buffer): { reader: Reader; generation: num
 }
 
 /**
- * Applies one save (read from `r`) to `state`. With `summariesOnly`, feed records are skipped
- * unread (a listing needs the summaries alone). Throws on a malformed payload.
+ * What a lister gathers besides the state (readListing): the snapshot's listing record, and the
+ * conversations a journal changed or removed after it (their summaries are in the state).
  */
-export function applySave (r: Reader, state: IndexState, summariesOnly = false): void {
+export interface ListingRead {
+  /** false: only note whether there is a listing record (the summaries are read) */
+  decode: boolean
+  present: boolean
+  rows?: IndexListing
+  touched: Set<string>
+}
+
+/** What a lister passes decodeIndex to gather the listing instead of the summaries. */
+export function listingRead (): ListingRead {
+  return { decode: true, present: false, touched: new Set() }
+}
+
+/**
+ * Applies one save (read from `r`) to `state`. With `summariesOnly`, feed records are skipped
+ * unread (a listing needs the summaries alone). With `listing`, a snapshot's listing record is
+ * read instead of its summaries. Throws on a malformed payload.
+ */
+export function applySave (r: Reader, state: IndexState, summariesOnly = false, listing?: ListingRead): void {
   state.clean = (r.uint() & FLAG_CLEAN) !== 0
   state.manifestIndexed = r.uint()
   if (r.end - r.p < 4) throw new Error('index save is cut short')
   const n = r.buf.readUInt32LE(r.p)
   r.p += 4
   const body = new Reader(r.buf, 0, 0)
-  // Summaries come before feeds in a frame and name no id by number: a lister may skip the feeds.
+  // Summaries come before feeds in a frame and name no id by number: a lister stops at the first
+  // feed (a snapshot holds tens of thousands).
   const table: string[] = []
   for (let i = 0; i < n; i++) {
     const tag = r.uint()
+    if (summariesOnly && (tag === TAG_FEED || tag === TAG_FEED_GONE)) break
     if (r.end - r.p < 4) throw new Error('index record is cut short')
     const end = r.p + 4 + r.buf.readUInt32LE(r.p)
     if (end > r.end) throw new Error('index record runs past its frame')
@@ -360,16 +392,24 @@ export function applySave (r: Reader, state: IndexState, summariesOnly = false):
     if (tag === TAG_CONVERSATION) {
       const v = readSummary(body, table)
       state.conversations[v.id] = v
+      listing?.touched.add(v.id)
     } else if (tag === TAG_FEED) {
-      if (!summariesOnly) {
-        const v = readFeed(body, table)
-        state.feeds[v.key] = v
-      }
+      const v = readFeed(body, table)
+      state.feeds[v.key] = v
     } else if (tag === TAG_CONVERSATION_GONE) {
-      delete state.conversations[body.id()]
+      const id = body.id()
+      delete state.conversations[id]
+      listing?.touched.add(id)
     } else if (tag === TAG_FEED_GONE) {
-      if (!summariesOnly) delete state.feeds[body.id()]
+      delete state.feeds[body.id()]
+    } else if (tag === TAG_LISTING) {
+      if (listing !== undefined) {
+        listing.present = true
+        if (listing.decode) listing.rows = new IndexListing(body.buf, body.p, body.end)
+      }
     } else if (tag === TAG_SUMMARIES_JSON) {
+      // the same summaries as the listing before it: a lister has what it needs (feeds are skipped)
+      if (listing?.rows !== undefined) { r.p = end; continue }
       const all = JSON.parse(body.string()) as Record<string, ConversationSummary>
       if (typeof all !== 'object' || all === null) throw new Error('index summaries are not an object')
       if (Object.keys(state.conversations).length === 0) state.conversations = all
@@ -381,8 +421,8 @@ export function applySave (r: Reader, state: IndexState, summariesOnly = false):
 }
 
 /** Applies a journal frame (one save) to `state`. */
-export function applySaveFrame (payload: Buffer, state: IndexState, summariesOnly = false): void {
-  applySave(new Reader(payload, 0, payload.length), state, summariesOnly)
+export function applySaveFrame (payload: Buffer, state: IndexState, summariesOnly = false, listing?: ListingRead): void {
+  applySave(new Reader(payload, 0, payload.length), state, summariesOnly, listing)
 }
 
 /** An index state from the JSON file of format 1 (index/index.json), or why it is not one. */
@@ -414,6 +454,8 @@ export interface IndexRead {
   snapshotBytes: number
   journalBytes: number
   legacy: boolean
+  /** the snapshot lacks the listing record this version writes (it can list them): save to convert */
+  outdated: boolean
 }
 
 /**
@@ -421,8 +463,8 @@ export interface IndexRead {
  * exists, was written after any binary files (a version that knows only it ran last): it wins.
  * A state that may lag the feeds is returned with clean: false.
  */
-export function decodeIndex (files: { legacy: Buffer | null; snapshot: Buffer | null; journal: Buffer | null }, device: string | null, summariesOnly = false): IndexRead {
-  const none = { appendable: false, generation: 0, snapshotBytes: 0, journalBytes: 0, legacy: false }
+export function decodeIndex (files: { legacy: Buffer | null; snapshot: Buffer | null; journal: Buffer | null }, device: string | null, summariesOnly = false, listing?: ListingRead): IndexRead {
+  const none = { appendable: false, generation: 0, snapshotBytes: 0, journalBytes: 0, legacy: false, outdated: false }
   const legacy = files.legacy
   if (legacy !== null) {
     const state = parseLegacyIndex(legacy.toString('utf8'))
@@ -434,18 +476,21 @@ export function decodeIndex (files: { legacy: Buffer | null; snapshot: Buffer | 
   if (snap === null) return { ...none, state: null }
   let state: IndexState
   let generation: number
+  let outdated: boolean
   try {
     const { frames, damaged } = readFrames(snap)
     if (frames.length !== 1 || damaged) return { ...none, state: null, problem: 'index snapshot is damaged' }
     const start = decodeStart(frames[0] as Buffer)
     generation = start.generation
     state = { device: start.device, clean: true, manifestIndexed: 0, feeds: {}, conversations: {} }
-    applySave(start.reader, state, summariesOnly)
+    const seen: ListingRead = listing ?? { decode: false, present: false, touched: new Set() }
+    applySave(start.reader, state, summariesOnly, seen)
+    outdated = listing === undefined && !seen.present && canList(Object.values(state.conversations))
   } catch (err) {
     return { ...none, state: null, problem: err instanceof IndexFormatError && err.newer ? `${err.message} (written by a newer Arbor)` : `index snapshot is unreadable: ${(err as Error).message}` }
   }
   if (device !== null && state.device !== device) return { ...none, state: null, problem: 'index was written by another device' }
-  const read: IndexRead = { state, appendable: false, generation, snapshotBytes: snap.length, journalBytes: 0, legacy: false }
+  const read: IndexRead = { state, appendable: false, generation, snapshotBytes: snap.length, journalBytes: 0, legacy: false, outdated }
   const journal = files.journal
   if (journal === null) return read // a compaction stopped before its journal was started: the snapshot is whole
   try {
@@ -455,7 +500,7 @@ export function decodeIndex (files: { legacy: Buffer | null; snapshot: Buffer | 
     // An older generation's journal is already in the snapshot (a compaction stopped before its journal was reset).
     if (start.generation < generation) return read
     if (start.generation > generation || start.device !== state.device) throw new Error('the journal is not of this snapshot')
-    for (const f of frames.slice(1)) applySaveFrame(f, state, summariesOnly)
+    for (const f of frames.slice(1)) applySaveFrame(f, state, summariesOnly, listing)
     // A torn tail is what a kill in the middle of a save leaves: the saves before it stand, but
     // the index may lag the feeds, so it is read as not clean (the store reconciles).
     if (damaged) state.clean = false
@@ -464,4 +509,17 @@ export function decodeIndex (files: { legacy: Buffer | null; snapshot: Buffer | 
     state.clean = false
     return read
   }
+}
+
+/**
+ * What `arbor ls` prints, from the index files: the snapshot's listing with its journal's
+ * changes merged in (or the summaries, from a snapshot without one); null when the files hold
+ * no readable index. `clean: false`: the index may lag the feeds (ls then asks the store).
+ */
+export function decodeListing (files: { legacy: Buffer | null; snapshot: Buffer | null; journal: Buffer | null }): { clean: boolean; rows: ListRows } | null {
+  const listing = listingRead()
+  const { state } = decodeIndex(files, null, true, listing)
+  if (state === null) return null
+  const changed = sortSummaries(Object.values(state.conversations))
+  return { clean: state.clean, rows: listing.rows === undefined ? summaryRows(changed) : mergeRows(listing.rows, listing.touched, changed) }
 }

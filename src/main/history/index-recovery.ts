@@ -31,10 +31,11 @@ export interface IndexRecoveryParts {
  * not closed cleanly (after a crash the index may lag the feeds).
  */
 export async function recoverIndex (p: IndexRecoveryParts): Promise<void> {
-  const { state, problem, legacy } = await p.file.load(p.device)
+  const { state, problem, legacy, outdated } = await p.file.load(p.device)
   if (problem !== undefined) p.log.warn(`rebuilding the index: ${problem}`)
-  // The previous version's index.json: written once in this version's format (and removed), as it is.
-  if (state !== null && legacy === true) {
+  // The previous version's index.json, or a snapshot without the listing `arbor ls` reads:
+  // written once in this version's format (index.json then removed), as it is.
+  if (state !== null && (legacy === true || outdated === true)) {
     p.index.state = state
     await p.index.saveIndex().catch(err => { p.log.warn(`could not convert the index yet: ${storageError(err, p.dir).message}`) })
   }

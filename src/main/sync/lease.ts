@@ -18,6 +18,17 @@
  * is caught by the wall clock (a jump only makes the device wait to hear its peers: safe), a
  * backward jump by the monotonic one. Only both at once (a suspend and the clock set back by
  * as much) would go unseen.
+ *
+ * Whom the lease is owed to: the peers that could revive this device's agents now. Every peer
+ * that speaks leases (its hello says a protocol that always echoes, or it has echoed) and that
+ * this device does not soundly suspect must have renewed it within its duration; a connected
+ * one that never echoes (a link carrying nothing from here to it, so it may take this device
+ * for dead) lets it expire. A suspicion is sound once it has lasted a full window with no stall
+ * on this side since it began: the peer is dead or cut off (a partition: ARCHITECTURE §14 leaves
+ * it for a majority). On waking from a stall the timers fire before the sockets are read, so
+ * the suspicions they raise drop nobody: they count from the stall. A lost connection is a
+ * suspicion like silence. With nobody owed (every peer soundly suspected, or none speaks
+ * leases) the lease holds: an agent is never blocked for ever by peers that are gone.
  */
 export const LEASE_MARGIN_MS = 1000
 
@@ -30,18 +41,43 @@ export function leaseMargin (windowMs: number): number { return Math.min(LEASE_M
 /** How many of its own heartbeats a lease remembers (a few seconds of them): echoes of older ones renew nothing anyway. */
 const REMEMBERED = 32
 
+/** What the lease knows of one peer. */
+interface PeerPart {
+  /** it may take this device for dead and revive its agents: its hello says a protocol that always echoes, or it has echoed */
+  speaks: boolean
+  /** the send time of the latest heartbeat it echoed while hearing this device */
+  renewed: Instant | null
+  /** when this device began to suspect it (silence or a lost connection); null while it does not */
+  suspectedAt: Instant | null
+}
+
+const later = (a: Instant, b: Instant | null): Instant => b === null ? a : { mono: Math.max(a.mono, b.mono), wall: Math.max(a.wall, b.wall) }
+
 export class Lease {
   /** heartbeats sent: `t` as sent → when, oldest first */
   private readonly sent = new Map<number, Instant>()
-  /** per peer: the send time of the latest heartbeat it echoed while hearing this device (null: it speaks leases, none renewed yet) */
-  private readonly renewedBy = new Map<string, Instant | null>()
+  private readonly parts = new Map<string, PeerPart>()
+  /** the last moment this device was seen running (check), to tell a stall */
+  private seen: Instant | null = null
+  /** the last stall on this side: suspicions count from it */
+  private stalledAt: Instant | null = null
+  /** whether it held at the last check */
+  private heldAtCheck = true
+  private lapsed: number | null = null
 
-  constructor (readonly windowMs: number, readonly marginMs = leaseMargin(windowMs)) {
+  /**
+   * `stallMs`: a gap longer than this between two checks is a stall on this side (the node
+   * checks on every heartbeat tick; default a second's tick and the margin).
+   */
+  constructor (readonly windowMs: number, readonly marginMs = leaseMargin(windowMs), readonly stallMs = 1000 + marginMs) {
     if (!(marginMs >= 0 && marginMs < windowMs)) throw new Error(`the lease margin (${marginMs} ms) must be at least 0 and below the detection window (${windowMs} ms)`)
   }
 
   /** How long a lease lasts from the send of the heartbeat that renewed it. */
   get durationMs (): number { return this.windowMs - this.marginMs }
+
+  /** When (monotonic) the lease was last found lapsed: a stall on this side, or a check that found it no longer held. */
+  get lapsedAt (): number | null { return this.lapsed }
 
   /** A heartbeat carrying `t` left this device at `at`. */
   sentHeartbeat (t: number, at: Instant): void {
@@ -49,64 +85,130 @@ export class Lease {
     while (this.sent.size > REMEMBERED) this.sent.delete(this.sent.keys().next().value as number)
   }
 
+  private part (peer: string): PeerPart {
+    let p = this.parts.get(peer)
+    if (p === undefined) this.parts.set(peer, p = { speaks: false, renewed: null, suspectedAt: null })
+    return p
+  }
+
+  /** `peer`'s session opened (its hello came); `speaks`: its protocol always echoes (1.3 on), so its echoes are owed from now on. */
+  hello (peer: string, speaks: boolean): void {
+    const p = this.part(peer)
+    p.speaks ||= speaks
+    p.suspectedAt = null
+  }
+
   /** `peer`'s heartbeat echoed `t`; `hearsMe`: it says it hears this device. Returns true if its part of the lease grew. */
   echoed (peer: string, t: number, hearsMe: boolean): boolean {
+    const p = this.part(peer)
+    p.speaks = true // it speaks leases: from now on it must vouch
     const at = this.sent.get(t)
-    if (!this.renewedBy.has(peer)) this.renewedBy.set(peer, null) // it speaks leases: from now on it must vouch
-    const had = this.renewedBy.get(peer) ?? null
-    if (!hearsMe || at === undefined || (had !== null && at.mono <= had.mono)) return false
-    this.renewedBy.set(peer, at)
+    if (!hearsMe || at === undefined || (p.renewed !== null && at.mono <= p.renewed.mono)) return false
+    p.renewed = at
     return true
   }
 
-  /** The freshest renewal (by the monotonic clock), null if none; undefined while no peer ever spoke leases. */
-  private freshest (): Instant | null | undefined {
-    if (this.renewedBy.size === 0) return undefined
-    let best: Instant | null = null
-    for (const r of this.renewedBy.values()) if (r !== null && (best === null || r.mono > best.mono)) best = r
-    return best
+  /** This device began to suspect `peer` at `at` (silent a window, or its connection lost). */
+  suspected (peer: string, at: Instant): void {
+    const p = this.part(peer)
+    p.suspectedAt ??= at
   }
 
-  /**
-   * When the lease ends, on each clock: `durationMs` after the send of the freshest renewal. A
-   * device that could revive this one's agents does so only once no peer it hears still hears
-   * this one (SyncNode.isDown), so one peer that heard it lately holds every revival back.
-   * +Infinity on both while no peer ever spoke leases (older versions): the device acts as
-   * before leases; -Infinity while peers speak leases but none renewed it.
-   */
-  expiresAt (): Instant {
-    const r = this.freshest()
-    if (r === undefined) return { mono: Number.POSITIVE_INFINITY, wall: Number.POSITIVE_INFINITY }
-    if (r === null) return { mono: Number.NEGATIVE_INFINITY, wall: Number.NEGATIVE_INFINITY }
-    return { mono: r.mono + this.durationMs, wall: r.wall + this.durationMs }
+  /** `peer` was heard again. */
+  recovered (peer: string): void {
+    const p = this.parts.get(peer)
+    if (p !== undefined) p.suspectedAt = null
   }
 
-  /**
-   * After a stall (the device noticed it at `from`, monotonic): whether every one of `peers`
-   * (those heard now) that speaks leases has echoed a heartbeat sent since, so everything it
-   * sent before that echo — presence, feed announcements, word of a revival — has been read
-   * here. On the monotonic clock, which never goes back: a heartbeat sent after `from` reads
-   * later than it, one sent before a suspend earlier.
-   */
-  answeredSince (from: number, peers: Iterable<string>): boolean {
-    let any = false
-    for (const p of peers) {
-      any = true
-      if (!this.renewedBy.has(p)) continue // an older Arbor: it cannot answer
-      const at = this.renewedBy.get(p) ?? null
-      if (at === null || at.mono < from) return false
+  /** Forgets the peers `keep` refuses (devices no longer paired). */
+  retain (keep: (peer: string) => boolean): void {
+    for (const peer of [...this.parts.keys()]) if (!keep(peer)) this.parts.delete(peer)
+  }
+
+  /** Whether this device has suspected `peer` for a full window, on both clocks, with no stall on this side since the suspicion began. */
+  private soundlySuspected (p: PeerPart, now: Instant): boolean {
+    if (p.suspectedAt === null) return false
+    const from = later(p.suspectedAt, this.stalledAt)
+    return now.mono - from.mono >= this.windowMs && now.wall - from.wall >= this.windowMs
+  }
+
+  /** The peers the lease is owed to at `now`: those that speak leases and are not soundly suspected. */
+  owed (now: Instant): string[] {
+    const out: string[] = []
+    for (const [peer, p] of this.parts) if (p.speaks && !this.soundlySuspected(p, now)) out.push(peer)
+    return out
+  }
+
+  /** How long until the next suspicion of a peer owed becomes sound (and the lease may hold): +Infinity if none is suspected. */
+  soundIn (now: Instant): number {
+    let ms = Number.POSITIVE_INFINITY
+    for (const peer of this.owed(now)) {
+      const s = (this.parts.get(peer) as PeerPart).suspectedAt
+      if (s === null) continue
+      const from = later(s, this.stalledAt)
+      ms = Math.min(ms, Math.max(0, from.mono + this.windowMs - now.mono, from.wall + this.windowMs - now.wall))
     }
-    return any
+    return ms
   }
 
   /**
-   * Whether an agent may act now: both clocks say the freshest renewal is less than
-   * `durationMs` old. `alone`: nobody could revive its agents (the network is off by choice,
-   * or there is no other device): it holds for ever.
+   * When the lease ends, on each clock: `durationMs` after the send of the stalest renewal
+   * among the peers it is owed to (default: at the last check). +Infinity while it is owed to
+   * nobody (peers of older versions, or none said hello yet, or all soundly suspected);
+   * -Infinity while one it is owed to has not renewed it.
+   */
+  expiresAt (now: Instant | null = this.seen): Instant {
+    let end: Instant = { mono: Number.POSITIVE_INFINITY, wall: Number.POSITIVE_INFINITY }
+    for (const peer of now === null ? [] : this.owed(now)) {
+      const r = (this.parts.get(peer) as PeerPart).renewed
+      if (r === null) return { mono: Number.NEGATIVE_INFINITY, wall: Number.NEGATIVE_INFINITY }
+      end = { mono: Math.min(end.mono, r.mono + this.durationMs), wall: Math.min(end.wall, r.wall + this.durationMs) }
+    }
+    return end
+  }
+
+  /**
+   * After a lapse (noticed at `from`, monotonic): whether every peer the lease is owed to has
+   * echoed a heartbeat sent since, so everything it sent before that echo — presence, feed
+   * announcements, word of a revival — has been read here. On the monotonic clock, which never
+   * goes back: a heartbeat sent after `from` reads later than it, one sent before a suspend
+   * earlier. True when it is owed to nobody.
+   */
+  answeredSince (from: number, now: Instant): boolean {
+    for (const peer of this.owed(now)) {
+      const r = (this.parts.get(peer) as PeerPart).renewed
+      if (r === null || r.mono < from) return false
+    }
+    return true
+  }
+
+  /**
+   * Whether an agent may act at `now`: every peer the lease is owed to renewed it less than
+   * `durationMs` ago, on both clocks. `alone`: nobody could revive its agents (the network is
+   * off by choice, or there is no other device): it holds for ever.
    */
   holds (now: Instant, alone: boolean): boolean {
     if (alone) return true
-    const end = this.expiresAt()
+    const end = this.expiresAt(now)
     return now.mono < end.mono && now.wall < end.wall
+  }
+
+  /**
+   * `holds`, as the device looks at `now` (on every heartbeat tick, every echo, every agent's
+   * check): a gap since the last look longer than `stallMs` on either clock is a stall (a
+   * pause, a suspend, a clock set forward), and a stall or a look that finds the lease no
+   * longer held is a lapse (`lapsedAt`).
+   */
+  check (now: Instant, alone: boolean): boolean {
+    const seen = this.seen
+    if (seen !== null && (now.mono - seen.mono > this.stallMs || now.wall - seen.wall > this.stallMs)) {
+      this.stalledAt = now
+      this.lapsed = now.mono
+    }
+    this.seen = now
+    const held = this.holds(now, alone)
+    if (!held && this.heldAtCheck) this.lapsed = now.mono
+    this.heldAtCheck = held
+    return held
   }
 }

@@ -12,7 +12,7 @@ import { systemClock, type Clock, type ClockTimer } from '../../shared/clock'
 import type { DevicesMessage, HeldMessage, LiveMessage, RunningAgent } from './arbor-messages'
 import { HeldAcks } from './held-acks'
 import { FailureDetector } from './failure-detector'
-import { Lease, type Instant } from './lease'
+import { Lease, leaseMargin, type Instant } from './lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
 import { SyncSession, type SessionHost } from './sync-session'
 import { FeedList, type HeldFeed } from './feed-list'
@@ -163,6 +163,8 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private readonly mono: () => number
   /** the lease's wall clock, which counts a suspend (the monotonic one stands still then) */
   private readonly wall: () => number
+  /** per conversation: when its agents last read what peers sent since a lapse (waitForLease) */
+  private readonly caughtUp = new Map<string, number>()
   private readonly sessions = new Set<SyncSession>()
   private readonly versions: ProtocolVersions
   /** what each peer's last hello said of its versions */
@@ -220,7 +222,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     this.log = opts.log ?? consoleLogger('sync')
     this.clock = opts.clock ?? systemClock
     this.detector = new FailureDetector(opts.suspectAfterMs ?? DEFAULT_SUSPECT_AFTER_MS)
-    this.lease = new Lease(this.detector.suspectAfterMs)
+    const window = this.detector.suspectAfterMs
+    // a look at the lease later than a tick and the margin means this device stalled
+    this.lease = new Lease(window, leaseMargin(window), (opts.heartbeatMs ?? 1000) + leaseMargin(window))
     const clock = opts.clock
     this.mono = clock !== undefined ? () => clock.now() : () => performance.now()
     this.wall = opts.wallClock ?? (clock !== undefined ? () => clock.now() : () => Date.now())
@@ -565,6 +569,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private readonly onDevices = (): void => {
     for (const device of this.peerFeeds.keys()) if (!this.cluster.isTrusted(device)) this.peerFeeds.delete(device)
     for (const device of this.savedPeers.keys()) if (!this.cluster.isTrusted(device)) this.savedPeers.delete(device)
+    this.lease.retain(device => this.cluster.isTrusted(device))
     if (this.savedPeers.size === 0) this.savedMine = null
     for (const s of [...this.sessions]) {
       if (!this.cluster.isTrusted(s.remoteDevice)) s.close('the device was forgotten')
@@ -639,10 +644,11 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
 
   /**
    * Whether auto-revival agents here may act now: they hold the lease, or nobody could revive
-   * them (the network is off by choice, or no other device is paired).
+   * them (the network is off by choice, or no other device is paired). Each look also notes a
+   * lapse (Lease.check): a stall on this side, or the lease no longer held.
    */
   holdsLease (): boolean {
-    return this.lease.holds(this.instant(), this.alone())
+    return this.lease.check(this.instant(), this.alone())
   }
 
   /** Whether nobody could revive this device's agents: its network is off by choice, or no other device is paired. */
@@ -682,11 +688,11 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   /**
-   * Waits until `over` (or the abort, or the node closing), re-checking on `events` and each
-   * second; once it has waited HELD_QUIET_MS it says why (`why`, again when that changes) and
+   * Waits until `over` (or the abort, or the node closing), re-checking on `events`, each
+   * second and when `dueIn` says something changes; once it has waited HELD_QUIET_MS it says why (`why`, again when that changes) and
    * says it no longer waits at the end. A wait answered at once shows nothing.
    */
-  private async waitSaying (signal: AbortSignal, over: () => boolean, why: () => HeldWait, onWait: (w: HeldWait | null) => void, events: ReadonlyArray<keyof SyncNodeEvents>, each: () => void = () => {}): Promise<void> {
+  private async waitSaying (signal: AbortSignal, over: () => boolean, why: () => HeldWait, onWait: (w: HeldWait | null) => void, events: ReadonlyArray<keyof SyncNodeEvents>, each: () => void = () => {}, dueIn: () => number = () => Number.POSITIVE_INFINITY): Promise<void> {
     const since = this.mono()
     let said: string | null = null
     try {
@@ -698,7 +704,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
           const k = JSON.stringify(w)
           if (k !== said) { said = k; onWait(w) }
         }
-        await this.nextEvent(signal, said === null ? Math.max(1, HELD_QUIET_MS - waited) : 1000, events)
+        await this.nextEvent(signal, Math.max(1, Math.min(said === null ? HELD_QUIET_MS - waited : 1000, dueIn())), events)
       }
     } finally {
       if (said !== null) onWait(null)
@@ -741,42 +747,42 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   /**
-   * Resolves once this device holds its lease (at once if it does), or when `signal` aborts.
-   * After a stall the lease has expired: it waits for a peer to echo a heartbeat sent after
-   * the wake, so what peers sent before that echo (presence, a revival) has been read.
+   * Resolves once this device holds its lease (at once if it does and this conversation has
+   * caught up since the last lapse), or when `signal` aborts. After a stall the lease has
+   * expired: it waits for every peer the lease is owed to (Lease.owed) to echo a heartbeat sent
+   * after the lapse, so what they sent before that echo (presence, a revival) has been read,
+   * then for the blocks they announced.
    */
   async waitForLease (signal: AbortSignal, conversation: string, needed: () => boolean = () => true, onWait: (w: HeldWait | null) => void = () => {}): Promise<void> {
-    if (this.holdsLease()) return
+    // Held is not enough after a lapse: echoes may have renewed it before this agent looked
+    // (a call returning after its device woke), while what its peers sent before them — a
+    // revival — is still on its way. The agents of each conversation catch up once per lapse.
+    const held = this.holdsLease()
+    const lapse = this.lease.lapsedAt
+    if (held && (lapse === null || (this.caughtUp.get(conversation) ?? Number.NEGATIVE_INFINITY) >= lapse)) return
     const since = this.mono()
-    // Answers count from now: after a suspend the monotonic clock says nothing of how long it
-    // lasted, and heartbeats sent before it read earlier than this moment.
-    const from = since
-    const end = this.lease.expiresAt()
-    this.log.warn(`auto-revival agents wait for the lease (expired ${Math.round(Math.max(since - end.mono, this.wall() - end.wall))} ms ago): until the peers answer`)
+    // Answers count from the lapse (or now): after a suspend the monotonic clock says nothing
+    // of how long it lasted, and heartbeats sent before it read earlier than this moment.
+    const from = lapse ?? since
+    const end = this.lease.expiresAt(this.instant())
+    const ago = Math.max(since - end.mono, this.wall() - end.wall)
+    if (!held) this.log.warn(`auto-revival agents wait for the lease (${Number.isFinite(ago) ? `expired ${Math.round(ago)} ms ago` : 'no peer has echoed this device yet'}): until the peers answer`)
     this.beat() // a heartbeat sent since: its echoes are the answers
     const waiting = (): boolean => !signal.aborted && !this.life.closed && needed()
-    // Held again, and every peer connected (suspected or not: on waking all are) answered since.
-    // Bounded by the abort, the node closing and `needed` (auto-revival turned off).
-    const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.peersToHear()))
-    await this.waitSaying(signal, () => answered() || !needed(), () => ({ why: this.peersToHear().size === 0 ? 'none-connected' : 'unanswered', older: [] }), onWait, ['lease', 'online', 'peer'])
+    // Held again, and every peer the lease is owed to (suspected or not: on waking all are, and
+    // a suspicion raised then drops nobody) answered since; one soundly suspected is dead or cut
+    // off and answers nothing. Bounded by the abort, the node closing and `needed` (auto-revival off).
+    const answered = (): boolean => this.holdsLease() && (!this.online || this.lease.answeredSince(from, this.instant()))
+    await this.waitSaying(signal, () => answered() || !needed(), () => ({ why: this.openSessions().length === 0 ? 'none-connected' : 'unanswered', older: [] }), onWait, ['lease', 'online', 'peer'], undefined, () => this.lease.soundIn(this.instant()))
     // Entries replicate beside the arbor channel: the blocks of this conversation that peers
-    // announced before their echo (a revival among them) are read before the agent acts. At
-    // most two windows: a peer that never serves them must not stall the agent for ever.
+    // announced before their echo (a revival among them) are read before the agent acts; those
+    // that answered are heard, so not suspected (`unread`). At most two windows: a peer that
+    // never serves them must not stall the agent for ever.
     const deadline = this.mono() + 2 * this.detector.suspectAfterMs
-    while (this.openSessions().some(s => s.behind(conversation) > 0) && waiting() && this.mono() < deadline) await this.nextEvent(signal, 50)
-    this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
-  }
-
-  /**
-   * The devices a stalled device must hear from again: those connected to it (suspected or not).
-   * Not the devices they hear: one cut off from this device can never answer here, and waiting
-   * for it would stop the agent for as long as the cut lasts.
-   */
-  private peersToHear (): Set<string> {
-    const out = new Set<string>()
-    for (const s of this.openSessions()) out.add(s.remoteDevice)
-    out.delete(this.history.device)
-    return out
+    while (this.unread(conversation) > 0 && waiting() && this.mono() < deadline) await this.nextEvent(signal, 50)
+    // caught up with what came before `from`: a lapse during this wait calls for another look
+    if (waiting() && this.holdsLease()) this.caughtUp.set(conversation, from)
+    if (!held) this.log.warn(`auto-revival agents ${this.holdsLease() ? 'hold the lease again' : 'stopped waiting for the lease'} after ${Math.round(this.mono() - since)} ms`)
   }
 
   /** Resolves on one of `events` (default: a lease renewal, the network switched), the abort, or after `ms`. */
@@ -878,6 +884,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private tick (): void {
     const every = this.opts.heartbeatMs ?? 1000
     this.heartbeatTimer = this.clock.setTimeout(() => {
+      // a look on every tick (on waking, timers fire before sockets are read) and before every
+      // echo: a lapse is seen even when echoes end it before any agent checks
+      this.holdsLease()
       this.checkSilence()
       this.beat()
       // A connection can outlive its session (duplicate connections, pairing races): use it.
@@ -900,6 +909,8 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   private peerEvent (ev: PeerEvent): void {
+    if (ev.state === 'suspected') this.lease.suspected(ev.device, this.instant())
+    if (ev.state === 'recovered') this.lease.recovered(ev.device)
     // Peers learn at once that this device stopped (or started) hearing one: they may be cut off from it.
     if (ev.state !== 'disconnected') this.beat()
     this.emit('peer', ev)
@@ -928,6 +939,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
         const since = this.attachedAt.get(s)
         if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)
         if (s.remoteVersions !== null) this.peerVersions.set(s.remoteDevice, s.remoteVersions)
+        // Every 1.3 Arbor echoes (echo came without a bump, so an earlier minor may not): its
+        // echoes are owed from its hello on, not only once one has arrived.
+        this.lease.hello(s.remoteDevice, this.speaksHeld(s.remoteDevice))
         this.detector.heard(s.remoteDevice, this.clock.now())
         this.cluster.seen(s.remoteDevice, Date.now())
         this.peerEvent({ device: s.remoteDevice, state: 'connected' })
@@ -943,7 +957,10 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       },
       onPresence: (s, agents) => { this.emit('presence', { device: s.remoteDevice, agents }) },
       onHears: s => { this.emit('hears', { device: s.remoteDevice, hears: [...s.remoteHears] }) },
-      onEcho: (s, t, hearsMe) => { if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease') },
+      onEcho: (s, t, hearsMe) => {
+        this.holdsLease()
+        if (this.lease.echoed(s.remoteDevice, t, hearsMe)) this.emit('lease')
+      },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onHeld: (s, msg) => { this.onHeld(s, msg) },
       onClose: s => {

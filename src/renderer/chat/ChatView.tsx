@@ -8,6 +8,7 @@ import { sentText, stillWaiting, unknownCommandText, type CommandName } from './
 import { errorText, useApi } from '../api-context'
 import { Composer } from './Composer'
 import { continuePoints, type ContinuePoint } from './continue-from'
+import { contextUsed } from './context-used'
 import { formatCount, placesText } from '../common/format'
 import type { ConversationStore } from './conversation-store'
 import { StreamingReply } from './StreamingReply'
@@ -30,6 +31,7 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
   // rebuilt when entries, the selection or the running state change; not per streamed token
   // (dag is mutable: its size stands for its contents)
   const branch = useMemo(() => dag.branch(selected), [dag, size, selected])
+  const context = useMemo(() => contextUsed(branch), [branch])
   const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running, self: device, name: nameOf }), [branch, dag, running, device, nameOf])
   const turns = useMemo(() => groupTurns(items), [items])
   const headCount = useMemo(() => dag.headIds().length, [dag, size])
@@ -191,8 +193,12 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
           {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
           <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
-          <span className="usage" aria-label={`Tokens used: ${snap.usage.input} input, ${snap.usage.output} output`}>
-            {formatCount(snap.usage.input)} in · {formatCount(snap.usage.output)} out tokens
+          <span
+            className="usage"
+            title={`The whole conversation, every branch: ${snap.usage.input} input, ${snap.usage.output} output tokens`}
+            aria-label={`${context !== undefined ? `Context of the shown branch: ${context} tokens. ` : ''}Tokens used in all: ${snap.usage.input} input, ${snap.usage.output} output`}
+          >
+            {context !== undefined ? `context ${formatCount(context)} · ` : ''}{formatCount(snap.usage.input)} in · {formatCount(snap.usage.output)} out tokens
           </span>
         </div>
       </header>

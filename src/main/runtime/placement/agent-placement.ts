@@ -227,8 +227,20 @@ export class AgentPlacement {
 
   /** Moves the agent here with a higher epoch, continuing from `leaf` (default: the branch shown here). */
   async resume (conversation: string, leaf?: string): Promise<AgentRef> {
-    // a decision under way (a revival, a pickup) may be starting the agent here right now
-    await this.queue.get(conversation)
+    // A decision under way (a revival, a pickup) may be starting the agent here right now; and
+    // none starts while this move runs (the model test: a queued message taken up between the
+    // check below and the start made the start fail as a second agent).
+    for (let p = this.queue.get(conversation); p !== undefined; p = this.queue.get(conversation)) await p
+    const moved = this.move(conversation, leaf)
+    const held: Promise<void> = moved.then(() => undefined, () => undefined).finally(() => {
+      if (this.queue.get(conversation) === held) this.queue.delete(conversation)
+      if (this.again.delete(conversation)) this.reconcile(conversation)
+    })
+    this.queue.set(conversation, held)
+    return await moved
+  }
+
+  private async move (conversation: string, leaf?: string): Promise<AgentRef> {
     if (this.opts.agents.isRunning(conversation)) throw new Error('the agent already runs on this device')
     const { history } = this.opts
     const dag = await history.open(conversation)
@@ -255,7 +267,8 @@ export class AgentPlacement {
    */
   private announced (conversation: string): AgentRef[] {
     const epochs = this.known.get(conversation)?.epochs ?? NO_EPOCHS
-    return this.opts.peers.announced(conversation).filter(r => epochs.admits(r))
+    // as refs: a peer's presence row also names the conversation, which a stop's `by` must not carry
+    return this.opts.peers.announced(conversation).filter(r => epochs.admits(r)).map(r => ({ device: r.device, epoch: r.epoch }))
   }
 
   private get clock (): Clock { return this.opts.clock ?? systemClock }
