@@ -38,6 +38,8 @@ export const API_PARAMS = {
   'message.queue': z.strictObject({ conversation: ref, text: messageText }),
   /** a user message for the history only: no agent is asked (`arbor post`); `parent` may be a prefix */
   'message.post': z.strictObject({ conversation: ref, text: messageText, parent: ref.optional() }),
+  /** summarise the shown branch before its latest message (`/compact [focus]`, `arbor compact`) */
+  'conversation.compact': z.strictObject({ conversation: ref, focus: z.string().max(2000).optional() }),
   'agent.cancel': z.strictObject({ conversation: ref }),
   'agent.resume': z.strictObject({ conversation: ref }),
   'agent.status': z.strictObject({ conversation: ref }),
@@ -48,7 +50,8 @@ export const API_PARAMS = {
       provider: z.string().min(1).max(100).optional(),
       model: z.string().min(1).max(200).optional(),
       baseURL: z.string().min(1).max(2000).optional(),
-      script: absolutePath.optional()
+      script: absolutePath.optional(),
+      contextWindow: z.number().int().positive().max(100_000_000).optional()
     }).optional(),
     sandbox: z.boolean().optional(),
     /** where this device's agent of the conversation works from now on (`arbor chat --cwd`) */
@@ -68,7 +71,9 @@ export const API_PARAMS = {
     baseURL: orClear(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2000)).optional(),
     model: orClear(z.string().max(200)).optional(),
     apiKey: orClear(z.string().max(4096)).optional(),
-    defaultCwd: orClear(absolutePath).optional()
+    defaultCwd: orClear(absolutePath).optional(),
+    /** the model's context window in tokens, where the server does not say it (0 clears it) */
+    contextWindow: z.number().int().min(0).max(100_000_000).optional()
   }),
   'settings.detect': none
 }

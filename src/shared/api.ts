@@ -133,6 +133,8 @@ export interface SettingsDto {
   /** where a key is kept, in words (encrypted by the system keychain, or a private file) */
   apiKeyStorage: string
   defaultCwd?: string
+  /** the context window set for the model, if one is (else the server's word, a known model's or 8192) */
+  contextWindow?: number
 }
 
 /** Every request: method name → params (inferred from the schemas in api-params.ts) and result. */
@@ -148,6 +150,8 @@ export interface ApiMethods {
   'message.queue': { params: P<'message.queue'>; result: { entry: Entry; agent?: RemoteAgentDto } | { queued: number } }
   /** adds a user message to the history without asking the agent (a new branch if `parent` is not a tip) */
   'message.post': { params: P<'message.post'>; result: { entry: Entry } }
+  /** compacts the shown branch: a `compaction` entry at its tip (the window it was compacted for, in tokens) */
+  'conversation.compact': { params: P<'conversation.compact'>; result: { entry: Entry; window: number } }
   'agent.cancel': { params: P<'agent.cancel'>; result: Record<string, never> }
   /** moves the conversation's agent to this device with a higher epoch (`/resume`); the other stops at its next step */
   'agent.resume': { params: P<'agent.resume'>; result: { device: string; name: string; epoch: number } }

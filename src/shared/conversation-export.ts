@@ -11,6 +11,7 @@ const ROLE: Record<Entry['kind'], string> = {
   'agent.started': 'Agent',
   'agent.stopped': 'Agent',
   note: 'Note',
+  compaction: 'Compaction',
   meta: 'Setting',
   unknown: 'From a newer version'
 }

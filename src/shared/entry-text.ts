@@ -26,6 +26,7 @@ export function entryText (e: Entry): string {
     case 'agent.started': return `agent started (epoch ${e.body.epoch}, ${e.body.reason})`
     case 'agent.stopped': return `agent stopped (epoch ${e.body.epoch}, ${e.body.reason})${e.body.message !== undefined ? ': ' + e.body.message : ''}`
     case 'meta': return `${e.body.key} = ${JSON.stringify(e.body.value)}`
+    case 'compaction': return `the conversation up to here was compacted${e.body.focus !== undefined ? ` (focus: ${e.body.focus})` : ''}; the model continues from this summary: ${e.body.summary}`
     case 'unknown': {
       const n = unknownEntryNotice(e)
       return `${n.text}. ${n.detail}`

@@ -60,6 +60,18 @@ export const BODY_SCHEMAS = {
     message: z.string().optional()
   }),
   note: z.object({ text: z.string() }),
+  /**
+   * The branch from `folded.from` to `folded.to` (both on this branch, before this entry) told
+   * to the model as `summary` from here on (runtime/agent/compaction.ts); the entries stay.
+   * `tokens`: the context's estimated size before it was compacted.
+   */
+  compaction: z.object({
+    summary: z.string(),
+    folded: z.object({ from: Hex32, to: Hex32 }),
+    focus: z.string().optional(),
+    model: z.string(),
+    tokens: z.number().int().nonnegative()
+  }),
   meta: z.object({ key: z.string().min(1), value: z.unknown(), hlc: HlcSchema })
 } as const
 
@@ -68,7 +80,7 @@ export const BODY_SCHEMAS = {
  * optional body field added (docs/ARCHITECTURE.md, "Evolving safely"), so a device can tell
  * a peer whose entries it may not all understand.
  */
-export const ENTRY_SCHEMA_VERSION = 1
+export const ENTRY_SCHEMA_VERSION = 2
 
 export type EntryKind = keyof typeof BODY_SCHEMAS
 export const ENTRY_KINDS = Object.keys(BODY_SCHEMAS) as EntryKind[]

@@ -98,7 +98,7 @@ describe('arbor CLI', () => {
     const [a, b] = [new HistoryStore({ dir: await dirs.make(), log: memoryLogger() }), new HistoryStore({ dir: await dirs.make(), log: memoryLogger() })]
     await a.ready(); await b.ready()
     const root = await a.createConversation({ title: 'across versions' })
-    const e = { v: 1 as const, conversation: root.id, parents: [root.id], author: { device: a.device }, ts: root.ts + 1, kind: 'compaction', body: { summary: 'so far' } }
+    const e = { v: 1 as const, conversation: root.id, parents: [root.id], author: { device: a.device }, ts: root.ts + 1, kind: 'checkpoint', body: { summary: 'so far' } }
     const future = { ...e, id: entryId(e) }
     const after = makeEntry({ kind: 'user', body: { text: 'still here' }, parents: [future.id] }, { conversation: root.id, device: a.device, ts: root.ts + 2 })
     const feed = a.corestore.get({ name: 'arbor/conversation/' + root.id })
@@ -115,7 +115,7 @@ describe('arbor CLI', () => {
 
     const show = await arbor(b.dir, 'show', root.id.slice(0, 8))
     expect(show.code).toBe(0)
-    expect(show.out).toMatch(/── From a newer version · .*\nAn entry from a newer version of Arbor\. Its kind, "compaction", is new to this version: update Arbor on this device to see it\./)
+    expect(show.out).toMatch(/── From a newer version · .*\nAn entry from a newer version of Arbor\. Its kind, "checkpoint", is new to this version: update Arbor on this device to see it\./)
     expect(show.out).toContain('still here')
     const tree = (await arbor(b.dir, 'tree', root.id.slice(0, 8))).out
     expect(tree).toMatch(/unknown +An entry from a newer version/)

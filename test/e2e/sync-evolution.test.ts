@@ -9,7 +9,7 @@ import { HistoryStore, type InvalidEvent } from '../../src/main/history/history-
 import { entryId, makeEntry } from '../../src/main/history/entry-codec'
 import { SyncNode, type PeerEvent, type PeerState } from '../../src/main/sync/sync-node'
 import { conversationJson, transcriptMarkdown, transcriptText } from '../../src/shared/conversation-export'
-import type { Entry, WrittenEntry } from '../../src/shared/entry'
+import { ENTRY_SCHEMA_VERSION, type Entry, type WrittenEntry } from '../../src/shared/entry'
 import { memoryLogger } from '../../src/shared/logger'
 import { planNext, toIrMessages } from '../../src/main/runtime/agent/step-planner'
 import { openWork } from '../../src/main/runtime/placement/placement'
@@ -58,7 +58,7 @@ describe('entries from a newer version of Arbor', () => {
     // field this one does not know, and a known kind with a value this one does not know.
     const root = await a.createConversation({ title: 'across versions' })
     const [u1] = await a.append(root.id, [{ kind: 'user', body: { text: 'summarise and go on' }, parents: [root.id] }]) as [Entry]
-    const f1 = written(a.device, root.id, [u1.id], 'compaction', { summary: 'the story so far', upTo: u1.id })
+    const f1 = written(a.device, root.id, [u1.id], 'checkpoint', { summary: 'the story so far', upTo: u1.id })
     const f2 = makeEntry({ kind: 'user', body: { text: 'and this picture?', attachments: [{ name: 'p.png' }] } as { text: string }, parents: [f1.id] }, { conversation: root.id, device: a.device, ts: 5001 })
     const f3 = written(a.device, root.id, [f2.id], 'agent.stopped', { epoch: 1, reason: 'compacted' }, 5002)
     const f4 = makeEntry({ kind: 'assistant', body: { text: 'a cat' }, parents: [f3.id] }, { conversation: root.id, device: a.device, ts: 5003 })
@@ -76,7 +76,7 @@ describe('entries from a newer version of Arbor', () => {
     expect(dag.missing()).toEqual([])
     expect(b.summary(root.id)?.waiting).toBe(0)
     for (const e of [f1, f2, f3, f4]) expect(dag.isJoined(e.id), e.kind).toBe(true)
-    expect(dag.get(f1.id)).toMatchObject({ kind: 'unknown', body: { kind: 'compaction', body: f1.body } })
+    expect(dag.get(f1.id)).toMatchObject({ kind: 'unknown', body: { kind: 'checkpoint', body: f1.body } })
     expect(dag.get(f3.id)).toMatchObject({ kind: 'unknown', body: { kind: 'agent.stopped', problem: expect.stringMatching(/reason/) as unknown } })
     // a known kind keeps the fields this version does not know
     expect(dag.get(f2.id)).toEqual(f2)
@@ -89,7 +89,7 @@ describe('entries from a newer version of Arbor', () => {
     const branch = dag.branch(f4.id)
     expect(branch.map(e => e.id)).toEqual([root.id, u1.id, f1.id, f2.id, f3.id, f4.id])
     expect(transcriptText(branch).match(/An entry from a newer version of Arbor/g)).toHaveLength(2)
-    expect(transcriptText(branch)).toContain('"compaction"')
+    expect(transcriptText(branch)).toContain('"checkpoint"')
     expect(transcriptMarkdown(dag, branch)).toContain('## From a newer version')
 
     // the model sees the turn without them, well-formed; the planner and placement look past them
@@ -285,7 +285,7 @@ describe('what a newer version may send on arbor/1', () => {
     expect(shownAs).toMatchObject({ connected: true, version: { compat: 'newer', protocol: '1.7', schema: 4, app: '1.7.0' } })
     // this one's hello reached it, and its own messages went on
     await until(() => p.got.some(([t]) => t === 0), 'this device\'s hello')
-    expect(p.got.find(([t]) => t === 0)?.[1]).toMatchObject({ v: 1, device: p.h.device, protocol: PROTOCOL, schema: 1 })
+    expect(p.got.find(([t]) => t === 0)?.[1]).toMatchObject({ v: 1, device: p.h.device, protocol: PROTOCOL, schema: ENTRY_SCHEMA_VERSION })
     await new Promise(resolve => setTimeout(resolve, 600)) // past the open timeout
     expect(p.link.down).toBe(false)
     expect(p.here.peers().find(q => q.device === p.device)?.connected).toBe(true)

@@ -40,6 +40,8 @@ export interface RecordedRequest {
   headers: http.IncomingHttpHeaders
   /** Parsed JSON body (undefined for GET or unparseable bodies). */
   body: any // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Of a chat request: the tokens the server counts in it (~4 characters of its messages and tools a token). */
+  tokens?: number
 }
 
 export const reply = {
@@ -53,6 +55,8 @@ export const reply = {
   rateLimited: (retryAfterMs = 5): Reply => reply.error(429, 'Rate limit reached for requests', 'requests', 'rate_limit_exceeded', { 'retry-after-ms': String(retryAfterMs) }),
   serverError: (status = 500, retryAfterMs = 5): Reply => reply.error(status, 'The server had an error while processing your request.', 'server_error', null, { 'retry-after-ms': String(retryAfterMs) }),
   badRequest: (message: string): Reply => reply.error(400, message, 'invalid_request_error', 'context_length_exceeded'),
+  /** OpenAI's answer to a request longer than the model's window */
+  contextLengthExceeded: (window: number, tokens: number): Reply => reply.error(400, `This model's maximum context length is ${window} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`, 'invalid_request_error', 'context_length_exceeded'),
   hang: (): Reply => ({ type: 'hang' })
 }
 
@@ -126,6 +130,19 @@ export interface OpenAITestServerOptions {
   apiKey?: string
   /** When set, a chat request for another model gets the real API's 404 model_not_found; also what GET /v1/models lists. */
   models?: string[]
+  /**
+   * The model's context window in tokens: a chat request counted over it gets the 400
+   * `context_length_exceeded` OpenAI answers with, a completion scripted without usage reports
+   * the counted prompt tokens, and the window is reported as `reports` says.
+   */
+  contextWindow?: number
+  /** How the window is reported: vLLM's /v1/models max_model_len (the default), llama.cpp's /props (new or old shape), Ollama's /api/show, or not at all. */
+  reports?: 'vllm' | 'llama.cpp' | 'llama.cpp-old' | 'ollama' | 'none'
+}
+
+/** What the test server counts of a chat request: ~4 characters of its messages and tools a token. */
+export function countTokens (body: { messages?: unknown; tools?: unknown } | undefined): number {
+  return Math.ceil(JSON.stringify({ messages: body?.messages ?? [], tools: body?.tools ?? [] }).length / 4)
 }
 
 export interface OpenAITestServer {
@@ -179,8 +196,18 @@ export async function startOpenAITestServer (options: OpenAITestServerOptions = 
       sendJson(res, r.status, r.body)
       return
     }
+    const window = options.contextWindow
+    const reports = window === undefined ? 'none' : options.reports ?? 'vllm'
     if (rec.method === 'GET' && rec.path === '/v1/models') {
-      sendJson(res, 200, { object: 'list', data: (options.models ?? ['test-model']).map(id => ({ id, object: 'model', created: CREATED, owned_by: 'test' })) })
+      sendJson(res, 200, { object: 'list', data: (options.models ?? ['test-model']).map(id => ({ id, object: 'model', created: CREATED, owned_by: 'test', ...(reports === 'vllm' ? { max_model_len: window } : {}) })) })
+      return
+    }
+    if (rec.method === 'GET' && rec.path === '/props' && (reports === 'llama.cpp' || reports === 'llama.cpp-old')) {
+      sendJson(res, 200, reports === 'llama.cpp' ? { default_generation_settings: { n_ctx: window, temperature: 0.8 }, total_slots: 1 } : { n_ctx: window })
+      return
+    }
+    if (rec.method === 'POST' && rec.path === '/api/show' && reports === 'ollama') {
+      sendJson(res, 200, { modelfile: '', details: { family: 'llama' }, model_info: { 'general.architecture': 'llama', 'llama.context_length': window, 'llama.embedding_length': 4096 } })
       return
     }
     if (rec.method !== 'POST' || rec.path !== '/v1/chat/completions') {
@@ -189,13 +216,16 @@ export async function startOpenAITestServer (options: OpenAITestServerOptions = 
     }
     const index = countChat()
     const model = String(rec.body?.model ?? '')
+    rec.tokens = countTokens(rec.body)
     let r: Reply
     if (options.models && !options.models.includes(model)) r = reply.modelNotFound(model)
+    else if (window !== undefined && rec.tokens > window) r = reply.contextLengthExceeded(window, rec.tokens)
     else r = queue.shift() ?? exports.respond?.(rec, index) ?? { type: 'error', status: 500, body: { error: { message: 'test server: no reply scripted for this request', type: 'server_error', param: null, code: null } }, headers: { 'x-should-retry': 'false' } }
     switch (r.type) {
       case 'hang': return
       case 'error': sendJson(res, r.status, r.body ?? {}, r.headers); return
       case 'completion':
+        if (window !== undefined && r.usage === undefined) r = { ...r, usage: { prompt_tokens: rec.tokens, completion_tokens: Math.ceil(((r.text ?? '').length + JSON.stringify(r.toolCalls ?? []).length) / 4) } }
         if (rec.body?.stream === true) void stream(res, r, { model, includeUsage: rec.body?.stream_options?.include_usage === true })
         else sendJson(res, 200, completionObject(r, { model }))
     }

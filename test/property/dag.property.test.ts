@@ -293,7 +293,7 @@ const futureStepArb: fc.Arbitrary<FutureStep> = fc.record({
   extra: fc.jsonValue({ maxDepth: 2 }).map(v => JSON.parse(JSON.stringify(v)) as unknown)
 })
 
-const NEW_KINDS = ['compaction', 'approval.request', 'tool.progress', 'user.image', 'unknown'] as const
+const NEW_KINDS = ['checkpoint', 'approval.request', 'tool.progress', 'user.image', 'unknown'] as const
 
 /**
  * Writes the steps as a newer Arbor would: entries as written (WrittenEntry), each in its

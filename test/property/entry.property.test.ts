@@ -52,6 +52,7 @@ const childBodies: { [K in Exclude<EntryKind, 'conversation'>]: fc.Arbitrary<Rec
   'tool.result': fc.record({ callId: nonEmpty, status: fc.constantFrom('ok', 'error', 'unknown', 'cancelled'), output: textArb, truncated: opt(fc.boolean()) }),
   'agent.started': fc.record({ epoch: nat, reason: fc.constantFrom('user', 'resume', 'revival', 'restart'), previous: opt(agentRef) }),
   'agent.stopped': fc.record({ epoch: nat, reason: fc.constantFrom('done', 'cancelled', 'superseded', 'crash-loop', 'error'), by: opt(agentRef), message: opt(textArb) }),
+  compaction: fc.record({ summary: textArb, folded: fc.record({ from: deviceArb, to: deviceArb }), focus: opt(textArb), model: nonEmpty, tokens: nat }),
   meta: fc.record({ key: nonEmpty, value: json, hlc: hlcArb })
 }
 const rootBody = fc.record({
@@ -211,7 +212,7 @@ describe('entry tampering', () => {
 
 /** A kind as a newer version may name one: a short lower-case dotted name, known here or not. */
 const kindArb = fc.oneof(
-  fc.constantFrom(...ENTRY_KINDS.filter(k => k !== 'conversation'), 'compaction', 'approval.request', 'unknown', 'constructor'),
+  fc.constantFrom(...ENTRY_KINDS.filter(k => k !== 'conversation'), 'checkpoint', 'approval.request', 'unknown', 'constructor'),
   fc.stringMatching(/^[a-z][a-z0-9]{0,8}(?:\.[a-z0-9]{1,8})?$/)
 )
 

@@ -209,9 +209,9 @@ describe('validateEntry', () => {
   })
 
   it('keeps an entry of a kind it does not know, as written', () => {
-    const written = rehashed({ ...wire(user), kind: 'compaction', body: { summary: 'all of it', upTo: [user.id] } })
+    const written = rehashed({ ...wire(user), kind: 'checkpoint', body: { summary: 'all of it', upTo: [user.id] } })
     const e = kept(written, A)
-    expect(e).toEqual({ ...written, kind: 'unknown', body: { kind: 'compaction', body: { summary: 'all of it', upTo: [user.id] } } })
+    expect(e).toEqual({ ...written, kind: 'unknown', body: { kind: 'checkpoint', body: { summary: 'all of it', upTo: [user.id] } } })
     expect(asWritten(e)).toEqual(written)
     // kinds are looked up as own keys: "constructor" is a kind this version does not know
     expect(kept(rehashed({ ...wire(user), kind: 'constructor' })).kind).toBe('unknown')
@@ -227,7 +227,7 @@ describe('validateEntry', () => {
   })
 
   it('refuses an entry of unknown kind or body whose id is not its hash: the envelope is checked first', () => {
-    expect(refusal({ ...wire(user), kind: 'compaction' })).toMatch(/not the hash/)
+    expect(refusal({ ...wire(user), kind: 'checkpoint' })).toMatch(/not the hash/)
     expect(refusal({ ...wire(user), body: {} })).toMatch(/not the hash/)
   })
 
@@ -252,7 +252,7 @@ describe('validateEntry', () => {
     expect(refusal({ ...wire(root), parents: [user.id] })).toMatch(/only a conversation root has no parents/)
     expect(refusal({ ...wire(user), parents: [] })).toMatch(/only a conversation root has no parents/)
     // a kind this version does not know is no root either: the root is part of the envelope
-    expect(refusal(rehashed({ ...wire(user), kind: 'compaction', parents: [], conversation: user.id }))).toMatch(/only a conversation root has no parents/)
+    expect(refusal(rehashed({ ...wire(user), kind: 'checkpoint', parents: [], conversation: user.id }))).toMatch(/only a conversation root has no parents/)
   })
 
   it('refuses repeated parents', () => {

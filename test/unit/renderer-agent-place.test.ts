@@ -61,13 +61,17 @@ describe('the message box commands', () => {
     expect(parseCommand('/usr/bin is missing')).toBeNull()
     expect(parseCommand('/etc/hosts')).toBeNull()
     expect(parseCommand('resume')).toBeNull()
-    expect(unknownCommandText('/resum')).toBe('/resum is not a command (the commands are /resume); to send it as a message, write more than the one word')
+    expect(unknownCommandText('/resum')).toBe('/resum is not a command (the commands are /resume, /compact); to send it as a message, write more than the one word')
+    // /compact takes what to focus on; a message that starts with its word is still a message only when longer than a command
+    expect(parseCommand('/compact')).toEqual({ kind: 'command', name: '/compact' })
+    expect(parseCommand(' /compact  the file layout\n')).toEqual({ kind: 'command', name: '/compact', text: 'the file layout' })
+    expect(parseCommand('/compactify')).toEqual({ kind: 'unknown', name: '/compactify' })
   })
 
   it('helps while a command is typed', () => {
-    expect(commandHelp('/')).toBe('/resume — run the agent on this device from now on (Enter)')
+    expect(commandHelp('/')).toBe('/resume — run the agent on this device from now on · /compact — summarise the conversation before the latest message, to free the model\'s context (/compact what to focus on) (Enter)')
     expect(commandHelp('/re')).toBe('/resume — run the agent on this device from now on (Enter)')
-    expect(commandHelp('/x')).toBe('No command /x: the commands are /resume')
+    expect(commandHelp('/x')).toBe('No command /x: the commands are /resume, /compact')
     expect(commandHelp('/resume now')).toBeUndefined()
     expect(commandHelp('hello')).toBeUndefined()
     expect(commandHelp('')).toBeUndefined()

@@ -11,6 +11,7 @@ import type { ArborNode } from '../node'
 import { ARBOR_VERSION } from '../../shared/app-version'
 import { AgentLocations } from './agent-locations'
 import { agentHandlers } from './handlers/agents'
+import { compactionHandlers } from './handlers/compaction'
 import { conversationHandlers } from './handlers/conversations'
 import { deviceHandlers } from './handlers/devices'
 import { ApiEvents } from './handlers/events'
@@ -60,6 +61,7 @@ export class ApiService {
     this.handlers = {
       ...conversationHandlers(c),
       ...agentHandlers(c),
+      ...compactionHandlers(c),
       ...deviceHandlers(c, opts.version ?? ARBOR_VERSION),
       ...settingsHandlers(c, opts.detectLocalServers)
     }

@@ -11,7 +11,7 @@ export interface ChatOptions {
   conversation?: string
   message: string
   /** the model for this device's agent of the conversation, kept with it (never the API key) */
-  llm: { provider?: string; model?: string; baseURL?: string; script?: string }
+  llm: { provider?: string; model?: string; baseURL?: string; script?: string; contextWindow?: number }
   /** a new conversation's directory (absolute) */
   cwd?: string
   /** false: turn the sandbox off for this conversation; true: on again; undefined: as it is */

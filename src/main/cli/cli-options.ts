@@ -21,6 +21,7 @@ export const OPTIONS = {
   model: { type: 'string' },
   'base-url': { type: 'string' },
   script: { type: 'string' },
+  'context-window': { type: 'string' },
   'no-sandbox': { type: 'boolean' },
   'auto-revival': { type: 'boolean' },
   offline: { type: 'boolean' },
@@ -50,8 +51,9 @@ export const COMMAND_OPTIONS = {
   devices: ['json'],
   forget: [],
   net: [],
-  chat: ['new', 'provider', 'model', 'base-url', 'script', 'cwd', 'no-sandbox', 'sandbox'],
+  chat: ['new', 'provider', 'model', 'base-url', 'script', 'context-window', 'cwd', 'no-sandbox', 'sandbox'],
   resume: [],
+  compact: [],
   status: [],
   help: []
 } as const satisfies Record<string, readonly OptionName[]>

@@ -57,13 +57,15 @@ const USAGE = `usage: arbor <command> [options]
   forget <device>                       stop accepting a device (key prefix or name)
   net on|off                            take the running node off the network and back
   chat <conv> | --new  <message> [--provider openai|fake] [--model M] [--base-url URL]
-       [--script FILE] [--cwd DIR] [--no-sandbox | --sandbox]
+       [--script FILE] [--context-window TOKENS] [--cwd DIR] [--no-sandbox | --sandbox]
                                         send a message and run the agent to the end of its turn
                                         (queued if the agent here is busy; --cwd on a conversation
                                         moves where this device's agent works from then on)
   resume <conv>                         run the conversation's agent on this device from now on
                                         (refused, saying why, when there is nothing to move)
   status <conv>                         where its agent runs, its epoch, and how it moved
+  compact <conv> [focus]                summarise the branch before its latest message, so the
+                                        model's context holds more (focus: what the summary keeps)
 
   Each command takes only the options shown beside it (and --data).
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
@@ -226,6 +228,8 @@ const COMMANDS: Record<string, Handler> = {
     const message = (isNew ? args : args.slice(1)).join(' ')
     if (message.trim() === '') throw new CliError('the message is empty')
     const conversation = isNew ? undefined : await conversationRef(args[0] as string)
+    const window = values['context-window'] === undefined ? undefined : Number(values['context-window'])
+    if (window !== undefined && (!Number.isSafeInteger(window) || window <= 0)) throw new CliError('--context-window must be a whole number of tokens', 2)
     let cwd: string | undefined
     if (values.cwd !== undefined) cwd = path.resolve(io.cwd, values.cwd)
     const { chat } = await import('./chat-command')
@@ -236,7 +240,8 @@ const COMMANDS: Record<string, Handler> = {
         ...(values.provider !== undefined ? { provider: values.provider } : {}),
         ...(values.model !== undefined ? { model: values.model } : {}),
         ...(values['base-url'] !== undefined ? { baseURL: values['base-url'] } : {}),
-        ...(values.script !== undefined ? { script: path.resolve(io.cwd, values.script) } : {})
+        ...(values.script !== undefined ? { script: path.resolve(io.cwd, values.script) } : {}),
+        ...(window !== undefined ? { contextWindow: window } : {})
       },
       ...(cwd !== undefined ? { cwd } : {}),
       ...(values['no-sandbox'] === true ? { sandbox: false } : values.sandbox === true ? { sandbox: true } : {}),
@@ -254,6 +259,15 @@ const COMMANDS: Record<string, Handler> = {
     const { conversation } = await a.call('agent.status', { conversation: ref }) // the full id, for the words below
     const moved = await a.call('agent.resume', { conversation })
     io.out(`the agent of ${conversation.slice(0, 12)} now runs on this device (epoch ${moved.epoch})\n`)
+  },
+
+  async compact ({ args, io, api }) {
+    need(args, 1, 'conversation: arbor compact <conv> [focus]')
+    const conversation = await conversationRef(args[0] as string)
+    const focus = args.slice(1).join(' ').trim()
+    const { entry, window } = await (await api()).call('conversation.compact', { conversation, ...(focus !== '' ? { focus } : {}) })
+    const body = entry.kind === 'compaction' ? entry.body : undefined
+    io.out(`compacted ${entry.conversation.slice(0, 12)}: its context (about ${body?.tokens ?? 0} tokens of a ${window}-token window) now starts from a summary, entry ${entry.id.slice(0, 8)}; the history keeps every entry\n`)
   },
 
   async status ({ args, io, api }) {

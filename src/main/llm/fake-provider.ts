@@ -7,7 +7,7 @@ import { canonicalJson } from '../../shared/canonical-json'
 import type { IrFinish, IrMessage, IrResult, IrStreamEvent, IrToolCall, IrUsage } from '../../shared/llm-ir'
 import { LlmError, type ChatRequest, type LlmErrorCode, type LlmProvider } from './provider'
 
-const ERROR_CODES = ['auth', 'model-not-found', 'unreachable', 'rate-limit', 'server', 'timeout', 'cancelled', 'bad-request', 'bad-response', 'scripted'] as const satisfies readonly LlmErrorCode[]
+const ERROR_CODES = ['auth', 'model-not-found', 'unreachable', 'rate-limit', 'server', 'timeout', 'cancelled', 'bad-request', 'context-length', 'bad-response', 'scripted'] as const satisfies readonly LlmErrorCode[]
 // Compile-time check that the list names every code.
 const _allCodes: Record<LlmErrorCode, true> = Object.fromEntries(ERROR_CODES.map(c => [c, true])) as Record<(typeof ERROR_CODES)[number], true>
 void _allCodes
@@ -43,6 +43,10 @@ const scriptSchema = z.union([
     turns: z.array(turnSchema).optional(),
     rules: z.array(ruleSchema).optional(),
     default: turnSchema.optional(),
+    /** The answer to a compaction's summary request; default: a deterministic digest of what it was asked to summarise. */
+    summary: turnSchema.optional(),
+    /** The context window it reports (default 1,000,000 tokens: a scripted model has no real limit). */
+    contextWindow: z.number().int().positive().optional(),
     /** The model name results carry when the request names none. */
     model: z.string().optional()
   })
@@ -78,6 +82,8 @@ export class FakeProvider implements LlmProvider {
   private readonly turns: FakeTurn[]
   private readonly rules: CompiledRule[]
   private readonly fallback: FakeTurn
+  private readonly summary: FakeTurn | undefined
+  private readonly contextWindow: number
   readonly model: string
 
   constructor (script: FakeScript = {}) {
@@ -95,7 +101,13 @@ export class FakeProvider implements LlmProvider {
       return { re, replies: Array.isArray(r.reply) ? r.reply : [r.reply] }
     })
     this.fallback = s.default ?? ECHO_TURN
+    this.summary = s.summary
+    this.contextWindow = s.contextWindow ?? 1_000_000
     this.model = s.model ?? 'fake'
+  }
+
+  async reportedContextWindow (): Promise<number> {
+    return this.contextWindow
   }
 
   /** Loads a script (JSON: a list of turns, or { turns?, rules?, default?, model? }). Synchronous: read once at startup. */
@@ -141,7 +153,7 @@ export class FakeProvider implements LlmProvider {
   async chat (req: ChatRequest): Promise<IrResult> {
     const { signal } = req
     if (signal.aborted) throw cancelled()
-    const turn = this.pick(req.messages)
+    const turn = req.purpose === 'summary' ? this.summary ?? summaryTurn(req.messages) : this.pick(req.messages)
     const text = fill(turn.text ?? '', req.messages)
     const position = canonicalHash(req.messages)
     const toolCalls: IrToolCall[] = (turn.toolCalls ?? []).map((c, i) => ({
@@ -176,6 +188,16 @@ export class FakeProvider implements LlmProvider {
     if (turn.reasoning) result.reasoning = turn.reasoning
     return result
   }
+}
+
+/**
+ * A summary that is a pure function of what it summarises: its length and hash, and the start
+ * of its last message, so a test can tell which summary a model was later shown.
+ */
+function summaryTurn (messages: readonly IrMessage[]): FakeTurn {
+  const asked = messages.at(-1)
+  const text = asked?.role === 'user' ? asked.text : ''
+  return { text: `Summary ${canonicalHash(messages)} of ${text.length} characters: ${text.replace(/\s+/g, ' ').slice(0, 160)}` }
 }
 
 function cancelled (): LlmError {

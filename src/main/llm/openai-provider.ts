@@ -7,7 +7,8 @@ import type { ChatCompletionChunk, ChatCompletionCreateParamsBase } from 'openai
 import type { IrResult } from '../../shared/llm-ir'
 import type { Logger } from '../../shared/logger'
 import { ChatStreamAccumulator, fromOpenAICompletion, toOpenAIMessages, toOpenAITools } from './openai-mapping'
-import { LlmError, type ChatRequest, type LlmProvider } from './provider'
+import { isContextOverflow, LlmError, windowInMessage, type ChatRequest, type LlmProvider } from './provider'
+import { serverContextWindow } from './context-window'
 
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1'
 export const DEFAULT_OPENAI_MODEL = 'gpt-4o-mini'
@@ -214,6 +215,13 @@ export class OpenAIProvider implements LlmProvider {
     }
   }
 
+  /** The window the server reports for a model (vLLM, llama.cpp, Ollama say; OpenAI does not). */
+  async reportedContextWindow (model: string, signal: AbortSignal): Promise<number | undefined> {
+    if (this.missingKey) return undefined
+    // the key goes only where it goes for chat: this provider's own server
+    return await serverContextWindow({ baseURL: this.baseURL, model, signal, local: isLocalBaseURL(this.baseURL), ...(this.apiKey !== undefined ? { apiKey: this.apiKey } : {}) })
+  }
+
   private maxTokensParam (n: number): Partial<ChatParams> {
     // OpenAI's newer models reject max_tokens; many compatible servers know only max_tokens.
     return /(^|\.)openai\.com$/.test(hostOf(this.baseURL)) ? { max_completion_tokens: n } : { max_tokens: n }
@@ -246,6 +254,10 @@ export class OpenAIProvider implements LlmProvider {
           return new LlmError('model-not-found', `model "${model}" was not found at ${base} (${msg}); choose a model the server offers (GET ${base}/models; for Ollama: ollama pull ${model})`, opts)
         }
         return new LlmError('bad-request', `${base} has no chat completions endpoint (404: ${msg}); check the base URL (it usually ends in /v1)`, opts)
+      }
+      if (isContextOverflow(status, e.code, e.type, msg)) {
+        const window = windowInMessage(msg) ?? nCtxOf(e.error)
+        return new LlmError('context-length', `the conversation no longer fits the context window of model "${model}" at ${base} (${status}: ${msg})`, { ...opts, ...(window !== undefined ? { window } : {}) })
       }
       if (status === 429) return new LlmError('rate-limit', `${base} is rate-limiting requests (429${retried}: ${msg}); wait and try again, or check your plan's limits`, opts)
       if (status === 408) return new LlmError('timeout', `${base} timed out the request (408${retried}: ${msg})`, opts)
@@ -290,6 +302,12 @@ function serverMessage (e: InstanceType<typeof OpenAI.APIError>): string {
   if (err && typeof err.message === 'string' && err.message !== '') return err.message
   // The SDK's message starts with the status; drop it.
   return e.message.replace(/^\d{3}\s+/, '')
+}
+
+/** llama.cpp's refusal names the window in a field: `{error: {n_ctx}}`. */
+function nCtxOf (err: unknown): number | undefined {
+  const n = (err as { n_ctx?: unknown } | null | undefined)?.n_ctx
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : undefined
 }
 
 function describe (v: unknown): string {

@@ -89,11 +89,23 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
     }
   }, [client, store, placement.refresh])
 
-  const runCommand = useCallback((name: CommandName): Promise<void> => {
+  /** `/compact [focus]`: the branch shown is summarised before its latest message (a compaction entry at its tip). */
+  const compact = useCallback(async (focus: string | undefined): Promise<void> => {
+    stick.current = true
+    try {
+      await client.call('conversation.compact', { conversation: store.id, ...(focus !== undefined ? { focus } : {}) })
+    } catch (err) {
+      setError(`Not compacted: ${errorText(err)}`)
+      throw err
+    }
+  }, [client, store])
+
+  const runCommand = useCallback((name: CommandName, text?: string): Promise<void> => {
     switch (name) {
       case '/resume': return resume()
+      case '/compact': return compact(text)
     }
-  }, [resume])
+  }, [resume, compact])
 
   const setAutoRevival = useCallback((on: boolean) => {
     setRevivalAsked(on)

@@ -22,7 +22,7 @@ export function Composer ({ textareaRef, canSend, connected, running, queued = 0
   onSend: (text: string) => Promise<void>
   onStop: () => void
   /** a command typed alone (`/resume`): carried out instead of sending */
-  onCommand: (name: CommandName) => Promise<void>
+  onCommand: (name: CommandName, text?: string) => Promise<void>
   onUnknownCommand: (name: string) => void
 }): JSX.Element {
   const [text, setText] = useState('')
@@ -44,7 +44,7 @@ export function Composer ({ textareaRef, canSend, connected, running, queued = 0
     if (busy || t.trim() === '') return
     setBusy(true)
     setText('')
-    ;(command !== null ? onCommand(command.name) : onSend(t)).then(
+    ;(command !== null ? onCommand(command.name, command.text) : onSend(t)).then(
       () => setBusy(false),
       () => { setBusy(false); setText(cur => cur === '' ? t : cur) }
     )

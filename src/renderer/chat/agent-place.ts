@@ -79,19 +79,26 @@ export function affectsPlacement (ev: ApiEvent, conversation: string): boolean {
 
 /** The message box's commands: typed alone, they act instead of sending a message. */
 export const COMMANDS = [
-  { name: '/resume', help: 'run the agent on this device from now on' }
+  { name: '/resume', help: 'run the agent on this device from now on' },
+  { name: '/compact', help: 'summarise the conversation before the latest message, to free the model\'s context (/compact what to focus on)' }
 ] as const
+
+/** Commands that take the rest of the line (`/compact what to focus on`). */
+const WITH_TEXT: ReadonlySet<string> = new Set(['/compact'])
 
 export type CommandName = typeof COMMANDS[number]['name']
 
 export type Command =
-  | { kind: 'command'; name: CommandName }
+  | { kind: 'command'; name: CommandName; text?: string }
   /** one word after a slash that is no command (not sent: it is most likely a typo) */
   | { kind: 'unknown'; name: string }
 
 /** The command a message box's text is, or null for a message ("/usr/bin is…" is a message). */
 export function parseCommand (text: string): Command | null {
   const t = text.trim()
+  const withText = /^(\/[a-z][a-z-]*)\s+(\S[\s\S]*)$/i.exec(t)
+  const named = withText === null ? undefined : COMMANDS.find(c => c.name === (withText[1] as string).toLowerCase() && WITH_TEXT.has(c.name))
+  if (named !== undefined && withText !== null) return { kind: 'command', name: named.name, text: (withText[2] as string).trim() }
   if (!/^\/[a-z][a-z-]*$/i.test(t)) return null
   const known = COMMANDS.find(c => c.name === t.toLowerCase())
   return known !== undefined ? { kind: 'command', name: known.name } : { kind: 'unknown', name: t }

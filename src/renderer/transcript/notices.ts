@@ -50,6 +50,8 @@ export function noticeFor (e: Entry, ctx: NoticeContext = {}): Notice | undefine
       return undefined
     }
     case 'note': return { tone: 'info', text: e.body.text }
+    // the entries above stay; the model is told this summary in their place
+    case 'compaction': return { tone: 'info', text: `Compacted: from here the model continues from a summary of the conversation above${e.body.focus !== undefined ? ` (focus: ${e.body.focus})` : ''}`, detail: e.body.summary }
     // a card in the transcript, so its children (on the same branch) read in context
     case 'unknown': return { tone: 'info', ...unknownEntryNotice(e) }
     default: return undefined

@@ -131,6 +131,7 @@ async function configure (c: HandlerContext, p: ApiParamsOut<'agent.configure'>)
     const v = p.llm?.[k]
     if (v !== undefined) given[k] = v
   }
+  if (p.llm?.contextWindow !== undefined) given.contextWindow = p.llm.contextWindow
   const saved = conversationSettings(dag, node.device).llm
   const llm: LlmSetting = { ...saved, ...given }
   if (Object.keys(given).length > 0 && JSON.stringify(llm) !== JSON.stringify(saved)) {

@@ -25,7 +25,8 @@ async function settings (node: ArborNode): Promise<SettingsDto> {
     ...(s.model !== undefined ? { model: s.model } : {}),
     apiKeySet: key !== undefined,
     apiKeyStorage: node.secrets.description,
-    ...(s.defaultCwd !== undefined ? { defaultCwd: s.defaultCwd } : {})
+    ...(s.defaultCwd !== undefined ? { defaultCwd: s.defaultCwd } : {}),
+    ...(s.contextWindow !== undefined ? { contextWindow: s.contextWindow } : {})
   }
 }
 
@@ -38,6 +39,8 @@ async function setSettings (node: ArborNode, p: ApiParamsOut<'settings.set'>): P
     if (v === '') delete next[k]
     else if (v !== undefined) next[k] = k === 'defaultCwd' ? path.resolve(v) : v
   }
+  if (p.contextWindow === 0) delete next.contextWindow
+  else if (p.contextWindow !== undefined) next.contextWindow = p.contextWindow
   await writeNodeSettings(dir, next)
   if (p.apiKey !== undefined) await node.secrets.set('apiKey', p.apiKey)
   return settings(node)

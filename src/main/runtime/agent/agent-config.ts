@@ -9,6 +9,7 @@ import { z } from 'zod'
 import type { ConversationDag } from '../../../shared/conversation-dag'
 import type { HistoryStore } from '../../history/history-store'
 import { createProvider, sameBaseURL, type CreatedProvider } from '../../llm/provider-factory'
+import { contextWindows } from '../../llm/context-window'
 import type { AgentConfig } from './agent-host'
 import { systemPrompt } from './system-prompt'
 import { loadInstructions } from './project-instructions'
@@ -32,12 +33,14 @@ export const NodeSettingsSchema = z.object({
   model: z.string().optional(),
   defaultCwd: z.string().optional(),
   /** the fake provider's script (a JSON file): a scripted, offline model for demos and tests */
-  script: z.string().optional()
+  script: z.string().optional(),
+  /** the model's context window in tokens, when the server does not say (llm/context-window.ts) */
+  contextWindow: z.number().int().positive().optional()
 })
 export type NodeSettings = z.infer<typeof NodeSettingsSchema>
 
 /** Which model a conversation uses, kept in its history as the `llm` setting (never the API key). */
-export interface LlmSetting { provider?: string; model?: string; baseURL?: string; script?: string }
+export interface LlmSetting { provider?: string; model?: string; baseURL?: string; script?: string; contextWindow?: number }
 
 export const NO_MODEL_MESSAGE = 'no model is set up: set OPENAI_API_KEY (and OPENAI_BASE_URL for a local server such as Ollama, e.g. http://127.0.0.1:11434/v1), or pass --provider openai --base-url URL, or try the offline scripted model with --provider fake'
 
@@ -95,6 +98,8 @@ function llmSetting (v: unknown): LlmSetting {
     const x = (v as Record<string, unknown>)[k]
     if (typeof x === 'string') out[k] = x
   }
+  const w = (v as Record<string, unknown>).contextWindow
+  if (typeof w === 'number' && Number.isSafeInteger(w) && w > 0) out.contextWindow = w
   return out
 }
 
@@ -184,10 +189,16 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
   for (const why of instructions.skipped) warnings.push(`project instructions: ${why}`)
   const home = o.env.HOME ?? os.homedir()
   const system = systemPrompt({ cwd, device: o.store.device, sandboxed })
+  // The conversation's own window, else the settings' (for the provider they name), else what the server or the table says.
+  const explicit = own.llm.contextWindow ?? (o.settings?.provider === undefined || o.settings.provider === provider.name ? o.settings?.contextWindow : undefined)
   return {
     config: {
       provider,
       model,
+      contextWindow: {
+        get: async () => (await contextWindows.resolve({ provider, model, explicit })).tokens,
+        learn: tokens => { contextWindows.learn(provider, model, tokens) }
+      },
       tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),
       sandbox: { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(home, o.dataDir) },
       system: instructions.text === '' ? system : `${system}\n\n${instructions.text}`,

@@ -8,6 +8,8 @@ import type { SandboxPolicy } from '../../tools/sandbox-policy'
 import { idemKey, planNext, rerunnable, toIrMessages, type UnknownWhy } from './step-planner'
 import { compareRefs, ownerOf, type AgentRef } from '../placement/placement'
 import type { AgentWait } from '../../../shared/agent-wait'
+import { requestOverhead, summarise } from './compaction-step'
+import { estimateContext } from './compaction'
 import type { InstructionFile } from './project-instructions'
 
 /**
@@ -55,6 +57,19 @@ export interface AgentDeps {
    * `run.waiting` while it waits.
    */
   held?: (run: AgentRun, signal: AbortSignal) => Promise<void>
+  /**
+   * The model's context window in tokens (llm/context-window.ts): before a model step the branch
+   * is compacted when it would not fit. Without it, only a server's refusal of a context too
+   * long compacts it.
+   */
+  contextWindow?: ContextWindowSource
+}
+
+/** The model's window as the agent's device knows it, and where a refusal's word on it goes. */
+export interface ContextWindowSource {
+  get: () => Promise<number>
+  /** a server refused a request as too long, naming its window */
+  learn: (tokens: number) => void
 }
 
 export interface AgentRun {
@@ -203,6 +218,35 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
   // lease: the start is what the user or placement asked for and only says so in the history;
   // acting waits for the lease at the loop's first step (a device cut off from its peers records
   // a resume at once and says it waits).
+  // Compaction (compaction.ts): at most once before a model step, and once more when the
+  // server refuses the context anyway; then the step is tried again, or the run says why not.
+  let compactedAt: string | undefined // the tip a compaction of this run left: not compacted again before a model step
+  let retriedAt: string | undefined // the tip a compaction after a refusal left: a second refusal there ends the run
+  let learned: number | undefined // the window a refusal named (or implied), when smaller than the one known
+  const compact = async (force: boolean, window: number): Promise<'compacted' | 'none' | AgentOutcome> => {
+    let made
+    try {
+      made = await summarise({ provider: deps.provider, model: deps.model, system: deps.system, tools: specs, branch: journal.branch, window, force, signal })
+    } catch (err) {
+      if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
+      if (err instanceof LlmError && !err.transient && err.code !== 'scripted') {
+        await stop('error', `the conversation could not be compacted: ${err.message}`)
+        return 'error'
+      }
+      throw err
+    }
+    if (made.kind !== 'compaction') return 'none'
+    const byNow = await outranked()
+    if (byNow !== null && !signal.aborted) return await giveWay(byNow)
+    await append({ kind: 'compaction', body: made.body, parents: [] })
+    compactedAt = journal.tip
+    return 'compacted'
+  }
+  const windowNow = async (): Promise<number | undefined> => {
+    const known = await deps.contextWindow?.get()
+    return known === undefined ? learned : Math.min(known, learned ?? known)
+  }
+
   if (deps.supersededBy?.(run) != null) return 'superseded'
   const dag = await history.open(conversation)
   journal.branch = dag.pathTo(run.cursor.tip)
@@ -231,6 +275,12 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
         return 'done'
       case 'model': {
         deps.fault?.('before-model', {})
+        const window = compactedAt === journal.tip ? undefined : await windowNow()
+        if (window !== undefined) {
+          const c = await compact(false, window)
+          if (c === 'compacted') break // planned again on the compacted branch
+          if (c !== 'none') return c
+        }
         let result
         // The reply will be a child of the current tip: streamed text belongs to that branch.
         const parent = journal.tip
@@ -247,6 +297,19 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
           })
         } catch (err) {
           if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
+          if (err instanceof LlmError && err.code === 'context-length' && retriedAt !== journal.tip) {
+            // The estimate was short (or no window was known): fold all that may be folded, and try once more.
+            const sent = estimateContext(branch, requestOverhead(deps.system, specs))
+            learned = err.window ?? Math.min(learned ?? Infinity, Math.floor(sent * 0.8))
+            if (err.window !== undefined) deps.contextWindow?.learn(err.window)
+            const c = await compact(true, err.window ?? await windowNow() ?? learned)
+            if (c === 'compacted') { retriedAt = journal.tip; break }
+            if (c !== 'none') return c
+          }
+          if (err instanceof LlmError && err.code === 'context-length') {
+            await stop('error', `${err.message}. It was compacted as far as it can be: the latest message and what followed it alone do not fit. Start a new branch from an earlier message, or use a model with a larger window`)
+            return 'error'
+          }
           if (err instanceof LlmError && !err.transient && err.code !== 'scripted') {
             await stop('error', err.message)
             return 'error'

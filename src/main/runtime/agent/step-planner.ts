@@ -1,5 +1,6 @@
 import type { EffectClass, Entry, EntryOf } from '../../../shared/entry'
 import type { IrMessage, IrToolCall } from '../../../shared/llm-ir'
+import { contextView, summaryMessage } from './compaction'
 
 /**
  * What the agent does next on a branch, decided from the entries alone, so an agent
@@ -96,10 +97,13 @@ export function unknownOutcomeText (): string { return UNKNOWN_OUTCOME }
 /**
  * The branch as model messages: user and assistant messages, tool results (with the
  * tool's name), notes as system messages; entries from a newer version are left out. Every tool call gets a tool message, so the
- * conversation stays well-formed for the API even when a turn was cut short.
+ * conversation stays well-formed for the API even when a turn was cut short. From the latest
+ * compaction on the branch (contextView): its summary, then the entries it did not fold.
  */
 export function toIrMessages (branch: readonly Entry[], system: string): IrMessage[] {
+  const view = contextView(branch)
   const out: IrMessage[] = [{ role: 'system', text: system }]
+  if (view.compaction !== undefined) out.push(summaryMessage(view.compaction))
   const pendingNotes: string[] = []
   let open: Map<string, IrToolCall> = new Map() // calls of the last assistant message without a result yet
   const closeOpen = (): void => {
@@ -107,7 +111,7 @@ export function toIrMessages (branch: readonly Entry[], system: string): IrMessa
     open = new Map()
     for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
   }
-  for (const e of branch) {
+  for (const e of view.entries) {
     switch (e.kind) {
       case 'user':
         closeOpen()
