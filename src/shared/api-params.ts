@@ -40,6 +40,7 @@ export const API_PARAMS = {
   'message.post': z.strictObject({ conversation: ref, text: messageText, parent: ref.optional() }),
   /** summarise the shown branch before its latest message (`/compact [focus]`, `arbor compact`) */
   'conversation.compact': z.strictObject({ conversation: ref, focus: z.string().max(2000).optional() }),
+  'conversation.window': z.strictObject({ conversation: ref }),
   'agent.cancel': z.strictObject({ conversation: ref }),
   'agent.resume': z.strictObject({ conversation: ref }),
   'agent.status': z.strictObject({ conversation: ref }),

@@ -152,6 +152,11 @@ export interface ApiMethods {
   'message.post': { params: P<'message.post'>; result: { entry: Entry } }
   /** compacts the shown branch: a `compaction` entry at its tip (the window it was compacted for, in tokens) */
   'conversation.compact': { params: P<'conversation.compact'>; result: { entry: Entry; window: number } }
+  /**
+   * the context window this device's agent of the conversation works with, and where it comes
+   * from (its setting, the server's word, a known model, the default); null while no model is set up here
+   */
+  'conversation.window': { params: P<'conversation.window'>; result: { tokens: number; source: 'refused' | 'explicit' | 'server' | 'known-model' | 'default' } | null }
   'agent.cancel': { params: P<'agent.cancel'>; result: Record<string, never> }
   /** moves the conversation's agent to this device with a higher epoch (`/resume`); the other stops at its next step */
   'agent.resume': { params: P<'agent.resume'>; result: { device: string; name: string; epoch: number } }

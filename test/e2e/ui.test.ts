@@ -110,6 +110,8 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     expect(await page.locator('.md del').innerText()).toBe('old')
     await page.getByText('AT&T', { exact: false }).waitFor({ timeout: 5_000 })
     expect(await page.getByText('| Tool |').count()).toBe(0)
+    // the header: the shown branch's context against the window this device's model has
+    await page.locator('.chat-meta .usage').filter({ hasText: /^context [\d.]+k? \/ [\d.]+[kM]? · / }).waitFor({ timeout: 5_000 })
     await shot('markdown')
   }, 60_000)
 

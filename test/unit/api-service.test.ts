@@ -56,6 +56,8 @@ describe('ApiService', () => {
     // the first token comes after the agent was announced running, the last entry before it ended
     expect(mine.findIndex(e => e.type === 'agent')).toBeLessThan(mine.findIndex(e => e.type === 'token'))
 
+    // the window the header measures the branch against: this device's model's
+    expect(await api.request('conversation.window', { conversation: id })).toEqual({ tokens: expect.any(Number) as number, source: expect.stringMatching(/^(server|explicit|known-model|default)$/) as string })
     const after = await api.request('conversation.open', { id })
     expect(after.entries.map(e => e.kind)).toEqual(['conversation', 'user', 'agent.started', 'assistant', 'agent.stopped'])
     expect(after.running).toBe(false)

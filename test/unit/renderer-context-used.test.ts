@@ -20,5 +20,7 @@ describe('contextUsed', () => {
     ]
     expect(contextUsed(branch)).toBe(350)
     expect(contextUsed(branch.slice(0, 2))).toBe(120) // another branch, its own figure
+    // compacted since the last step: the summary is the context now
+    expect(contextUsed([...branch, entry('compaction', { summary: 's', folded: { from: 'a', to: 'b' }, model: 'm', tokens: 40 })])).toBe(40)
   })
 })

@@ -32,6 +32,14 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
   // (dag is mutable: its size stands for its contents)
   const branch = useMemo(() => dag.branch(selected), [dag, size, selected])
   const context = useMemo(() => contextUsed(branch), [branch])
+  // the window this device's agent works with: asked again after each run (settings may have changed)
+  const [contextWindow, setContextWindow] = useState<number | undefined>()
+  useEffect(() => {
+    if (running) return
+    let live = true
+    client.call('conversation.window', { conversation: store.id }).then(w => { if (live) setContextWindow(w?.tokens) }, () => { if (live) setContextWindow(undefined) })
+    return () => { live = false }
+  }, [client, store.id, running])
   const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running, self: device, name: nameOf }), [branch, dag, running, device, nameOf])
   const turns = useMemo(() => groupTurns(items), [items])
   const headCount = useMemo(() => dag.headIds().length, [dag, size])
@@ -196,9 +204,9 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
           <span
             className="usage"
             title={`The whole conversation, every branch: ${snap.usage.input} input, ${snap.usage.output} output tokens`}
-            aria-label={`${context !== undefined ? `Context of the shown branch: ${context} tokens. ` : ''}Tokens used in all: ${snap.usage.input} input, ${snap.usage.output} output`}
+            aria-label={`${context !== undefined ? `Context of the shown branch: ${context} tokens${contextWindow !== undefined ? ` of a ${contextWindow}-token window` : ''}. ` : ''}Tokens used in all: ${snap.usage.input} input, ${snap.usage.output} output`}
           >
-            {context !== undefined ? `context ${formatCount(context)} · ` : ''}{formatCount(snap.usage.input)} in · {formatCount(snap.usage.output)} out tokens
+            {context !== undefined ? `context ${formatCount(context)}${contextWindow !== undefined ? ` / ${formatCount(contextWindow)}` : ''} · ` : ''}{formatCount(snap.usage.input)} in · {formatCount(snap.usage.output)} out tokens
           </span>
         </div>
       </header>

@@ -6,8 +6,25 @@ import { DEFAULT_CONTEXT_WINDOW } from '../../llm/context-window'
 import { summarise } from '../../runtime/agent/compaction-step'
 import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type CallContext, type HandlerContext, type HandlersOf } from './handler-context'
 
-export function compactionHandlers (c: HandlerContext): HandlersOf<'conversation.compact'> {
-  return { 'conversation.compact': async (p, ctx) => compact(c, p, ctx) }
+export function compactionHandlers (c: HandlerContext): HandlersOf<'conversation.compact' | 'conversation.window'> {
+  return {
+    'conversation.compact': async (p, ctx) => compact(c, p, ctx),
+    'conversation.window': async p => contextWindowOf(c, p.conversation)
+  }
+}
+
+/** The window this device's agent of the conversation would work with (the header's "context N / W"). */
+async function contextWindowOf (c: HandlerContext, ref: string): Promise<ApiMethods['conversation.window']['result']> {
+  const id = c.resolve(ref)
+  const dag = await c.node.history.open(id)
+  if (dag.root?.kind !== 'conversation') return null
+  // no model set up here: nothing to measure against (the chat says what to set up when sending)
+  const config = await c.node.configFor(id).catch(() => null)
+  if (config === null) return null
+  const source = config.contextWindow
+  if (source?.resolve !== undefined) return await source.resolve()
+  // a config made by hand (tests) names its window outright
+  return source !== undefined ? { tokens: await source.get(), source: 'explicit' } : { tokens: DEFAULT_CONTEXT_WINDOW, source: 'default' }
 }
 
 /**

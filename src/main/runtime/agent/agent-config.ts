@@ -197,6 +197,7 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
       model,
       contextWindow: {
         get: async () => (await contextWindows.resolve({ provider, model, explicit })).tokens,
+        resolve: async () => await contextWindows.resolve({ provider, model, explicit }),
         learn: tokens => { contextWindows.learn(provider, model, tokens) }
       },
       tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),

@@ -11,6 +11,7 @@ import type { AgentWait } from '../../../shared/agent-wait'
 import { requestOverhead, summarise } from './compaction-step'
 import { estimateContext } from './compaction'
 import type { InstructionFile } from './project-instructions'
+import type { WindowSource } from '../../llm/context-window'
 
 /**
  * What an agent reports while it works, for the UI and the CLI. `run` names the agent's run
@@ -68,6 +69,8 @@ export interface AgentDeps {
 /** The model's window as the agent's device knows it, and where a refusal's word on it goes. */
 export interface ContextWindowSource {
   get: () => Promise<number>
+  /** the window and where it comes from (the chat header shows it) */
+  resolve?: () => Promise<{ tokens: number; source: WindowSource }>
   /** a server refused a request as too long, naming its window */
   learn: (tokens: number) => void
 }
