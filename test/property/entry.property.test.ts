@@ -8,18 +8,19 @@ import {
   BODY_SCHEMAS, EFFECT_CLASSES, ENTRY_KINDS, EnvelopeSchema, InvalidEntryError, asWritten, encodeEntry, encodeFields, fitsEnvelope, hashInput, inputOf, reunderstand, storedOf,
   type Entry, type EntryDraft, type EntryKind, type WrittenEntry
 } from '../../src/shared/entry'
-import { entryId, makeEntry, validateEntry } from '../../src/main/history/entry-codec'
+import { entryId, makeEntry, makeEntryBlock, validateEntry } from '../../src/main/history/entry-codec'
 
 const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const
 const HEX64 = /^[0-9a-f]{64}$/
 
 const hexArb = fc.uint8Array({ minLength: 32, maxLength: 32 }).map(b => Buffer.from(b).toString('hex'))
 const deviceArb = fc.oneof(fc.constantFrom(...DEVICES), hexArb)
-/** Text including astral characters and lone surrogates, which JSON escapes. */
+/** Text including astral characters and lone surrogates, which JSON escapes, and long text (copied flat, encoded once). */
 const textArb = fc.oneof(
   fc.string({ maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.string({ unit: fc.integer({ min: 0xd800, max: 0xdfff }).map(c => String.fromCharCode(c)), maxLength: 3 })
+  fc.string({ unit: fc.integer({ min: 0xd800, max: 0xdfff }).map(c => String.fromCharCode(c)), maxLength: 3 }),
+  { arbitrary: fc.string({ unit: 'binary', minLength: 13, maxLength: 3000 }), weight: 1 }
 )
 const nonEmpty = fc.string({ minLength: 1, maxLength: 12 })
 const json = fc.jsonValue({ maxDepth: 3 })
@@ -347,18 +348,20 @@ describe('the fast paths give exactly what the full ones do', () => {
     const seen = new Set<string>()
     fc.assert(fc.property(fc.oneof(madeArb, badArb), ({ draft, ctx }) => {
       const expected = referenceMakeEntry(draft, ctx)
-      let made: Entry | undefined
+      let made: { entry: Entry; block: Buffer } | undefined
       let refused: unknown
-      try { made = makeEntry(draft, ctx) } catch (err) { refused = err }
+      try { made = makeEntryBlock(draft, ctx) } catch (err) { refused = err }
       if (!expected.ok) {
         seen.add('refused')
         expect(refused, 'makeEntry accepted what the full path refuses').toBeInstanceOf(InvalidEntryError)
         return
       }
       seen.add('made')
-      if (refused !== undefined) throw refused
-      expect(made).toEqual(expected.entry)
-      expect(encodeEntry(made as Entry)).toBe(referenceCanonical(expected.entry))
+      if (refused !== undefined || made === undefined) throw refused
+      expect(made.entry).toEqual(expected.entry)
+      // the feed's block (and the cache's line): the reference's canonical text in UTF-8, byte for byte
+      expect(made.block.equals(Buffer.from(referenceCanonical(expected.entry), 'utf8'))).toBe(true)
+      expect(encodeEntry(made.entry)).toBe(referenceCanonical(expected.entry))
     }), { numRuns: 2000 })
     expect([...seen].sort()).toEqual(['made', 'refused'])
   })
@@ -383,11 +386,13 @@ describe('makeEntry returns what it stores, built without parsing it back', () =
     fc.assert(fc.property(fc.oneof(madeArb, looseDraftArb), ({ draft, ctx }) => {
       const expected = referenceMakeEntry(draft, ctx)
       if (!expected.ok) throw new Error('a valid draft was refused by the reference')
-      const made = makeEntry(draft, ctx)
+      const { entry: made, block } = makeEntryBlock(draft, ctx)
       seen.add(draft.kind)
       const stored = encodeEntry(made)
       expect(made.id).toBe(expected.entry.id)
       expect(stored).toBe(referenceCanonical(expected.entry))
+      expect(block.toString('utf8')).toBe(stored)
+      expect(makeEntry(draft, ctx)).toStrictEqual(made)
       expect(made).toStrictEqual(JSON.parse(stored))
       // the same keys in the same order, everywhere (JSON.stringify follows the objects' own order)
       expect(JSON.stringify(made)).toBe(JSON.stringify(JSON.parse(stored)))

@@ -1,5 +1,5 @@
 import { InvalidEntryError, type Entry, type EntryDraft } from '../../shared/entry'
-import { makeEntry } from './entry-codec'
+import { makeEntryBlock } from './entry-codec'
 
 export interface CallContext {
   conversation: string
@@ -15,11 +15,14 @@ export interface CallContext {
  * The entries of one append call, built from its drafts. A parent `$k` names the k-th draft
  * of the same call (whose id the caller cannot know beforehand), so one call can write a
  * chain; every other parent must be known. A bad draft refuses the whole call (InvalidEntryError).
+ * `blocks[i]` is `entries[i]`'s feed block (makeEntryBlock).
  */
-export function entriesOfCall (drafts: EntryDraft[], ctx: CallContext): Entry[] {
+export function entriesOfCall (drafts: EntryDraft[], ctx: CallContext): { entries: Entry[]; blocks: Buffer[] } {
   const { conversation } = ctx
   const entries: Entry[] = []
+  const blocks: Buffer[] = []
   const ids = new Set<string>()
+  const at = { conversation, device: ctx.device, ts: ctx.ts }
   for (const draft of drafts) {
     if (draft.kind === 'conversation') throw new InvalidEntryError('a conversation root is written by createConversation, not appended')
     const parents = draft.parents.map(p => {
@@ -34,9 +37,10 @@ export function entriesOfCall (drafts: EntryDraft[], ctx: CallContext): Entry[] 
         throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${ctx.waits(p) ? ' yet (it waits for its own parent)' : ''}`)
       }
     }
-    const entry = makeEntry({ ...draft, parents }, { conversation, device: ctx.device, ts: ctx.ts })
+    const { entry, block } = makeEntryBlock(draft, at, parents)
     entries.push(entry)
+    blocks.push(block)
     ids.add(entry.id)
   }
-  return entries
+  return { entries, blocks }
 }
