@@ -310,7 +310,11 @@ const ENVELOPE_KEYS = ['v', 'id', 'conversation', 'parents', 'author', 'ts', 'ki
 export function fitsEnvelope (raw: unknown): boolean {
   if (!isPlainObject(raw)) return false
   const e = raw as Record<string, unknown>
-  if (Object.keys(e).length !== ENVELOPE_KEYS.length) return false
+  // counted without Object.keys' array (every entry passes here); an enumerable key on
+  // Object.prototype counts too, which only makes this stricter
+  let keys = 0
+  for (const _ in e) keys++
+  if (keys !== ENVELOPE_KEYS.length) return false
   for (const k of ENVELOPE_KEYS) if (!Object.hasOwn(e, k) || e[k] === undefined) return false
   if (e.v !== 1 || !isHex32(e.id) || !isHex32(e.conversation)) return false
   const parents = e.parents

@@ -61,13 +61,32 @@ export function makeEntryBlock (draft: EntryDraft, ctx: EntryContext, parents: s
     throw new InvalidEntryError(`${what} entry: ${(err as Error).message}`)
   }
   if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${what} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
-  const id = sha256Hex(input)
+  // The hash input's UTF-8, made once: hashed, and (but for a root) the block around its id.
+  const bytes = Buffer.from(input)
+  const id = crypto.hash('sha256', bytes, 'hex')
   // What is returned is what is stored (JSON.parse(block) would give the same object: -0,
   // holes, undefined), a copy the caller's draft cannot change afterwards.
   const entry = written.entry as KnownEntry
   entry.id = id
-  if (written.fields.conversation === null) entry.conversation = id
+  const { fields } = written
+  if (fields.conversation === null) entry.conversation = id
   const v = checkEntryShape(entry, ctx.device)
   if (!v.ok) throw new InvalidEntryError(v.error)
-  return { entry, block: Buffer.from(storedOf(written.fields, id)) }
+  return { entry, block: fields.conversation === null ? Buffer.from(storedOf(fields, id)) : blockAround(bytes, fields.tail.length, id) }
 }
+
+/**
+ * A child's block from its hash input's bytes: the same with `,"id":"…"` before the tail (its
+ * kind, parents, ts and v: ASCII once the entry passed its checks), where canonical key order
+ * puts it (storedOf's text, without encoding it again).
+ */
+function blockAround (input: Buffer, tailBytes: number, id: string): Buffer {
+  const at = input.length - tailBytes
+  const block = Buffer.allocUnsafe(input.length + ID_FIELD_BYTES)
+  input.copy(block, 0, 0, at)
+  block.write(',"id":"' + id + '"', at, 'latin1')
+  input.copy(block, at + ID_FIELD_BYTES, at)
+  return block
+}
+
+const ID_FIELD_BYTES = ',"id":"'.length + 64 + 1
