@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { canonicalCopy, canonicalJson } from '../../src/shared/canonical-json'
 import {
-  BODY_SCHEMAS, EFFECT_CLASSES, ENTRY_KINDS, EnvelopeSchema, InvalidEntryError, asWritten, encodeEntry, encodeFields, fitsEnvelope, hashInput, inputOf, reunderstand, storedOf,
+  BODY_SCHEMAS, EFFECT_CLASSES, ENTRY_KINDS, EnvelopeSchema, InvalidEntryError, asWritten, encodeEntry, encodeFields, fitsBody, fitsEnvelope, hashInput, inputOf, reunderstand, storedOf,
   type Entry, type EntryDraft, type EntryKind, type WrittenEntry
 } from '../../src/shared/entry'
 import { entryId, makeEntry, makeEntryBlock, validateEntry } from '../../src/main/history/entry-codec'
@@ -329,6 +329,32 @@ describe('the fast paths give exactly what the full ones do', () => {
       }
     }), { numRuns: 2000 })
     expect(fitted).toBeGreaterThan(0)
+  })
+
+  it('fitsBody never accepts what the body schema refuses, and accepts every valid body of the kinds it checks', () => {
+    const kinds = ['user', 'note', 'assistant', 'tool.intent', 'tool.result'] as const
+    const fitted = new Set<string>()
+    const arb = fc.tuple(fc.constantFrom(...kinds, 'meta', 'agent.started'), extrasArb, fc.nat(4), fc.nat(20), looseArb)
+      // a body as an entry holds it (makeEntry's copy: plain objects), then changed
+      .chain(([kind, x, how, pick, junk]) => childBodies[kind].map(b => ({ kind, valid: canonicalCopy(body(b, x)).copy as Record<string, unknown>, how, pick, junk })))
+    fc.assert(fc.property(arb, ({ kind, valid, how, pick, junk }) => {
+      const schema = BODY_SCHEMAS[kind]
+      if ((kinds as readonly string[]).includes(kind)) expect(fitsBody(kind, valid), fc.stringify(valid)).toBe(true)
+      // a field (or a tool call's field) given any value, a field left out, or no body at all
+      const keys = Object.keys(valid)
+      const key = keys[pick % keys.length] as string
+      const calls = (valid as { toolCalls?: Array<Record<string, unknown>> }).toolCalls
+      const candidate: unknown = how === 0
+        ? { ...valid, [key]: junk }
+        : how === 1 ? Object.fromEntries(Object.entries(valid).filter(([k]) => k !== key))
+          : how === 2 && calls !== undefined && calls.length > 0 ? { ...valid, toolCalls: [...calls.slice(1), { ...calls[0], [['id', 'name', 'args'][pick % 3] as string]: junk }] }
+            : how === 3 ? { ...valid, usage: junk } : junk
+      if (fitsBody(kind, candidate)) {
+        fitted.add(kind)
+        expect(schema.safeParse(candidate).success, `${kind} ${fc.stringify(candidate)}`).toBe(true)
+      }
+    }), { numRuns: 3000 })
+    expect([...fitted].sort()).toEqual([...kinds].sort())
   })
 
   it('makeEntry: the same entry, stored bytes and refusals as building, re-parsing and checking with zod alone', () => {

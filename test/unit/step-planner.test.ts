@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { makeEntry } from '../../src/main/history/entry-codec'
-import { planNext, toIrMessages, idemKey, usageTotal } from '../../src/main/runtime/agent/step-planner'
+import { IrMessageLog, planNext, toIrMessages, idemKey, unknownOutcomeText, usageTotal } from '../../src/main/runtime/agent/step-planner'
 import type { EffectClass, Entry, EntryDraft } from '../../src/shared/entry'
-import type { IrMessage } from '../../src/shared/llm-ir'
+import type { IrMessage, IrToolCall } from '../../src/shared/llm-ir'
 
 const DEV = 'd'.repeat(64)
 const PEER = 'e'.repeat(64)
@@ -121,6 +121,70 @@ describe('toIrMessages', () => {
     }))
   })
 })
+
+describe('IrMessageLog', () => {
+  it('gives, at every step of a growing branch, what converting the whole branch gave before it (fast-check)', () => {
+    const step = fc.oneof(
+      fc.constant(user('u')),
+      fc.array(fc.constantFrom('cat', 'pay', 'bash'), { maxLength: 3 }).map((tools) => asst('a', tools.map((t, i) => [`c${i}`, t] as [string, string]))),
+      fc.tuple(fc.nat(3), fc.constantFrom('ok', 'error', 'unknown', 'cancelled') as fc.Arbitrary<'ok' | 'error' | 'unknown' | 'cancelled'>).map(([i, status]) => result(`c${i}`, status)),
+      fc.constant({ kind: 'note' as const, body: { text: 'n' } })
+    )
+    fc.assert(fc.property(fc.array(step, { maxLength: 25 }), fc.array(fc.boolean(), { maxLength: 25 }), (drafts, asks) => {
+      const whole = branch(...drafts)
+      const log = new IrMessageLog('S')
+      const growing: Entry[] = []
+      for (const [i, e] of whole.entries()) {
+        growing.push(e)
+        // asked at some lengths only: the entries added between two calls are converted together
+        if (asks[i] === true || i === whole.length - 1) expect(log.of(growing)).toEqual(referenceIrMessages(growing, 'S'))
+      }
+      // another branch (an array not grown from the last one) is converted from its root
+      const other = whole.slice(0, Math.max(1, whole.length - 2))
+      expect(log.of(other)).toEqual(referenceIrMessages(other, 'S'))
+      expect(log.of(whole)).toEqual(referenceIrMessages(whole, 'S'))
+    }), { numRuns: 300 })
+  })
+})
+
+/** toIrMessages as it was written before IrMessageLog: the whole branch converted at once. */
+function referenceIrMessages (branch: readonly Entry[], system: string): IrMessage[] {
+  const out: IrMessage[] = [{ role: 'system', text: system }]
+  const pendingNotes: string[] = []
+  let open: Map<string, IrToolCall> = new Map()
+  const closeOpen = (): void => {
+    for (const call of open.values()) out.push({ role: 'tool', callId: call.id, name: call.name, output: 'No result was recorded for this call: the turn ended before it ran.', status: 'unknown' })
+    open = new Map()
+    for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
+  }
+  for (const e of branch) {
+    if (e.kind === 'user') {
+      closeOpen()
+      out.push({ role: 'user', text: e.body.text })
+    } else if (e.kind === 'assistant') {
+      closeOpen()
+      const calls = e.body.toolCalls ?? []
+      const msg: IrMessage = { role: 'assistant', text: e.body.text }
+      if (calls.length > 0) msg.toolCalls = calls.map(c => ({ id: c.id, name: c.name, args: c.args }))
+      if (e.body.reasoning !== undefined) msg.reasoning = e.body.reasoning
+      out.push(msg)
+      for (const c of calls) open.set(c.id, { id: c.id, name: c.name, args: c.args })
+    } else if (e.kind === 'tool.result') {
+      const call = open.get(e.body.callId)
+      if (call !== undefined) {
+        open.delete(e.body.callId)
+        const output = e.body.status === 'unknown' ? unknownOutcomeText() : e.body.status === 'cancelled' ? `Cancelled by the user. ${e.body.output}`.trim() : e.body.output
+        out.push({ role: 'tool', callId: call.id, name: call.name, output, status: e.body.status })
+      }
+    } else if (e.kind === 'note') {
+      if (open.size === 0) out.push({ role: 'system', text: e.body.text })
+      else pendingNotes.push(e.body.text)
+    }
+    if (open.size === 0 && pendingNotes.length > 0) for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
+  }
+  closeOpen()
+  return out
+}
 
 describe('usageTotal', () => {
   it('adds the usage of every assistant entry', () => {

@@ -99,28 +99,70 @@ export function unknownOutcomeText (): string { return UNKNOWN_OUTCOME }
  * conversation stays well-formed for the API even when a turn was cut short.
  */
 export function toIrMessages (branch: readonly Entry[], system: string): IrMessage[] {
-  const out: IrMessage[] = [{ role: 'system', text: system }]
-  const pendingNotes: string[] = []
-  let open: Map<string, IrToolCall> = new Map() // calls of the last assistant message without a result yet
-  const closeOpen = (): void => {
-    for (const call of open.values()) out.push({ role: 'tool', callId: call.id, name: call.name, output: NO_RESULT, status: 'unknown' })
-    open = new Map()
-    for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
+  return new IrMessageLog(system).of(branch)
+}
+
+/**
+ * toIrMessages of a branch that grows at its end (an agent's journal), each entry converted
+ * once instead of the whole branch at every model call. The messages returned are shared
+ * between calls: read them, do not change them.
+ */
+export class IrMessageLog {
+  private readonly out: IrMessage[]
+  private readonly pendingNotes: string[] = []
+  /** calls of the last assistant message without a result yet */
+  private open = new Map<string, IrToolCall>()
+  private branch: readonly Entry[] | undefined
+  private last: Entry | undefined
+  private seen = 0
+
+  constructor (private readonly system: string) {
+    this.out = [{ role: 'system', text: system }]
   }
-  for (const e of branch) {
+
+  /** The messages of `branch`: the entries added to it since the last call converted, the rest kept. */
+  of (branch: readonly Entry[]): IrMessage[] {
+    // Another branch, or this one changed before its end: converted again from its root.
+    if (branch !== this.branch || branch.length < this.seen || (this.seen > 0 && branch[this.seen - 1] !== this.last)) this.restart(branch)
+    for (; this.seen < branch.length; this.seen++) this.add(branch[this.seen] as Entry)
+    this.last = branch[this.seen - 1]
+    // What a cut-short turn needs at the end, without closing the calls for the next entries.
+    const tail: IrMessage[] = []
+    for (const call of this.open.values()) tail.push(noResult(call))
+    for (const text of this.pendingNotes) tail.push({ role: 'system', text })
+    return tail.length === 0 ? [...this.out] : [...this.out, ...tail]
+  }
+
+  private restart (branch: readonly Entry[]): void {
+    this.out.length = 0
+    this.out.push({ role: 'system', text: this.system })
+    this.pendingNotes.length = 0
+    this.open = new Map()
+    this.branch = branch
+    this.seen = 0
+  }
+
+  private closeOpen (): void {
+    for (const call of this.open.values()) this.out.push(noResult(call))
+    this.open = new Map()
+    for (const text of this.pendingNotes.splice(0)) this.out.push({ role: 'system', text })
+  }
+
+  private add (e: Entry): void {
+    const { out, open, pendingNotes } = this
     switch (e.kind) {
       case 'user':
-        closeOpen()
+        this.closeOpen()
         out.push({ role: 'user', text: e.body.text })
         break
       case 'assistant': {
-        closeOpen()
+        this.closeOpen()
         const calls = e.body.toolCalls ?? []
         const msg: IrMessage = { role: 'assistant', text: e.body.text }
         if (calls.length > 0) msg.toolCalls = calls.map(c => ({ id: c.id, name: c.name, args: c.args }))
         if (e.body.reasoning !== undefined) msg.reasoning = e.body.reasoning
         out.push(msg)
-        for (const c of calls) open.set(c.id, { id: c.id, name: c.name, args: c.args })
+        for (const c of calls) this.open.set(c.id, { id: c.id, name: c.name, args: c.args })
         break
       }
       case 'tool.result': {
@@ -143,12 +185,14 @@ export function toIrMessages (branch: readonly Entry[], system: string): IrMessa
       default:
         break
     }
-    if (open.size === 0 && pendingNotes.length > 0) {
+    if (this.open.size === 0 && pendingNotes.length > 0) {
       for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
     }
   }
-  closeOpen()
-  return out
+}
+
+function noResult (call: IrToolCall): IrMessage {
+  return { role: 'tool', callId: call.id, name: call.name, output: NO_RESULT, status: 'unknown' }
 }
 
 /** Tokens used by every assistant entry of the conversation (all branches). */
