@@ -279,9 +279,11 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
    * stored in call order; if a write fails, entries queued on top of the lost ones fail too.
    */
   async enqueue (conversation: string, drafts: EntryDraft[]): Promise<{ entries: Entry[]; stored: Promise<Entry[]> }> {
-    await this.ready()
+    // Awaited only when there is something to wait for: each await is a hop in which other
+    // work runs, and an agent enqueues at every step.
+    if (!this.life.opened) await this.ready()
     if (this.closing) throw new Error('the history store is closing')
-    const dag = await this.dags.load(conversation)
+    const dag = this.dags.resident(conversation) ?? await this.dags.load(conversation)
     if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
     const { entries, blocks } = entriesOfCall(drafts, {
       conversation,
