@@ -71,13 +71,13 @@ export async function measureInPlace (store: HistoryStore, run: () => Promise<vo
   const s = store as unknown as Record<string, object>
   m.wrap('append (whole call, as the caller waits)', store, 'append')
   m.wrap('ownFeed (the conversation\'s own feed)', s.ownFeeds as object, 'ownFeed')
-  m.wrap('writeBlocks (markDirty + encode + Hypercore append)', s.ownFeeds as object, 'writeBlocks')
+  m.wrap('writeBlocks (markDirty + Hypercore append of the blocks makeEntryBlock made)', s.ownFeeds as object, 'writeBlocks')
   m.wrap('indexEntries (DAG, summary, listeners, cache queued)', s.conversations as object, 'indexEntries')
   m.wrap('summarise (the conversation\'s summary)', s.conversations as object, 'summarise')
   m.wrap('emit (listeners: entries, feed)', store, 'emit')
   m.wrap('index file save (stringify + write + fsync + rename)', s.indexFile as object, 'save', { syncPart: 'index file save: synchronous part (stringify)' })
   m.wrap('manifest record (feed lengths)', s.manifestLog as object, 'writeManifestLengths')
-  m.wrap('entry cache append: written (async, behind)', s.cache as object, 'append', { syncPart: 'entry cache append: synchronous part (encode lines)' })
+  m.wrap('entry cache append: written (async, behind)', s.cache as object, 'append', { syncPart: 'entry cache append: synchronous part (lines from the blocks)' })
   m.wrap('ConversationDag.add', ConversationDag.prototype, 'add')
   // Hypercore's class, through an open session (the manifest's appends count too)
   const core = [...(s.cores as Map<string, Hypercore.Core>).values()][0]
@@ -163,7 +163,7 @@ export function classifyAppend (arbor: string | null, file: string, leaf: string
     if (at.endsWith('history-index.ts') || at.endsWith('state-file.ts') || fn === 'summarise' || fn === 'saveIndex' || fn === 'scheduleIndexSave') return 'index (summaries, index file)'
     if (fn === 'writeManifestLengths' || fn === 'scheduleManifest' || fn === 'recordInManifest') return 'manifest'
     if (fn === 'append') return 'append: parents check and queue'
-    if (fn === 'writeBlocks') return STORAGE.test(under) ? 'Hypercore append (JS thread)' : 'writeBlocks: encode to Buffers'
+    if (fn === 'writeBlocks') return STORAGE.test(under) ? 'Hypercore append (JS thread)' : 'writeBlocks: the rest'
     if (at.includes('history-store.ts')) return 'HistoryStore: other'
     return `other src/: ${at}`
   }

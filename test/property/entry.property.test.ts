@@ -5,21 +5,22 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { canonicalCopy, canonicalJson } from '../../src/shared/canonical-json'
 import {
-  BODY_SCHEMAS, EFFECT_CLASSES, ENTRY_KINDS, EnvelopeSchema, InvalidEntryError, asWritten, encodeEntry, encodeFields, fitsEnvelope, hashInput, inputOf, reunderstand, storedOf,
+  BODY_SCHEMAS, EFFECT_CLASSES, ENTRY_KINDS, EnvelopeSchema, InvalidEntryError, asWritten, encodeEntry, encodeFields, fitsBody, fitsEnvelope, hashInput, inputOf, reunderstand, storedOf,
   type Entry, type EntryDraft, type EntryKind, type WrittenEntry
 } from '../../src/shared/entry'
-import { entryId, makeEntry, validateEntry } from '../../src/main/history/entry-codec'
+import { entryId, makeEntry, makeEntryBlock, validateEntry } from '../../src/main/history/entry-codec'
 
 const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const
 const HEX64 = /^[0-9a-f]{64}$/
 
 const hexArb = fc.uint8Array({ minLength: 32, maxLength: 32 }).map(b => Buffer.from(b).toString('hex'))
 const deviceArb = fc.oneof(fc.constantFrom(...DEVICES), hexArb)
-/** Text including astral characters and lone surrogates, which JSON escapes. */
+/** Text including astral characters and lone surrogates, which JSON escapes, and long text (copied flat, encoded once). */
 const textArb = fc.oneof(
   fc.string({ maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.string({ unit: fc.integer({ min: 0xd800, max: 0xdfff }).map(c => String.fromCharCode(c)), maxLength: 3 })
+  fc.string({ unit: fc.integer({ min: 0xd800, max: 0xdfff }).map(c => String.fromCharCode(c)), maxLength: 3 }),
+  { arbitrary: fc.string({ unit: 'binary', minLength: 13, maxLength: 3000 }), weight: 1 }
 )
 const nonEmpty = fc.string({ minLength: 1, maxLength: 12 })
 const json = fc.jsonValue({ maxDepth: 3 })
@@ -331,6 +332,32 @@ describe('the fast paths give exactly what the full ones do', () => {
     expect(fitted).toBeGreaterThan(0)
   })
 
+  it('fitsBody never accepts what the body schema refuses, and accepts every valid body of the kinds it checks', () => {
+    const kinds = ['user', 'note', 'assistant', 'tool.intent', 'tool.result'] as const
+    const fitted = new Set<string>()
+    const arb = fc.tuple(fc.constantFrom(...kinds, 'meta', 'agent.started'), extrasArb, fc.nat(4), fc.nat(20), looseArb)
+      // a body as an entry holds it (makeEntry's copy: plain objects), then changed
+      .chain(([kind, x, how, pick, junk]) => childBodies[kind].map(b => ({ kind, valid: canonicalCopy(body(b, x)).copy as Record<string, unknown>, how, pick, junk })))
+    fc.assert(fc.property(arb, ({ kind, valid, how, pick, junk }) => {
+      const schema = BODY_SCHEMAS[kind]
+      if ((kinds as readonly string[]).includes(kind)) expect(fitsBody(kind, valid), fc.stringify(valid)).toBe(true)
+      // a field (or a tool call's field) given any value, a field left out, or no body at all
+      const keys = Object.keys(valid)
+      const key = keys[pick % keys.length] as string
+      const calls = (valid as { toolCalls?: Array<Record<string, unknown>> }).toolCalls
+      const candidate: unknown = how === 0
+        ? { ...valid, [key]: junk }
+        : how === 1 ? Object.fromEntries(Object.entries(valid).filter(([k]) => k !== key))
+          : how === 2 && calls !== undefined && calls.length > 0 ? { ...valid, toolCalls: [...calls.slice(1), { ...calls[0], [['id', 'name', 'args'][pick % 3] as string]: junk }] }
+            : how === 3 ? { ...valid, usage: junk } : junk
+      if (fitsBody(kind, candidate)) {
+        fitted.add(kind)
+        expect(schema.safeParse(candidate).success, `${kind} ${fc.stringify(candidate)}`).toBe(true)
+      }
+    }), { numRuns: 3000 })
+    expect([...fitted].sort()).toEqual([...kinds].sort())
+  })
+
   it('makeEntry: the same entry, stored bytes and refusals as building, re-parsing and checking with zod alone', () => {
     // Drafts as a caller may get them wrong: any field of a valid one replaced by something else.
     const badArb = fc.tuple(madeArb, fc.nat(6), looseArb, fc.oneof(fc.constantFrom('', 'x'.repeat(201), 'Bad', 'constructor', 'f'.repeat(64)), looseArb)).map(([{ draft, ctx }, which, junk, str]): Made => {
@@ -348,18 +375,20 @@ describe('the fast paths give exactly what the full ones do', () => {
     const seen = new Set<string>()
     fc.assert(fc.property(fc.oneof(madeArb, badArb), ({ draft, ctx }) => {
       const expected = referenceMakeEntry(draft, ctx)
-      let made: Entry | undefined
+      let made: { entry: Entry; block: Buffer } | undefined
       let refused: unknown
-      try { made = makeEntry(draft, ctx) } catch (err) { refused = err }
+      try { made = makeEntryBlock(draft, ctx) } catch (err) { refused = err }
       if (!expected.ok) {
         seen.add('refused')
         expect(refused, 'makeEntry accepted what the full path refuses').toBeInstanceOf(InvalidEntryError)
         return
       }
       seen.add('made')
-      if (refused !== undefined) throw refused
-      expect(made).toEqual(expected.entry)
-      expect(encodeEntry(made as Entry)).toBe(referenceCanonical(expected.entry))
+      if (refused !== undefined || made === undefined) throw refused
+      expect(made.entry).toEqual(expected.entry)
+      // the feed's block (and the cache's line): the reference's canonical text in UTF-8, byte for byte
+      expect(made.block.equals(Buffer.from(referenceCanonical(expected.entry), 'utf8'))).toBe(true)
+      expect(encodeEntry(made.entry)).toBe(referenceCanonical(expected.entry))
     }), { numRuns: 2000 })
     expect([...seen].sort()).toEqual(['made', 'refused'])
   })
@@ -384,11 +413,13 @@ describe('makeEntry returns what it stores, built without parsing it back', () =
     fc.assert(fc.property(fc.oneof(madeArb, looseDraftArb), ({ draft, ctx }) => {
       const expected = referenceMakeEntry(draft, ctx)
       if (!expected.ok) throw new Error('a valid draft was refused by the reference')
-      const made = makeEntry(draft, ctx)
+      const { entry: made, block } = makeEntryBlock(draft, ctx)
       seen.add(draft.kind)
       const stored = encodeEntry(made)
       expect(made.id).toBe(expected.entry.id)
       expect(stored).toBe(referenceCanonical(expected.entry))
+      expect(block.toString('utf8')).toBe(stored)
+      expect(makeEntry(draft, ctx)).toStrictEqual(made)
       expect(made).toStrictEqual(JSON.parse(stored))
       // the same keys in the same order, everywhere (JSON.stringify follows the objects' own order)
       expect(JSON.stringify(made)).toBe(JSON.stringify(JSON.parse(stored)))

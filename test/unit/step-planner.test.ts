@@ -122,6 +122,7 @@ describe('toIrMessages', () => {
   })
 })
 
+
 describe('usageTotal', () => {
   it('adds the usage of every assistant entry', () => {
     const b = branch(user('a'), { kind: 'assistant', body: { text: 'x', usage: { input: 10, output: 5 } } }, user('b'), { kind: 'assistant', body: { text: 'y', usage: { input: 7, output: 3, reasoning: 2 } } })

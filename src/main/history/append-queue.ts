@@ -4,6 +4,8 @@ import { storageError } from '../disk/storage-error'
 
 interface Pending {
   entries: Entry[]
+  /** each entry's feed block (makeEntryBlock) */
+  blocks: Buffer[]
   resolve: (entries: Entry[]) => void
   reject: (err: Error) => void
 }
@@ -14,8 +16,8 @@ export interface AppendQueueOptions {
   /** the data directory, to name it in storage errors */
   dir: string
   log: Logger
-  /** Writes a batch to the conversation's own feed and indexes it; resolves once the feed has it. */
-  write: (conversation: string, entries: Entry[]) => Promise<void>
+  /** Writes a batch (entries and their blocks) to the conversation's own feed and indexes it; resolves once the feed has it. */
+  write: (conversation: string, entries: Entry[], blocks: Buffer[]) => Promise<void>
   /** Keeps the conversation's DAG in memory while a flush runs; returns the release. */
   pin: (conversation: string) => () => void
 }
@@ -38,11 +40,11 @@ export class AppendQueue {
     return isQueued(this.queues.get(conversation) ?? [], id) || isQueued(this.writing.get(conversation) ?? [], id)
   }
 
-  /** Queues one call's entries; resolves with them once they are stored. */
-  push (conversation: string, entries: Entry[]): Promise<Entry[]> {
+  /** Queues one call's entries and their blocks; resolves with the entries once they are stored. */
+  push (conversation: string, entries: Entry[], blocks: Buffer[]): Promise<Entry[]> {
     const stored = new Promise<Entry[]>((resolve, reject) => {
       const queue = this.queues.get(conversation) ?? []
-      queue.push({ entries, resolve, reject })
+      queue.push({ entries, blocks, resolve, reject })
       this.queues.set(conversation, queue)
       if (!this.flushing.has(conversation)) this.startFlush(conversation)
     })
@@ -72,10 +74,11 @@ export class AppendQueue {
           batch.push(p)
           count += p.entries.length
         }
-        const entries = batch.flatMap(p => p.entries)
+        const entries = batch.length === 1 ? (batch[0] as Pending).entries : batch.flatMap(p => p.entries)
+        const blocks = batch.length === 1 ? (batch[0] as Pending).blocks : batch.flatMap(p => p.blocks)
         this.writing.set(conversation, batch)
         try {
-          await this.opts.write(conversation, entries)
+          await this.opts.write(conversation, entries, blocks)
           for (const p of batch) p.resolve(p.entries)
         } catch (err) {
           const e = storageError(err, this.opts.dir)

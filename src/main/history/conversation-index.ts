@@ -50,19 +50,25 @@ export class ConversationIndex {
   /**
    * Adds entries read from (or written to) a feed up to `upTo` into the DAG, cache and summary.
    * A conversation not in memory is read in first: which entries join and which wait, and the
-   * summary's heads, title and waiting count, depend on the whole DAG.
+   * summary's heads, title and waiting count, depend on the whole DAG. `blocks`, of entries
+   * written here, are their encodings (makeEntryBlock): sized and cached as they are.
    */
-  async indexEntries (rec: FeedRecord, entries: Entry[], upTo: number, local: boolean): Promise<void> {
+  async indexEntries (rec: FeedRecord, entries: Entry[], upTo: number, local: boolean, blocks?: Buffer[]): Promise<void> {
     const { dags, log } = this.opts
     const dag = dags.resident(rec.conversation) ?? await dags.load(rec.conversation)
     const joined: Entry[] = []
     const fresh: Entry[] = []
+    const freshBlocks: Buffer[] | undefined = blocks === undefined ? undefined : []
     let bytes = 0
-    for (const e of entries) {
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i] as Entry
       if (dag.has(e.id)) continue
       fresh.push(e)
       for (const j of dag.add(e)) joined.push(j)
-      bytes += entryBytes(Buffer.byteLength(encodeEntry(e))) // the encoding is remembered: the feed or the cache has it
+      const block = blocks?.[i]
+      if (block !== undefined) freshBlocks?.push(block)
+      // an entry read from a feed has its encoding remembered (the feed's text): not encoded again
+      bytes += entryBytes(block === undefined ? Buffer.byteLength(encodeEntry(e)) : block.length)
     }
     dags.grew(dag, bytes)
     // The summary and listeners see the DAG as soon as it changes; the watermark moves
@@ -78,7 +84,7 @@ export class ConversationIndex {
         log.error(`a listener of new entries failed: ${(err as Error).stack ?? String(err)}`)
       }
     }
-    const cached = this.opts.cache.append(rec.conversation, fresh).then(() => {
+    const cached = this.opts.cache.append(rec.conversation, fresh, freshBlocks).then(() => {
       const grew = upTo > rec.indexed
       rec.indexed = Math.max(rec.indexed, upTo)
       if (grew) this.opts.index.changed('feed', rec.key)

@@ -2,6 +2,8 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import { encodeEntry, releaseEncoding, type Entry } from '../../shared/entry'
 
+const NEWLINE = Buffer.from('\n')
+
 /**
  * A per-conversation file of the entries already validated from its feeds, one JSON line
  * each, so opening a conversation is one sequential file read instead of thousands of
@@ -10,8 +12,8 @@ import { encodeEntry, releaseEncoding, type Entry } from '../../shared/entry'
  */
 export class EntryCache {
   private readonly queues = new Map<string, Promise<void>>()
-  /** per conversation, the text of appends waiting for the write under way to finish */
-  private readonly waiting = new Map<string, { text: string; written: Promise<void> }>()
+  /** per conversation, the lines of appends waiting for the write under way to finish */
+  private readonly waiting = new Map<string, { lines: Buffer[]; written: Promise<void> }>()
   /** Files whose last line has no newline (a torn write): the next append starts a new line. */
   private readonly unterminated = new Set<string>()
   /** Open append handles, most recently used last (an open/close per append costs more than the write). */
@@ -28,27 +30,37 @@ export class EntryCache {
     await fs.mkdir(this.dir, { recursive: true })
   }
 
-  /** Appends in call order per conversation; resolves when written. */
-  append (conversation: string, entries: Entry[]): Promise<void> {
+  /**
+   * Appends in call order per conversation; resolves when written. `blocks`, when given, are
+   * the entries' encodings (their feed blocks, makeEntryBlock): written as they are.
+   */
+  append (conversation: string, entries: Entry[], blocks?: Buffer[]): Promise<void> {
     if (entries.length === 0) return this.queues.get(conversation) ?? Promise.resolve()
-    let text = ''
-    for (const e of entries) {
-      text += encodeEntry(e) + '\n'
-      releaseEncoding(e) // this line was the last use of the text written to the feed
+    const lines: Buffer[] = []
+    if (this.unterminated.delete(conversation)) lines.push(NEWLINE)
+    if (blocks !== undefined) {
+      for (const b of blocks) lines.push(b, NEWLINE)
+    } else {
+      let text = ''
+      for (const e of entries) {
+        text += encodeEntry(e) + '\n'
+        releaseEncoding(e) // this line was the last use of the text written to the feed
+      }
+      lines.push(Buffer.from(text))
     }
-    if (this.unterminated.delete(conversation)) text = '\n' + text
     // Appends made while a write is under way go out together in the next one: a write per
     // batch, not per call (an agent appends an entry or two at a time).
     const waiting = this.waiting.get(conversation)
     if (waiting !== undefined) {
-      waiting.text += text
+      for (const l of lines) waiting.lines.push(l)
       return waiting.written
     }
     const prev = this.queues.get(conversation) ?? Promise.resolve()
-    const next: { text: string; written: Promise<void> } = { text, written: Promise.resolve() }
+    const next: { lines: Buffer[]; written: Promise<void> } = { lines, written: Promise.resolve() }
     next.written = prev.then(async () => {
       this.waiting.delete(conversation)
-      await (await this.handle(conversation)).write(next.text)
+      const lines = next.lines
+      await (await this.handle(conversation)).write(lines.length === 1 ? lines[0] as Buffer : Buffer.concat(lines))
     })
     this.waiting.set(conversation, next)
     this.queues.set(conversation, next.written)

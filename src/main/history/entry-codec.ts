@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
 import {
-  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeWritten, hashInput, inputOf, rememberEncoding, storedOf, understand,
+  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeWritten, hashInput, inputOf, storedOf, understand,
   type Author, type EncodedFields, type KnownEntry, type EntryDraft, type Validation, type WrittenEntry
 } from '../../shared/entry'
 
@@ -32,12 +32,24 @@ export function validateEntry (raw: unknown, device?: string): Validation {
 
 /**
  * Builds a complete entry from a draft; throws InvalidEntryError if the result is invalid.
- * Encodes and hashes once: the id is computed here, so it is not checked again, and the
- * stored encoding is kept for the feed and the cache.
+ * Remembers nothing: what the store writes comes from makeEntryBlock, and encodeEntry of
+ * the entry gives the same bytes again.
  */
-export function makeEntry (draft: EntryDraft, ctx: { conversation: string | null; device: string; ts: number }): KnownEntry {
+export function makeEntry (draft: EntryDraft, ctx: EntryContext): KnownEntry {
+  return makeEntryBlock(draft, ctx).entry
+}
+
+export interface EntryContext { conversation: string | null; device: string; ts: number }
+
+/**
+ * makeEntry, and beside the entry its feed block: encodeEntry's bytes, encoded to UTF-8 once
+ * (the feed, the entry cache's line and the DAG's size estimate all take this Buffer).
+ * Encodes and hashes once: the id is computed here, so it is not checked again. `parents`
+ * replaces the draft's (its `$k` resolved) without a copy of the draft.
+ */
+export function makeEntryBlock (draft: EntryDraft, ctx: EntryContext, parents: string[] = draft.parents): { entry: KnownEntry; block: Buffer } {
   const author: Author = draft.agent === undefined ? { device: ctx.device } : { device: ctx.device, agent: draft.agent }
-  const partial = { v: 1 as const, conversation: ctx.conversation ?? '', parents: draft.parents, author, ts: ctx.ts, kind: draft.kind, body: draft.body }
+  const partial = { v: 1 as const, conversation: ctx.conversation ?? '', parents, author, ts: ctx.ts, kind: draft.kind, body: draft.body }
   // a draft's kind is named in its errors; one that is not even a string cannot be
   const what = typeof draft.kind === 'string' ? draft.kind : 'an'
   let written: { fields: EncodedFields; entry: WrittenEntry }
@@ -49,15 +61,32 @@ export function makeEntry (draft: EntryDraft, ctx: { conversation: string | null
     throw new InvalidEntryError(`${what} entry: ${(err as Error).message}`)
   }
   if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${what} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
-  const id = sha256Hex(input)
-  const stored = storedOf(written.fields, id)
-  // What is returned is what is stored (JSON.parse(stored) would give the same object: -0,
+  // The hash input's UTF-8, made once: hashed, and (but for a root) the block around its id.
+  const bytes = Buffer.from(input)
+  const id = crypto.hash('sha256', bytes, 'hex')
+  // What is returned is what is stored (JSON.parse(block) would give the same object: -0,
   // holes, undefined), a copy the caller's draft cannot change afterwards.
   const entry = written.entry as KnownEntry
   entry.id = id
-  if (written.fields.conversation === null) entry.conversation = id
+  const { fields } = written
+  if (fields.conversation === null) entry.conversation = id
   const v = checkEntryShape(entry, ctx.device)
   if (!v.ok) throw new InvalidEntryError(v.error)
-  rememberEncoding(entry, stored)
-  return entry
+  return { entry, block: fields.conversation === null ? Buffer.from(storedOf(fields, id)) : blockAround(bytes, fields.tail.length, id) }
 }
+
+/**
+ * A child's block from its hash input's bytes: the same with `,"id":"…"` before the tail (its
+ * kind, parents, ts and v: ASCII once the entry passed its checks), where canonical key order
+ * puts it (storedOf's text, without encoding it again).
+ */
+function blockAround (input: Buffer, tailBytes: number, id: string): Buffer {
+  const at = input.length - tailBytes
+  const block = Buffer.allocUnsafe(input.length + ID_FIELD_BYTES)
+  input.copy(block, 0, 0, at)
+  block.write(',"id":"' + id + '"', at, 'latin1')
+  input.copy(block, at + ID_FIELD_BYTES, at)
+  return block
+}
+
+const ID_FIELD_BYTES = ',"id":"'.length + 64 + 1

@@ -7,7 +7,7 @@ import type Hypercore from 'hypercore'
 import crypto from 'hypercore-crypto'
 import { ConversationDag } from '../../shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../shared/entry'
-import { makeEntry } from './entry-codec'
+import { makeEntryBlock } from './entry-codec'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import type { DeviceKeyPair } from './feed-header'
@@ -139,7 +139,7 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
       corestore, dir, log, delayMs: opts.manifestDelayMs ?? 1000, device, closing, feed: key => this.state.feeds[key],
       recorded: (length, save) => { this.state.manifestIndexed = length; if (save) index.scheduleIndexSave() }
     })
-    this.appends = new AppendQueue({ maxBatch: opts.maxBatch ?? 1000, dir, log, write: (c, entries) => this.writeOwn(c, entries), pin: c => dags.pin(c) })
+    this.appends = new AppendQueue({ maxBatch: opts.maxBatch ?? 1000, dir, log, write: (c, entries, blocks) => this.writeOwn(c, entries, blocks), pin: c => dags.pin(c) })
     this.ownFeeds = new OwnFeeds({ corestore, pool, manifest, state, device, keyPair: () => this.keyPair, markDirty, changed, announce })
     this.follower = new PeerFeedFollower({
       pool, manifest, log, readChunk, watchPeers: opts.watchPeers ?? true, state, device, closing, markDirty, changed, announce,
@@ -250,11 +250,11 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
       ...(opts.model !== undefined ? { model: opts.model } : {}),
       ...(opts.autoRevival !== undefined ? { autoRevival: opts.autoRevival } : {})
     }
-    const root = makeEntry({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
+    const { entry: root, block } = makeEntryBlock({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
     const dag = new ConversationDag(root.id, [], { now: this.now })
     this.dags.set(root.id, dag, DAG_BYTES)
     try {
-      await this.writeOwn(root.id, [root])
+      await this.writeOwn(root.id, [root], [block])
     } catch (err) {
       if (this.dags.peek(root.id)?.size === 0) this.dags.forget(root.id)
       throw storageError(err, this.dir)
@@ -279,11 +279,13 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
    * stored in call order; if a write fails, entries queued on top of the lost ones fail too.
    */
   async enqueue (conversation: string, drafts: EntryDraft[]): Promise<{ entries: Entry[]; stored: Promise<Entry[]> }> {
-    await this.ready()
+    // Awaited only when there is something to wait for: each await is a hop in which other
+    // work runs, and an agent enqueues at every step.
+    if (!this.life.opened) await this.ready()
     if (this.closing) throw new Error('the history store is closing')
-    const dag = await this.dags.load(conversation)
+    const dag = this.dags.resident(conversation) ?? await this.dags.load(conversation)
     if (dag.root === undefined) throw new ConversationNotFoundError(conversation, 'no conversation with a root entry')
-    const entries = entriesOfCall(drafts, {
+    const { entries, blocks } = entriesOfCall(drafts, {
       conversation,
       device: this.device,
       ts: this.now(),
@@ -291,14 +293,14 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
       waits: id => dag.has(id)
     })
     if (entries.length === 0) return { entries, stored: Promise.resolve([]) }
-    return { entries, stored: this.appends.push(conversation, entries) }
+    return { entries, stored: this.appends.push(conversation, entries, blocks) }
   }
 
-  /** Writes entries to this device's feed of a conversation and indexes them; resolves once the feed has them. */
-  private async writeOwn (conversation: string, entries: Entry[]): Promise<void> {
+  /** Writes entries (and their blocks) to this device's feed of a conversation and indexes them; resolves once the feed has them. */
+  private async writeOwn (conversation: string, entries: Entry[], blocks: Buffer[]): Promise<void> {
     const core = await this.ownFeeds.ownFeed(conversation)
-    await this.ownFeeds.writeBlocks(core, entries)
-    await this.conversations.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true)
+    await this.ownFeeds.writeBlocks(core, blocks)
+    await this.conversations.indexEntries(this.state.feeds[hex(core)] as FeedRecord, entries, core.length, true, blocks)
   }
 
   // ---------------------------------------------------------------- peers

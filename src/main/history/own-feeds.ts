@@ -1,6 +1,5 @@
 import type Corestore from 'corestore'
 import type Hypercore from 'hypercore'
-import { encodeEntry, type Entry } from '../../shared/entry'
 import { makeFeedHeader, type DeviceKeyPair } from './feed-header'
 import type { FeedPool } from './feed-pool'
 import type { FeedRecord, IndexState } from './history-index'
@@ -69,12 +68,12 @@ export class OwnFeeds {
     return core
   }
 
-  /** Appends entries to an own feed, in one Hypercore append. */
-  async writeBlocks (core: Hypercore.Core, entries: Entry[]): Promise<void> {
+  /** Appends entries' blocks (makeEntryBlock) to an own feed, in one Hypercore append. */
+  async writeBlocks (core: Hypercore.Core, blocks: Buffer[]): Promise<void> {
     const key = hex(core)
     await this.opts.pool.pinWhile(key, async () => {
       await this.opts.markDirty()
-      await core.append(entries.map(e => Buffer.from(encodeEntry(e))))
+      await core.append(blocks)
     })
     this.lengths.set(key, core.length)
     this.opts.announce({ ...this.opts.state().feeds[key] as FeedRecord })
