@@ -5,6 +5,15 @@ declare module 'hypercore' {
   import type { Duplex } from 'node:stream'
   namespace Hypercore {
     interface GetOptions { wait?: boolean; timeout?: number; valueEncoding?: unknown }
+    /** one peer replicating a core (hypercore/lib/replicator.js) */
+    interface Peer {
+      /** the connection's Noise stream */
+      readonly stream: unknown
+      /** whether the peer told its length yet */
+      readonly remoteSynced: boolean
+      /** the blocks the peer holds from the start, as far as it said */
+      readonly remoteContiguousLength: number
+    }
     interface Core extends EventEmitter {
       readonly key: Buffer | null
       readonly discoveryKey: Buffer | null
@@ -13,6 +22,8 @@ declare module 'hypercore' {
       readonly writable: boolean
       readonly closed: boolean
       readonly opened: boolean
+      /** the peers replicating this core now */
+      readonly peers: readonly Peer[]
       ready (): Promise<void>
       close (): Promise<void>
       append (block: Buffer | Buffer[]): Promise<{ length: number; byteLength: number }>
@@ -46,6 +57,13 @@ declare module 'corestore' {
     replicate (isInitiator: boolean | Duplex, opts?: Record<string, unknown>): Duplex
     createKeyPair (name: string): Promise<KeyPair>
     findingPeers (): () => void
+    /** calls fn with the internal core of every core opened from now on (for this store, or for a peer that opened its channel) */
+    watch (fn: (core: Corestore.OpenedCore) => void): void
+    unwatch (fn: (core: Corestore.OpenedCore) => void): void
+  }
+  namespace Corestore {
+    /** what watch() passes: the core under the sessions */
+    interface OpenedCore { readonly key: Buffer | null; ready (): Promise<void> }
   }
   export = Corestore
 }

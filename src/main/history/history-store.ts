@@ -175,6 +175,9 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
     } catch (err) {
       throw storageError(err, this.dir)
     }
+    // A feed Corestore opens because a peer opened its channel is held in the pool like any
+    // other, so the idle sweep keeps it open while the peer lacks blocks of it (keepOpen).
+    this.corestore.watch(this.onCoreOpened)
     this.keyPair_ = await this.corestore.createKeyPair('arbor/device')
     this.device_ = this.keyPair_.publicKey.toString('hex')
     await this.manifestLog.open(this.keyPair)
@@ -204,8 +207,19 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
   /** Runs fn with a feed pinned open (FeedPool.pinWhile). */
   private pinWhile<T> (key: string, fn: () => Promise<T>): Promise<T> { return this.pool.pinWhile(key, fn) }
 
+  /** Corestore opened a core (for this store, or for a peer that opened its channel). */
+  private readonly onCoreOpened = (core: Corestore.OpenedCore): void => {
+    core.ready().then(() => {
+      const key = core.key?.toString('hex')
+      // the pool's own opens are in it by now; only a known conversation feed is held
+      if (key === undefined || this.closing || this.pool.has(key) || this.state.feeds[key] === undefined) return
+      this.pool.core(key).catch((err: Error) => { if (!this.closing) this.log.warn(`cannot hold feed ${key.slice(0, 12)} open for a peer: ${err.message}`) })
+    }, () => undefined) // a core that fails to open fails for whoever opened it, and is reported there
+  }
+
   private async closeStore (): Promise<void> {
     this.closing = true
+    this.corestore.unwatch(this.onCoreOpened)
     this.pool.stop()
     await this.appends.settled()
     // every reader has finished before the index is saved
@@ -357,7 +371,11 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
 
   /** Replication of every loaded feed over a stream (Corestore replication). */
   replicate (isInitiatorOrStream: boolean | Duplex): Duplex {
-    return this.corestore.replicate(isInitiatorOrStream)
+    const stream = this.corestore.replicate(isInitiatorOrStream)
+    const noise = (stream as unknown as { noiseStream: unknown }).noiseStream
+    // a feed waiting on this connection's peer for its blocks waits no longer in a slot
+    stream.once('close', () => { this.follower.connectionClosed(noise) })
+    return stream
   }
 
   /** The index in memory (IndexWriter.state; benchmarks read it). */
