@@ -26,6 +26,8 @@ declare module 'hypercore' {
       readonly peers: readonly Peer[]
       ready (): Promise<void>
       close (): Promise<void>
+      /** whether this session makes the core download (and replicate on every connection) */
+      setActive (active: boolean): void
       append (block: Buffer | Buffer[]): Promise<{ length: number; byteLength: number }>
       get (index: number, opts?: GetOptions): Promise<Buffer | null>
       has (start: number, end?: number): Promise<boolean>
@@ -51,7 +53,7 @@ declare module 'corestore' {
     readonly storage: { close (): Promise<void> }
     ready (): Promise<void>
     close (): Promise<void>
-    get (opts: Buffer | { name?: string; key?: Buffer; valueEncoding?: unknown; writable?: boolean; wait?: boolean; exclusive?: boolean }): Hypercore.Core
+    get (opts: Buffer | { name?: string; key?: Buffer; valueEncoding?: unknown; writable?: boolean; wait?: boolean; exclusive?: boolean; active?: boolean }): Hypercore.Core
     namespace (name: string): Corestore
     session (opts?: Record<string, unknown>): Corestore
     replicate (isInitiator: boolean | Duplex, opts?: Record<string, unknown>): Duplex

@@ -110,6 +110,8 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
   private readonly follower: PeerFeedFollower
   /** whether a connected peer lacks blocks of a feed below a length (set by the sync layer) */
   private peersLack: (key: string, length: number) => boolean = () => false
+  /** whether a connected peer has blocks of a feed past a length (set by the sync layer; without one, any may) */
+  private peersHave: (key: string, length: number) => boolean = () => true
   private readonly dags: ResidentDags
   private readonly conversations: ConversationIndex
   private readonly appends: AppendQueue
@@ -144,6 +146,7 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
     this.follower = new PeerFeedFollower({
       pool, manifest, log, readChunk, watchPeers: opts.watchPeers ?? true, state, device, closing, markDirty, changed, announce,
       available: key => this.availableLength(key),
+      served: (key, length) => this.peersHave(key, length),
       load: conversation => dags.load(conversation),
       index: (rec, entries, upTo) => this.conversations.indexEntries(rec, entries, upTo, false),
       invalid: ev => { this.emit('invalid', ev) }
@@ -213,7 +216,7 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
       const key = core.key?.toString('hex')
       // the pool's own opens are in it by now; only a known conversation feed is held
       if (key === undefined || this.closing || this.pool.has(key) || this.state.feeds[key] === undefined) return
-      this.pool.core(key).catch((err: Error) => { if (!this.closing) this.log.warn(`cannot hold feed ${key.slice(0, 12)} open for a peer: ${err.message}`) })
+      this.pool.adopt(key)
     }, () => undefined) // a core that fails to open fails for whoever opened it, and is reported there
   }
 
@@ -336,11 +339,14 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
   }
 
   /**
-   * How the sync layer says which feeds connected peers lack: a feed is kept open while
-   * `lack(key, length)` holds for what this device can serve of it (closeIdleFeeds).
+   * How the sync layer says what connected peers hold: a feed is kept open while
+   * `lack(key, length)` holds for what this device can serve of it (closeIdleFeeds), and a
+   * peer's feed waits in a download slot only while `have(key, length)` holds for what this
+   * device has of it (a peer that can send it is connected).
    */
-  setPeersLack (lack: (key: string, length: number) => boolean): void {
-    this.peersLack = lack
+  setPeers (peers: { lack: (key: string, length: number) => boolean; have: (key: string, length: number) => boolean }): void {
+    this.peersLack = peers.lack
+    this.peersHave = peers.have
   }
 
   /** This device's key pair (its identity on the network). */
@@ -363,6 +369,9 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
     const core = this.pool.get(key)
     return Math.max(rec.indexed, this.ownFeeds.length(key) ?? 0, core !== undefined && core.opened ? core.length : 0)
   }
+
+  /** Peers' feeds holding a slot (being opened and downloaded) and waiting for one (PEER_FEEDS_AT_ONCE). */
+  get peerFeedSlots (): { active: number; waiting: number } { return this.follower.slotUse }
 
   /** Feeds held, optionally of one conversation. */
   feeds (conversation?: string): FeedRecord[] {

@@ -36,6 +36,8 @@ export interface PeerFeedFollowerOptions {
   announce: (rec: FeedRecord) => void
   /** How many blocks of a feed this device can serve (HistoryStore.availableLength). */
   available: (key: string) => number
+  /** Whether a connected peer announced more than `length` blocks of a feed (HistoryStore.setPeers). */
+  served: (key: string, length: number) => boolean
   /** Reads a conversation's DAG into memory. */
   load: (conversation: string) => Promise<unknown>
   /** Indexes entries read from a feed up to `upTo`; resolves once the watermark moved. */
@@ -88,15 +90,15 @@ export class PeerFeedFollower {
   get slotUse (): { active: number; waiting: number } { return { active: this.slots.active, waiting: this.slots.waiting } }
 
   /**
-   * A connection closed: a feed whose slot waits on peers, and that no peer left on another
-   * connection has more of, gives its slot to the next. It stays open and downloading, so the
-   * next connection replicates it (Corestore attaches every downloading core) without a slot.
+   * A connection closed: a feed whose slot waits on peers, and that no peer left has more of,
+   * gives its slot to the next. It stays open and downloading, so the next connection
+   * replicates it (Corestore attaches every downloading core) without a slot.
    */
   connectionClosed (stream: unknown): void {
     for (const key of this.slotHolders()) {
       const core = this.opts.pool.get(key)
       const rec = this.opts.state().feeds[key]
-      // one still opening holds its slot until its open ends (then it waits on peers like the rest)
+      // one still opening holds its slot until its open ends (then it asks whether a peer can send it)
       if (core !== undefined && core.opened && rec !== undefined) this.releaseIfDone(rec, core, stream)
     }
   }
@@ -148,7 +150,8 @@ export class PeerFeedFollower {
   private async watchFeed (rec: FeedRecord): Promise<void> {
     if (this.watched.has(rec.key)) {
       const open = this.opts.pool.get(rec.key)
-      if (open !== undefined) this.pump(rec, open)
+      // a peer has more: a session left passive downloads again
+      if (open !== undefined) { this.opts.pool.activate(rec.key); this.pump(rec, open) }
       return
     }
     this.watched.add(rec.key)
@@ -159,6 +162,9 @@ export class PeerFeedFollower {
   private async startFeed (key: string): Promise<void> {
     const rec = this.opts.state().feeds[key]
     if (rec === undefined || this.opts.closing() || !this.watched.has(key)) { this.slots.release(key); return }
+    // No connected peer has more of it (the one that announced it is gone): it waits for the
+    // next announcement, not in a slot, where it would hold up feeds a connected peer can send.
+    if (!this.opts.served(key, rec.indexed)) { this.slots.release(key); this.watched.delete(key); return }
     let core: Hypercore.Core
     try {
       core = await this.opts.pool.core(rec.key)
@@ -180,21 +186,24 @@ export class PeerFeedFollower {
     core.on('download', more)
     // Keep the whole history locally, for offline use.
     core.download({ start: 0, end: -1 })
+    // the connection it was opened for may have closed meanwhile
+    this.releaseIfDone(rec, core)
     this.pump(rec, core)
   }
 
   /**
    * A feed holding a slot gives it back once it holds every block announced of it, or once no
-   * peer replicating it (on a connection other than `closing`) has a block it lacks: a peer
-   * that announced more than it serves, or one gone, must not hold a slot for ever.
+   * connected peer has more of it: by what peers announced (one that announced it may be gone),
+   * and by what those replicating it (on a connection other than `closing`) said they hold
+   * (a peer that announced more than it serves must not hold a slot for ever).
    */
   private releaseIfDone (rec: FeedRecord, core: Hypercore.Core, closing: unknown = null): void {
     if (!this.slots.holds(rec.key)) return
     const have = core.contiguousLength
     const peers = core.peers.filter(p => p.stream !== closing)
     const whole = core.length > 0 && have >= Math.max(core.length, this.wantedLength(rec.key))
-    const nothingMore = peers.every(p => p.remoteSynced && p.remoteContiguousLength <= have) && (closing !== null || (peers.length > 0 && core.length > 0 && have >= core.length))
-    if (this.refused.has(rec.key) || whole || nothingMore) this.slots.release(rec.key)
+    const noneHasMore = peers.length > 0 && core.length > 0 && have >= core.length && peers.every(p => p.remoteSynced && p.remoteContiguousLength <= have)
+    if (this.refused.has(rec.key) || whole || noneHasMore || !this.opts.served(rec.key, have)) this.slots.release(rec.key)
   }
 
   /** Reads a peer feed's new blocks; one reader per feed, re-run if more arrived meanwhile. */

@@ -287,6 +287,14 @@ export class SyncSession {
   sendLive (msg: LiveMessage): void { this.send('live', msg) }
   sendHeld (msg: HeldMessage): void { this.send('held', msg) }
 
+  /**
+   * Whether the peer said it holds more than `length` blocks of a feed, on this connection or
+   * when last heard (what it says in `feeds since` updates it as the session opens).
+   */
+  remoteHas (key: string, length: number): boolean {
+    return (this.known.heard.get(key)?.length ?? 0) > length
+  }
+
   /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
   behind (conversation?: string): number {
     let n = 0
