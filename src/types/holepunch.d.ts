@@ -5,6 +5,15 @@ declare module 'hypercore' {
   import type { Duplex } from 'node:stream'
   namespace Hypercore {
     interface GetOptions { wait?: boolean; timeout?: number; valueEncoding?: unknown }
+    /** one peer replicating a core (hypercore/lib/replicator.js) */
+    interface Peer {
+      /** the connection's Noise stream */
+      readonly stream: unknown
+      /** whether the peer told its length yet */
+      readonly remoteSynced: boolean
+      /** the blocks the peer holds from the start, as far as it said */
+      readonly remoteContiguousLength: number
+    }
     interface Core extends EventEmitter {
       readonly key: Buffer | null
       readonly discoveryKey: Buffer | null
@@ -13,8 +22,12 @@ declare module 'hypercore' {
       readonly writable: boolean
       readonly closed: boolean
       readonly opened: boolean
+      /** the peers replicating this core now */
+      readonly peers: readonly Peer[]
       ready (): Promise<void>
       close (): Promise<void>
+      /** whether this session makes the core download (and replicate on every connection) */
+      setActive (active: boolean): void
       append (block: Buffer | Buffer[]): Promise<{ length: number; byteLength: number }>
       get (index: number, opts?: GetOptions): Promise<Buffer | null>
       has (start: number, end?: number): Promise<boolean>
@@ -40,12 +53,19 @@ declare module 'corestore' {
     readonly storage: { close (): Promise<void> }
     ready (): Promise<void>
     close (): Promise<void>
-    get (opts: Buffer | { name?: string; key?: Buffer; valueEncoding?: unknown; writable?: boolean; wait?: boolean; exclusive?: boolean }): Hypercore.Core
+    get (opts: Buffer | { name?: string; key?: Buffer; valueEncoding?: unknown; writable?: boolean; wait?: boolean; exclusive?: boolean; active?: boolean }): Hypercore.Core
     namespace (name: string): Corestore
     session (opts?: Record<string, unknown>): Corestore
     replicate (isInitiator: boolean | Duplex, opts?: Record<string, unknown>): Duplex
     createKeyPair (name: string): Promise<KeyPair>
     findingPeers (): () => void
+    /** calls fn with the internal core of every core opened from now on (for this store, or for a peer that opened its channel) */
+    watch (fn: (core: Corestore.OpenedCore) => void): void
+    unwatch (fn: (core: Corestore.OpenedCore) => void): void
+  }
+  namespace Corestore {
+    /** what watch() passes: the core under the sessions */
+    interface OpenedCore { readonly key: Buffer | null; ready (): Promise<void> }
   }
   export = Corestore
 }

@@ -22,6 +22,8 @@ export class FeedPool {
   /** the open session of each feed, by key (hex) */
   readonly cores = new Map<string, Hypercore.Core>()
   private readonly lastUsed = new Map<string, number>()
+  /** feeds whose session is passive (adopted for a peer, or idle with a peer attached): kept while a peer replicates them */
+  private readonly passive = new Set<string>()
   /** feeds being opened, written or read outside a pump (a count each): never closed as idle meanwhile */
   private readonly pinned = new Map<string, number>()
   private sweepTimer: NodeJS.Timeout | null = null
@@ -59,10 +61,29 @@ export class FeedPool {
     this.touch(key)
   }
 
+  /**
+   * Holds open a feed Corestore opened because a peer opened its channel: a passive session
+   * (it does not make the core replicate on other connections), kept while any peer replicates
+   * the feed. Without a session Corestore closes such a core a few seconds after it was once
+   * idle, even with a peer attached since, and that peer does not open the channel again.
+   */
+  adopt (key: string): void {
+    if (this.cores.has(key)) return
+    const core = this.opts.corestore.get({ key: Buffer.from(key, 'hex'), active: false })
+    this.cores.set(key, core)
+    this.passive.add(key)
+    this.touch(key)
+    this.pinWhile(key, () => core.ready()).catch((err: Error) => {
+      if (this.cores.get(key) === core) { this.cores.delete(key); this.passive.delete(key) }
+      this.opts.log.warn(`cannot hold feed ${key.slice(0, 12)} open for a peer: ${err.message}`)
+    })
+  }
+
   /** A feed's open session (opened if need be); its callers use it before any timer can close it. */
   async core (key: string): Promise<Hypercore.Core> {
     this.touch(key)
     let core = this.cores.get(key)
+    if (core !== undefined) this.activate(key)
     if (core === undefined) {
       core = this.opts.corestore.get({ key: Buffer.from(key, 'hex') })
       this.cores.set(key, core)
@@ -70,6 +91,11 @@ export class FeedPool {
     const opening = core
     await this.pinWhile(key, () => opening.ready())
     return core
+  }
+
+  /** A feed held passive until now is used by this device (downloaded, replicated) from here on. */
+  activate (key: string): void {
+    if (this.passive.delete(key)) this.cores.get(key)?.setActive(true)
   }
 
   /** Runs fn with a feed pinned open (the idle sweep leaves it alone meanwhile). */
@@ -94,6 +120,15 @@ export class FeedPool {
     const now = Date.now()
     for (const [key, core] of this.cores) {
       if (now - (this.lastUsed.get(key) ?? 0) < this.opts.idleCloseMs || this.pinned.has(key) || this.opts.keepOpen(key, core)) continue
+      // With a peer attached it is made passive, not closed: Corestore closes a core without
+      // sessions a few seconds after it was once idle, even with a peer attached since, and
+      // that peer does not open the channel again. Passive on both sides, Hypercore closes the
+      // channel, and the next sweep the session.
+      if (core.peers.length > 0) {
+        if (!this.passive.has(key)) { this.passive.add(key); core.setActive(false) }
+        continue
+      }
+      this.passive.delete(key)
       this.cores.delete(key)
       this.lastUsed.delete(key)
       this.opts.closed(key)

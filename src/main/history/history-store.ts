@@ -110,6 +110,8 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
   private readonly follower: PeerFeedFollower
   /** whether a connected peer lacks blocks of a feed below a length (set by the sync layer) */
   private peersLack: (key: string, length: number) => boolean = () => false
+  /** whether a connected peer has blocks of a feed past a length (set by the sync layer; without one, any may) */
+  private peersHave: (key: string, length: number) => boolean = () => true
   private readonly dags: ResidentDags
   private readonly conversations: ConversationIndex
   private readonly appends: AppendQueue
@@ -144,6 +146,7 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
     this.follower = new PeerFeedFollower({
       pool, manifest, log, readChunk, watchPeers: opts.watchPeers ?? true, state, device, closing, markDirty, changed, announce,
       available: key => this.availableLength(key),
+      served: (key, length) => this.peersHave(key, length),
       load: conversation => dags.load(conversation),
       index: (rec, entries, upTo) => this.conversations.indexEntries(rec, entries, upTo, false),
       invalid: ev => { this.emit('invalid', ev) }
@@ -175,6 +178,9 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
     } catch (err) {
       throw storageError(err, this.dir)
     }
+    // A feed Corestore opens because a peer opened its channel is held in the pool like any
+    // other, so the idle sweep keeps it open while the peer lacks blocks of it (keepOpen).
+    this.corestore.watch(this.onCoreOpened)
     this.keyPair_ = await this.corestore.createKeyPair('arbor/device')
     this.device_ = this.keyPair_.publicKey.toString('hex')
     await this.manifestLog.open(this.keyPair)
@@ -204,8 +210,19 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
   /** Runs fn with a feed pinned open (FeedPool.pinWhile). */
   private pinWhile<T> (key: string, fn: () => Promise<T>): Promise<T> { return this.pool.pinWhile(key, fn) }
 
+  /** Corestore opened a core (for this store, or for a peer that opened its channel). */
+  private readonly onCoreOpened = (core: Corestore.OpenedCore): void => {
+    core.ready().then(() => {
+      const key = core.key?.toString('hex')
+      // the pool's own opens are in it by now; only a known conversation feed is held
+      if (key === undefined || this.closing || this.pool.has(key) || this.state.feeds[key] === undefined) return
+      this.pool.adopt(key)
+    }, () => undefined) // a core that fails to open fails for whoever opened it, and is reported there
+  }
+
   private async closeStore (): Promise<void> {
     this.closing = true
+    this.corestore.unwatch(this.onCoreOpened)
     this.pool.stop()
     await this.appends.settled()
     // every reader has finished before the index is saved
@@ -324,11 +341,14 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
   }
 
   /**
-   * How the sync layer says which feeds connected peers lack: a feed is kept open while
-   * `lack(key, length)` holds for what this device can serve of it (closeIdleFeeds).
+   * How the sync layer says what connected peers hold: a feed is kept open while
+   * `lack(key, length)` holds for what this device can serve of it (closeIdleFeeds), and a
+   * peer's feed waits in a download slot only while `have(key, length)` holds for what this
+   * device has of it (a peer that can send it is connected).
    */
-  setPeersLack (lack: (key: string, length: number) => boolean): void {
-    this.peersLack = lack
+  setPeers (peers: { lack: (key: string, length: number) => boolean; have: (key: string, length: number) => boolean }): void {
+    this.peersLack = peers.lack
+    this.peersHave = peers.have
   }
 
   /** This device's key pair (its identity on the network). */
@@ -352,6 +372,9 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
     return Math.max(rec.indexed, this.ownFeeds.length(key) ?? 0, core !== undefined && core.opened ? core.length : 0)
   }
 
+  /** Peers' feeds holding a slot (being opened and downloaded) and waiting for one (PEER_FEEDS_AT_ONCE). */
+  get peerFeedSlots (): { active: number; waiting: number } { return this.follower.slotUse }
+
   /** Feeds held, optionally of one conversation. */
   feeds (conversation?: string): FeedRecord[] {
     return Object.values(this.state.feeds).filter(f => conversation === undefined || f.conversation === conversation).map(f => ({ ...f }))
@@ -359,7 +382,11 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
 
   /** Replication of every loaded feed over a stream (Corestore replication). */
   replicate (isInitiatorOrStream: boolean | Duplex): Duplex {
-    return this.corestore.replicate(isInitiatorOrStream)
+    const stream = this.corestore.replicate(isInitiatorOrStream)
+    const noise = (stream as unknown as { noiseStream: unknown }).noiseStream
+    // a feed waiting on this connection's peer for its blocks waits no longer in a slot
+    stream.once('close', () => { this.follower.connectionClosed(noise) })
+    return stream
   }
 
   /** The index in memory (IndexWriter.state; benchmarks read it). */

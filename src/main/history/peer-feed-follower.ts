@@ -5,6 +5,7 @@ import { HEX32 } from '../../shared/hex32'
 import { verifyFeedHeader } from './feed-header'
 import { decodeBlock, readLocalBlocks } from './feed-blocks'
 import type { FeedPool } from './feed-pool'
+import { FeedSlots } from './feed-slots'
 import type { FeedRecord, IndexState } from './history-index'
 import type { ManifestLog } from './manifest-log'
 
@@ -35,6 +36,8 @@ export interface PeerFeedFollowerOptions {
   announce: (rec: FeedRecord) => void
   /** How many blocks of a feed this device can serve (HistoryStore.availableLength). */
   available: (key: string) => number
+  /** Whether a connected peer announced more than `length` blocks of a feed (HistoryStore.setPeers). */
+  served: (key: string, length: number) => boolean
   /** Reads a conversation's DAG into memory. */
   load: (conversation: string) => Promise<unknown>
   /** Indexes entries read from a feed up to `upTo`; resolves once the watermark moved. */
@@ -44,12 +47,23 @@ export interface PeerFeedFollowerOptions {
 }
 
 /**
+ * Peers' feeds opened and downloading at once, at most. Each one opened asks the peer to open
+ * it too, and until the peer has, its messages wait in the peer's connection buffer, which
+ * stops reading past 32 KiB (Protomux); and the peer answers a batch of opens only once all of
+ * it is open. Thousands opened at once (a first sync) served none until nearly all were open.
+ */
+export const PEER_FEEDS_AT_ONCE = 64
+
+/**
  * Following peers' feeds: learning them from the sync layer, opening one when a peer has more
- * of it, downloading it whole and reading each block that arrives (one reader per feed),
- * checked against the feed's signed header before it is indexed.
+ * of it (PEER_FEEDS_AT_ONCE at a time, in the order peers announce them: newest first),
+ * downloading it whole and reading each block that arrives (one reader per feed), checked
+ * against the feed's signed header before it is indexed.
  */
 export class PeerFeedFollower {
   private readonly watched = new Set<string>()
+  /** a slot per feed being opened and downloaded, from its open until it is downloaded, closed, failed, or its peers are gone */
+  private readonly slots = new FeedSlots(PEER_FEEDS_AT_ONCE, key => { void this.startFeed(key) })
   private readonly pumping = new Map<string, Promise<void>>()
   private readonly pumpAgain = new Set<string>()
   /** feeds whose header was refused this session: not read again */
@@ -66,7 +80,34 @@ export class PeerFeedFollower {
   wantedLength (key: string): number { return this.wanted.get(key) ?? 0 }
 
   /** A feed was closed (as idle): it is watched again when a peer has more of it. */
-  forget (key: string): void { this.watched.delete(key) }
+  forget (key: string): void {
+    this.watched.delete(key)
+    // one still queued stays queued: its open comes with its slot
+    if (this.slots.holds(key)) this.slots.release(key)
+  }
+
+  /** Feeds holding a slot, and waiting for one (tests and benchmarks read it). */
+  get slotUse (): { active: number; waiting: number } { return { active: this.slots.active, waiting: this.slots.waiting } }
+
+  /**
+   * A connection closed: a feed whose slot waits on peers, and that no peer left has more of,
+   * gives its slot to the next. It stays open and downloading, so the next connection
+   * replicates it (Corestore attaches every downloading core) without a slot.
+   */
+  connectionClosed (stream: unknown): void {
+    for (const key of this.slotHolders()) {
+      const core = this.opts.pool.get(key)
+      const rec = this.opts.state().feeds[key]
+      // one still opening holds its slot until its open ends (then it asks whether a peer can send it)
+      if (core !== undefined && core.opened && rec !== undefined) this.releaseIfDone(rec, core, stream)
+    }
+  }
+
+  private slotHolders (): string[] {
+    const out: string[] = []
+    for (const key of this.watched) if (this.slots.holds(key)) out.push(key)
+    return out
+  }
 
   /**
    * Adds a feed of a conversation learned from a peer, and follows it. Resolves once its
@@ -98,11 +139,9 @@ export class PeerFeedFollower {
     const rec = this.opts.state().feeds[key]
     if (rec === undefined) return false
     if (rec.conversation !== conversation) return true
-    // The peer lacks blocks this device has: open the feed, so its core is replicated to
-    // the peer (and not closed under it) until the peer says it has them (the idle sweep).
-    if (length < this.opts.available(key) && !this.opts.pool.has(key)) {
-      this.opts.pool.core(key).catch((err: Error) => { if (!this.opts.closing()) this.opts.log.warn(`cannot open feed ${key.slice(0, 12)} for a peer: ${err.message}`) })
-    }
+    // A peer lacking blocks this device has opens the feed's channel itself, and Corestore
+    // opens the core for it then (HistoryStore keeps a session on it while the peer lacks
+    // them): opening here every feed a peer lacks, thousands at a first sync, held up those it asked for.
     if (rec.own || rec.indexed >= length || !this.opts.watchPeers) return true
     void this.watchFeed(rec)
     return true
@@ -111,24 +150,60 @@ export class PeerFeedFollower {
   private async watchFeed (rec: FeedRecord): Promise<void> {
     if (this.watched.has(rec.key)) {
       const open = this.opts.pool.get(rec.key)
-      if (open !== undefined) this.pump(rec, open)
+      // a peer has more: a session left passive downloads again
+      if (open !== undefined) { this.opts.pool.activate(rec.key); this.pump(rec, open) }
       return
     }
     this.watched.add(rec.key)
+    this.slots.want(rec.key)
+  }
+
+  /** A feed got its slot: open it, download it whole, read it as it arrives. */
+  private async startFeed (key: string): Promise<void> {
+    const rec = this.opts.state().feeds[key]
+    if (rec === undefined || this.opts.closing() || !this.watched.has(key)) { this.slots.release(key); return }
+    // No connected peer has more of it (the one that announced it is gone): it waits for the
+    // next announcement, not in a slot, where it would hold up feeds a connected peer can send.
+    if (!this.opts.served(key, rec.indexed)) { this.slots.release(key); this.watched.delete(key); return }
     let core: Hypercore.Core
     try {
       core = await this.opts.pool.core(rec.key)
     } catch (err) {
+      this.slots.release(key)
+      // watched again when a peer announces it again
+      this.watched.delete(key)
       if (!this.opts.closing()) this.opts.log.warn(`cannot open feed ${rec.key.slice(0, 12)}: ${(err as Error).message}`)
       return
     }
-    const more = (): void => { this.opts.pool.touch(rec.key); this.pump(rec, core) }
+    if (this.opts.closing()) { this.slots.release(key); return }
+    const more = (): void => {
+      this.opts.pool.touch(rec.key)
+      this.releaseIfDone(rec, core)
+      this.pump(rec, core)
+    }
     core.on('append', more)
     // The reader reads only what is stored here: it runs again as each block arrives.
     core.on('download', more)
     // Keep the whole history locally, for offline use.
     core.download({ start: 0, end: -1 })
+    // the connection it was opened for may have closed meanwhile
+    this.releaseIfDone(rec, core)
     this.pump(rec, core)
+  }
+
+  /**
+   * A feed holding a slot gives it back once it holds every block announced of it, or once no
+   * connected peer has more of it: by what peers announced (one that announced it may be gone),
+   * and by what those replicating it (on a connection other than `closing`) said they hold
+   * (a peer that announced more than it serves must not hold a slot for ever).
+   */
+  private releaseIfDone (rec: FeedRecord, core: Hypercore.Core, closing: unknown = null): void {
+    if (!this.slots.holds(rec.key)) return
+    const have = core.contiguousLength
+    const peers = core.peers.filter(p => p.stream !== closing)
+    const whole = core.length > 0 && have >= Math.max(core.length, this.wantedLength(rec.key))
+    const noneHasMore = peers.length > 0 && core.length > 0 && have >= core.length && peers.every(p => p.remoteSynced && p.remoteContiguousLength <= have)
+    if (this.refused.has(rec.key) || whole || noneHasMore || !this.opts.served(rec.key, have)) this.slots.release(rec.key)
   }
 
   /** Reads a peer feed's new blocks; one reader per feed, re-run if more arrived meanwhile. */
@@ -140,7 +215,10 @@ export class PeerFeedFollower {
         this.pumpAgain.delete(rec.key)
         await this.readFeed(rec, core)
       } while (this.pumpAgain.has(rec.key) && !this.opts.closing())
+      this.releaseIfDone(rec, core)
     })().catch(err => {
+      // a feed that cannot be read waits no longer in a slot
+      this.slots.release(rec.key)
       if (!this.opts.closing() && !isClosingError(err)) this.opts.log.warn(`reading feed ${rec.key.slice(0, 12)} stopped: ${(err as Error).message}`)
     })
     this.pumping.set(rec.key, run)
@@ -215,6 +293,7 @@ export class PeerFeedFollower {
    * so closing the followed feeds cancels those waits; resolves once every reader has ended.
    */
   async close (): Promise<void> {
+    this.slots.clear()
     await Promise.allSettled([...this.watched].map(key => this.opts.pool.get(key)?.close()))
     await Promise.allSettled([...this.pumping.values()])
   }

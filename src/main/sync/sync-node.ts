@@ -244,7 +244,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     await this.loadFeedLists()
     this.history.on('feed', this.onFeed)
     this.cluster.on('devices', this.onDevices)
-    this.history.setPeersLack((key, length) => this.peersLack(key, length))
+    this.history.setPeers({ lack: (key, length) => this.peersLack(key, length), have: (key, length) => this.peersHave(key, length) })
     // Loaded only for a node with a network: one opened for a single CLI command has none.
     if (this.opts.swarm !== false) this.net = await loadNetwork()
     // Started offline, the swarm is made only when the network is turned on: a DHT node
@@ -273,7 +273,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private async shut (): Promise<void> {
     this.history.off('feed', this.onFeed)
     this.cluster.off('devices', this.onDevices)
-    this.history.setPeersLack(() => false)
+    this.history.setPeers({ lack: () => false, have: () => false })
     if (this.heartbeatTimer !== null) this.clock.clearTimeout(this.heartbeatTimer)
     if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
     if (this.announceTimer !== null) this.clock.clearTimeout(this.announceTimer)
@@ -848,6 +848,12 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       const f = s.opened ? s.remoteFeeds.get(key) : undefined
       if (f !== undefined && f.length < length) return true
     }
+    return false
+  }
+
+  /** Whether a connected peer announced more than `length` blocks of a feed (it can send them). */
+  private peersHave (key: string, length: number): boolean {
+    for (const s of this.sessions) if (s.opened && s.remoteHas(key, length)) return true
     return false
   }
 

@@ -172,7 +172,7 @@ export class SyncSession {
     // costs what changed. An older peer ignores it; it is sent a FeedsDigest after its hello.
     const known = this.known
     const { full, feeds } = known.pending(host.mine)
-    this.send('feedsSince', { full, digest: host.mine.digest, count: host.mine.size, feeds })
+    this.send('feedsSince', { full, digest: host.mine.digest, count: host.mine.size, feeds: newestFirst(host.history, feeds) })
     if (full) known.toldAll()
     else known.told(feeds.map(f => f.key))
     if (full || feeds.length > 0) host.peerFeedsChanged()
@@ -261,7 +261,7 @@ export class SyncSession {
   }
 
   private sendAllFeeds (): void {
-    this.send('feeds', { full: true, feeds: this.host.mine.list() })
+    this.send('feeds', { full: true, feeds: newestFirst(this.host.history, this.host.mine.list()) })
     this.known.toldAll()
     this.host.peerFeedsChanged()
   }
@@ -286,6 +286,14 @@ export class SyncSession {
   }
   sendLive (msg: LiveMessage): void { this.send('live', msg) }
   sendHeld (msg: HeldMessage): void { this.send('held', msg) }
+
+  /**
+   * Whether the peer said it holds more than `length` blocks of a feed, on this connection or
+   * when last heard (what it says in `feeds since` updates it as the session opens).
+   */
+  remoteHas (key: string, length: number): boolean {
+    return (this.known.heard.get(key)?.length ?? 0) > length
+  }
 
   /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
   behind (conversation?: string): number {
@@ -318,6 +326,15 @@ export class SyncSession {
     this.clearOpenTimer()
     this.host.onClose(this)
   }
+}
+
+/**
+ * Feeds in the order a peer should fetch them: the most recently updated conversations
+ * first (a peer follows them in the order it hears them), unknown ones last, as listed.
+ */
+export function newestFirst<F extends { conversation: string }> (history: HistoryStore, feeds: F[]): F[] {
+  const at = (f: F): number => history.summary(f.conversation)?.updatedAt ?? -Infinity
+  return feeds.map((f, i) => ({ f, i, t: at(f) })).sort((a, b) => b.t - a.t || a.i - b.i).map(x => x.f)
 }
 
 /** Every feed this device holds, with what it can serve of each. */
