@@ -122,9 +122,16 @@ describe('failures become LlmErrors that say what to do', () => {
   })
 
   it('400: bad-request with the server message', async () => {
-    server.enqueue(reply.badRequest("This model's maximum context length is 8192 tokens."))
+    server.enqueue(reply.badRequest("Invalid value for 'temperature': expected a number."))
     const e = await failure(provider().chat(request()))
     expect(e.code).toBe('bad-request')
+    expect(e.message).toContain("Invalid value for 'temperature': expected a number.")
+  })
+
+  it('400 saying the request is over the context window: context-length, with the window it names (compaction answers it)', async () => {
+    server.enqueue(reply.badRequest("This model's maximum context length is 8192 tokens.", 'context_length_exceeded'))
+    const e = await failure(provider().chat(request()))
+    expect(e.code).toBe('context-length')
     expect(e.message).toContain("This model's maximum context length is 8192 tokens.")
   })
 

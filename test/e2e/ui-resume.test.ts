@@ -58,9 +58,12 @@ describe('moving the agent with /resume in the web UI', () => {
 
     // "/" shows the commands; /resume moves the agent here, and it answers the waiting message
     await box.fill('/')
-    await page.getByRole('status').filter({ hasText: '/resume — run the agent on this device from now on (Enter)' }).waitFor({ timeout: 5_000 })
+    const help = page.getByRole('status').filter({ hasText: '/resume — run the agent on this device from now on' })
+    await help.waitFor({ timeout: 5_000 })
+    expect(await help.innerText()).toMatch(/\/compact — .* \(Enter\)$/) // every command, then what Enter does
     await shot('command-help')
     await box.pressSequentially('resume')
+    await page.getByRole('status').filter({ hasText: /^\/resume — run the agent on this device from now on \(Enter\)$/ }).waitFor({ timeout: 5_000 })
     await box.press('Enter')
     await expect.poll(() => where.textContent(), { timeout: 20_000 }).toMatch(/^Agent: this device · epoch 1( · working)?$/)
     await log.getByText('Agent moved to this device (resumed from server) · epoch 1').waitFor({ timeout: 10_000 })

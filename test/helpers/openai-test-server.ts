@@ -54,7 +54,7 @@ export const reply = {
   /** `retry-after-ms` keeps the SDK's backoff short in tests (the SDK honours it as it would the real API's). */
   rateLimited: (retryAfterMs = 5): Reply => reply.error(429, 'Rate limit reached for requests', 'requests', 'rate_limit_exceeded', { 'retry-after-ms': String(retryAfterMs) }),
   serverError: (status = 500, retryAfterMs = 5): Reply => reply.error(status, 'The server had an error while processing your request.', 'server_error', null, { 'retry-after-ms': String(retryAfterMs) }),
-  badRequest: (message: string): Reply => reply.error(400, message, 'invalid_request_error', 'context_length_exceeded'),
+  badRequest: (message: string, code = 'invalid_value'): Reply => reply.error(400, message, 'invalid_request_error', code),
   /** OpenAI's answer to a request longer than the model's window */
   contextLengthExceeded: (window: number, tokens: number): Reply => reply.error(400, `This model's maximum context length is ${window} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`, 'invalid_request_error', 'context_length_exceeded'),
   hang: (): Reply => ({ type: 'hang' })
