@@ -20,6 +20,17 @@ afterEach(async () => {
 const WINDOW = 3000
 const TURNS = 10
 
+/** `arbor …` in this process on `data`, the key from the environment going to the test server only. */
+function cliOn (data: string, s: OpenAITestServer): (...args: string[]) => Promise<{ code: number; out: string; err: string }> {
+  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH }
+  return async (...args) => {
+    let out = ''
+    let err = ''
+    const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env, cwd: data })
+    return { code, out, err }
+  }
+}
+
 function isSummary (r: RecordedRequest): boolean {
   return (r.body as { messages: Array<{ content: unknown }> }).messages[0]?.content === SUMMARISER_PROMPT
 }
@@ -33,13 +44,7 @@ async function longConversation (s: OpenAITestServer): Promise<{ data: string; o
     return reply.text(`Answer to turn ${n}: ` + 'a long answer. '.repeat(40))
   }
   const data = await dirs.make()
-  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH }
-  const arbor = async (...args: string[]): Promise<{ code: number; out: string; err: string }> => {
-    let out = ''
-    let err = ''
-    const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env, cwd: data })
-    return { code, out, err }
-  }
+  const arbor = cliOn(data, s)
   const outs: string[] = []
   const first = await arbor('chat', '--new', `turn 1: ${'a long question. '.repeat(50)}`, '--provider', 'openai', '--base-url', s.baseURL, '--model', 'test-model')
   expect(first.err).not.toMatch(/agent stopped/)
@@ -113,13 +118,7 @@ describe('a conversation longer than the model window', () => {
     const s = server = await startOpenAITestServer({ apiKey: 'sk-local', models: ['test-model'], contextWindow: 100_000 })
     s.respond = rec => isSummary(rec) ? reply.text('Summary: two questions were answered.') : reply.text('an answer')
     const data = await dirs.make()
-    const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH }
-    const arbor = async (...args: string[]): Promise<{ code: number; out: string; err: string }> => {
-      let out = ''
-      let err = ''
-      const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env, cwd: data })
-      return { code, out, err }
-    }
+    const arbor = cliOn(data, s)
     expect((await arbor('chat', '--new', 'first question', '--provider', 'openai', '--base-url', s.baseURL, '--model', 'test-model')).code).toBe(0)
     const { branch } = await branchOf(data)
     const id = (branch[0] as Entry).id

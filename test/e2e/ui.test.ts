@@ -15,6 +15,15 @@ let page: Page
 let dataDir = ''
 const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-${name}`)
 
+/** The app opened afresh, a conversation created with `title` and shown. */
+async function newConversation (title: string): Promise<void> {
+  await page.goto(url)
+  await page.getByRole('button', { name: 'New conversation' }).first().click()
+  await page.getByRole('textbox', { name: 'Title', exact: true }).fill(title)
+  await page.getByRole('button', { name: 'Create' }).click()
+  await page.getByRole('heading', { name: title, level: 2 }).waitFor({ timeout: 10_000 })
+}
+
 beforeAll(async () => {
   const data = await dirs.make()
   dataDir = data
@@ -42,11 +51,7 @@ describe('the web UI served by arbor serve, in Chromium', () => {
   it('creates a conversation, chats, branches with edit-and-resend, and moves between branches', async () => {
     const errors: string[] = []
     page.on('pageerror', e => errors.push(String(e)))
-    await page.goto(url)
-    await page.getByRole('button', { name: 'New conversation' }).first().click()
-    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Trip planning')
-    await page.getByRole('button', { name: 'Create' }).click()
-    await page.getByRole('heading', { name: 'Trip planning', level: 2 }).waitFor({ timeout: 10_000 })
+    await newConversation('Trip planning')
     await page.getByRole('textbox', { name: 'Message' }).fill('Where should we go?')
     await page.keyboard.press('Enter')
     await page.getByText('You said: Where should we go?').waitFor({ timeout: 15_000 })
@@ -95,11 +100,7 @@ describe('the web UI served by arbor serve, in Chromium', () => {
   }, 60_000)
 
   it('renders the Markdown models write: a GFM table as a table, task lists, strikethrough, entities', async () => {
-    await page.goto(url)
-    await page.getByRole('button', { name: 'New conversation' }).first().click()
-    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Markdown')
-    await page.getByRole('button', { name: 'Create' }).click()
-    await page.getByRole('heading', { name: 'Markdown', level: 2 }).waitFor({ timeout: 10_000 })
+    await newConversation('Markdown')
     await page.getByRole('textbox', { name: 'Message' }).fill('show me a table')
     await page.keyboard.press('Enter')
     const table = page.getByRole('table')
@@ -116,11 +117,7 @@ describe('the web UI served by arbor serve, in Chromium', () => {
   }, 60_000)
 
   it('queues a message sent while the agent works: answered after its turn, in order', async () => {
-    await page.goto(url)
-    await page.getByRole('button', { name: 'New conversation' }).first().click()
-    await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Queueing')
-    await page.getByRole('button', { name: 'Create' }).click()
-    await page.getByRole('heading', { name: 'Queueing', level: 2 }).waitFor({ timeout: 10_000 })
+    await newConversation('Queueing')
     const box = page.getByRole('textbox', { name: 'Message' })
     await box.fill('take it slowly')
     await page.keyboard.press('Enter')
