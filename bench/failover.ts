@@ -176,7 +176,7 @@ try {
   })
   line('failover.act', act, {
     baseline: round(reviveMedian),
-    baselineIs: 'failover.revive (the rest is the lease: the dead owner is owed it until suspected a full window)',
+    baselineIs: 'failover.revive (the rest is the lease: the dead owner is owed it until silent a full window since last heard)',
     ratio: round(median(act) / reviveMedian, 3)
   })
 } finally {
