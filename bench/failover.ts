@@ -134,7 +134,7 @@ try {
     revive.push(r.ts - killedAt)
     const reviver = [...key].find(([, k]) => k === r.author.device)?.[0] ?? '?'
     // the revived agent's first act (the cut-short call's unknown outcome), under the lease: its
-    // dead owner is owed it until suspected a full window — timed before the victim comes back
+    // dead owner is owed it until silent a full window since last heard — timed before the victim comes back
     let acted: Entry | undefined
     await until(async () => {
       acted = (await entries(reviver)).find(e => e.author.device === r.author.device && e.ts >= r.ts && e.kind !== 'agent.started' && e.kind !== 'note')
