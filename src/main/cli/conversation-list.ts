@@ -2,6 +2,7 @@
 // after the start-up: the rows are read by position (no object per conversation), each line
 // built once, and the text handed on in pieces.
 import type { ListRows } from '../history/index-listing'
+import { oneLine } from './terminal-text'
 
 /** A piece of the text is handed on once this long: a piece written is garbage, not a survivor of every scavenge. */
 const PIECE = 64 * 1024
@@ -57,7 +58,7 @@ export function writeListText (rows: ListRows, now: number, write: (text: string
   const branchesCell = cells(w2)
   let text = 'ID'.padEnd(12) + '  ' + 'UPDATED'.padEnd(w0) + '  ' + 'ENTRIES'.padEnd(w1) + '  ' + 'BRANCHES'.padEnd(w2) + '  TITLE\n'
   for (let i = 0; i < n; i++) {
-    text += rows.id(i).slice(0, 12).padEnd(12) + '  ' + updatedCell(updated[i] as string) + sizeCell(rows.size(i)) + branchesCell(rows.branches(i)) + (rows.title(i) || '(untitled)') + '\n'
+    text += rows.id(i).slice(0, 12).padEnd(12) + '  ' + updatedCell(updated[i] as string) + sizeCell(rows.size(i)) + branchesCell(rows.branches(i)) + (oneLine(rows.title(i)) || '(untitled)') + '\n'
     if (text.length >= PIECE) { write(text); text = '' }
   }
   if (text !== '') write(text)

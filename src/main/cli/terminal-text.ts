@@ -117,3 +117,10 @@ export function terminalSafeWriter (write: (text: string) => void): { write: (te
 export function terminalJson (value: unknown): string {
   return JSON.stringify(value, null, 2).replace(/[\u007f-\u009f]/g, c => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'))
 }
+
+const LINE_BREAKS = /[\r\n\t\v\f\u0085\u2028\u2029]+/g
+
+/** Text for one cell of a one-line row: line breaks and tabs become a space (a peer's title cannot forge rows). */
+export function oneLine (text: string): string {
+  return text.search(LINE_BREAKS) === -1 ? text : text.replace(LINE_BREAKS, ' ')
+}
