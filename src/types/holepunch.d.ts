@@ -61,6 +61,8 @@ declare module 'corestore' {
     findingPeers (): () => void
     /** calls fn with the internal core of every core opened from now on (for this store, or for a peer that opened its channel) */
     watch (fn: (core: Corestore.OpenedCore) => void): void
+    /** the internal cores it holds now, sessions or not (those without one are closed a few seconds after they went idle) */
+    readonly cores: Iterable<Corestore.OpenedCore>
     unwatch (fn: (core: Corestore.OpenedCore) => void): void
   }
   namespace Corestore {

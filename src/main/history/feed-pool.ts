@@ -79,6 +79,19 @@ export class FeedPool {
     })
   }
 
+  /**
+   * Holds (adopt) every core Corestore still holds without a session here, of a feed `known` names.
+   * One this pool closed as idle stays downloading in Hypercore for 20–40 s (its not-downloading
+   * linger), so Corestore attaches it to each new connection and a peer pairs with its channel,
+   * while Corestore closes it 4–6 s after it went idle, peer or not: the peer never reopens it.
+   */
+  adoptHeld (known: (key: string) => boolean): void {
+    for (const core of this.opts.corestore.cores) {
+      const key = core.key?.toString('hex')
+      if (key !== undefined && !this.cores.has(key) && known(key)) this.adopt(key)
+    }
+  }
+
   /** A feed's open session (opened if need be); its callers use it before any timer can close it. */
   async core (key: string): Promise<Hypercore.Core> {
     this.touch(key)

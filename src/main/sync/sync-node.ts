@@ -842,12 +842,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     return out
   }
 
-  /** Whether a connected peer announced fewer than `length` blocks of a feed (it will ask this device for them). */
+  /** Whether a connected peer lacks blocks of a feed below `length` (it will ask this device for them: SyncSession.lacks). */
   private peersLack (key: string, length: number): boolean {
-    for (const s of this.sessions) {
-      const f = s.opened ? s.remoteFeeds.get(key) : undefined
-      if (f !== undefined && f.length < length) return true
-    }
+    for (const s of this.sessions) if (s.lacks(key, length)) return true
     return false
   }
 

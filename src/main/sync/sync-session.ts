@@ -295,6 +295,17 @@ export class SyncSession {
     return (this.known.heard.get(key)?.length ?? 0) > length
   }
 
+  /**
+   * Whether the peer lacks blocks of a feed below `length`: it announced fewer, or none (its
+   * list names every feed it holds), or its list is not known yet (the connection replicates
+   * meanwhile: a core held for it must not be closed before it has said what it holds).
+   */
+  lacks (key: string, length: number): boolean {
+    if (this.closed || (this.hello !== null && !this.compatible)) return false
+    if (!this.feedsKnown) return true
+    return (this.known.heard.get(key)?.length ?? 0) < length
+  }
+
   /** Blocks of this peer's feeds (as it announced them) that this device has not indexed. */
   behind (conversation?: string): number {
     let n = 0
