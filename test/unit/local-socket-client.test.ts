@@ -7,6 +7,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openLocalApi, socketPath, tokenPath } from '../../src/main/api/local-socket-client'
+import { nodeApi } from '../../src/main/cli/api-session'
 
 const dirs: string[] = []
 const servers: net.Server[] = []
@@ -38,6 +39,18 @@ describe('local socket client', () => {
         t?.send('{"id":1,"method":"status","params":{}}')
       })
       expect(typeof reason).toBe('string')
+    }
+  })
+
+  it('a command\'s calls fail, saying the node is gone, once its connection ended — also one made after the end', async () => {
+    for (let i = 0; i < 10; i++) {
+      const api = await nodeApi(await droppingNode())
+      expect(api).not.toBeNull()
+      const first = await api?.call('hello', {}).then(() => 'answered', (err: Error) => err.name)
+      expect(first).toBe('NodeLostError')
+      const later = await Promise.race([api?.call('hello', {}).then(() => 'answered', (err: Error) => err.name), new Promise(resolve => setTimeout(() => resolve('still waiting'), 5000))])
+      expect(later).toBe('NodeLostError')
+      await api?.close()
     }
   })
 })

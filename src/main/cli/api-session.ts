@@ -108,8 +108,10 @@ function session (transport: Transport, live: boolean): CliApi {
   }).start()
   return {
     async call (method, params) {
+      // the client would keep a call made after the loss for a reconnection this session never makes
+      if (lost !== undefined && !closing) throw new NodeLostError(lost)
       try {
-        return await client.call(method, params)
+        return await Promise.race([client.call(method, params), lostP.then(why => { throw new NodeLostError(why) })])
       } catch (err) {
         if (lost !== undefined && !closing) throw new NodeLostError(lost)
         throw err
