@@ -26,7 +26,10 @@ export function conversationHandlers (c: HandlerContext): HandlersOf<Conversatio
       return {}
     },
     'message.send': async p => send(c, p.conversation, p.text, p.parent),
-    'message.queue': async p => c.node.agents.isRunning(c.resolve(p.conversation)) ? { queued: await c.node.placement.hold(c.resolve(p.conversation), p.text) } : send(c, p.conversation, p.text, undefined),
+    'message.queue': async p => {
+      const id = c.resolve(p.conversation)
+      return c.node.agents.isRunning(id) ? { queued: await c.node.placement.hold(id, p.text) } : await send(c, id, p.text, undefined)
+    },
     'message.post': async p => post(c, p.conversation, p.text, p.parent)
   }
 }
