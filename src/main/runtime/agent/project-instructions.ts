@@ -55,7 +55,9 @@ export async function loadInstructions (o: { cwd: string; dataDir: string; maxBy
   const max = o.maxBytes ?? MAX_INSTRUCTION_BYTES
   const dirs = await instructionDirs(o.cwd)
   const top = dirs[dirs.length - 1] as string
-  const candidates: Array<{ dir: string; within: string }> = [...dirs.map(dir => ({ dir, within: top })), { dir: path.resolve(o.dataDir), within: path.resolve(o.dataDir) }]
+  // the real paths a file must resolve inside, each read once (a root that is itself a link is followed)
+  const [project, data] = await Promise.all([fs.realpath(top), fs.realpath(path.resolve(o.dataDir)).catch(() => path.resolve(o.dataDir))])
+  const candidates: Array<{ dir: string; within: string }> = [...dirs.map(dir => ({ dir, within: project })), { dir: path.resolve(o.dataDir), within: data }]
   const picked: Array<{ file: InstructionFile; text: string }> = []
   const skipped: string[] = []
   let left = max
@@ -78,7 +80,7 @@ export async function loadInstructions (o: { cwd: string; dataDir: string; maxBy
   return { text, files: picked.map(p => p.file), skipped }
 }
 
-/** The file's first `max` bytes; null if there is none; a string saying why it is not read. */
+/** The file's first `max` bytes; null if there is none; a string saying why it is not read. `within`: a real path. */
 async function readCapped (file: string, within: string, max: number): Promise<{ bytes: Buffer; truncated: boolean } | string | null> {
   let real: string
   try {
@@ -90,8 +92,7 @@ async function readCapped (file: string, within: string, max: number): Promise<{
     if (code === 'ENOENT' || code === 'ENOTDIR') return null
     return `${file}: ${(err as Error).message}`
   }
-  const root = await fs.realpath(within).catch(() => within)
-  if (real !== root && !real.startsWith(root + path.sep)) return `${file}: a link to ${real}, outside ${within}; not read`
+  if (real !== within && !real.startsWith(within + path.sep)) return `${file}: a link to ${real}, outside ${within}; not read`
   const h = await fs.open(real, 'r')
   try {
     const buf = Buffer.alloc(max + 1)
