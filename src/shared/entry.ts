@@ -57,7 +57,13 @@ export const BODY_SCHEMAS = {
     epoch: z.number().int().nonnegative(),
     reason: z.enum(['done', 'cancelled', 'superseded', 'crash-loop', 'error']),
     by: AgentRef.optional(),
-    message: z.string().optional()
+    message: z.string().optional(),
+    /**
+     * Which of this device's limits stopped the turn ('steps', 'tokens'; runtime/agent/turn-limits.ts),
+     * with reason 'done' so an older version still reads the stop (and shows its message). A string,
+     * not an enum: a limit a newer version adds must not make this version refuse the body.
+     */
+    limit: z.string().optional()
   }),
   note: z.object({ text: z.string() }),
   /**
@@ -80,7 +86,7 @@ export const BODY_SCHEMAS = {
  * optional body field added (docs/ARCHITECTURE.md, "Evolving safely"), so a device can tell
  * a peer whose entries it may not all understand.
  */
-export const ENTRY_SCHEMA_VERSION = 2
+export const ENTRY_SCHEMA_VERSION = 3
 
 export type EntryKind = keyof typeof BODY_SCHEMAS
 export const ENTRY_KINDS = Object.keys(BODY_SCHEMAS) as EntryKind[]
