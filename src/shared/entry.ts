@@ -69,14 +69,17 @@ export const BODY_SCHEMAS = {
   /**
    * The branch from `folded.from` to `folded.to` (both on this branch, before this entry) told
    * to the model as `summary` from here on (runtime/agent/compaction.ts); the entries stay.
-   * `tokens`: the context's estimated size before it was compacted.
+   * `tokens`: the context's estimated size before it was compacted. `keep`: the latest user message
+   * of the range, told verbatim after the summary (its turn alone did not fit, so it was folded too;
+   * a version that does not know the field sends the summary without it).
    */
   compaction: z.object({
     summary: z.string(),
     folded: z.object({ from: Hex32, to: Hex32 }),
     focus: z.string().optional(),
     model: z.string(),
-    tokens: z.number().int().nonnegative()
+    tokens: z.number().int().nonnegative(),
+    keep: Hex32.optional()
   }),
   meta: z.object({ key: z.string().min(1), value: z.unknown(), hlc: HlcSchema })
 } as const

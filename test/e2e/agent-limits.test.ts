@@ -17,8 +17,9 @@ afterEach(async () => {
   await dirs.cleanup()
 })
 
-function cliOn (data: string, s: OpenAITestServer): (...args: string[]) => Promise<{ code: number; out: string; err: string }> {
-  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH }
+function cliOn (data: string, s: OpenAITestServer, workspaces?: string): (...args: string[]) => Promise<{ code: number; out: string; err: string }> {
+  // the tools' workspaces outside the data directory, which they may not see
+  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH, ...(workspaces !== undefined ? { ARBOR_WORKSPACES: workspaces } : {}) }
   return async (...args) => {
     let out = ''
     let err = ''
@@ -39,7 +40,7 @@ async function branchOf (data: string): Promise<Entry[]> {
 
 /** Every tool call on the branch has its result, and the result comes before the stop that follows it. */
 function callsAnswered (branch: Entry[]): void {
-  const results = new Set(branch.flatMap(e => e.kind === 'tool.result' ? [e.body.callId] : []))
+  const results = new Set(branch.flatMap(e => e.kind === 'tool.result' && e.body.status === 'ok' ? [e.body.callId] : []))
   const calls = branch.flatMap(e => e.kind === 'assistant' ? (e.body.toolCalls ?? []).map(c => c.id) : [])
   expect(calls.filter(id => !results.has(id))).toEqual([])
 }
@@ -54,7 +55,7 @@ describe('limits against runaway turns', () => {
     const s = server = await startOpenAITestServer({ apiKey: 'sk-local', models: ['test-model'] })
     runaway(s)
     const data = await dirs.make()
-    const arbor = cliOn(data, s)
+    const arbor = cliOn(data, s, await dirs.make())
     const first = await arbor('chat', '--new', 'loop for ever', '--provider', 'openai', '--base-url', s.baseURL, '--model', 'test-model', '--max-steps', '3')
     expect(first.err).toMatch(/the agent stopped at its steps limit: stopped after 3 model steps in this turn \(this device's limit is 3\)\. Send a message, or resume, to go on/)
     expect(first.code).toBe(1)
@@ -83,7 +84,7 @@ describe('limits against runaway turns', () => {
     const s = server = await startOpenAITestServer({ apiKey: 'sk-local', models: ['test-model'] })
     runaway(s, { prompt_tokens: 100, completion_tokens: 10 })
     const data = await dirs.make()
-    const arbor = cliOn(data, s)
+    const arbor = cliOn(data, s, await dirs.make())
     const first = await arbor('chat', '--new', 'spend', '--provider', 'openai', '--base-url', s.baseURL, '--model', 'test-model', '--token-budget', '250')
     expect(first.code).toBe(1)
     expect(first.err).toMatch(/tokens limit: stopped: the conversation used 330 tokens of its 250-token budget on this device\. To go on, raise the budget/)

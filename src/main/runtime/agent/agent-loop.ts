@@ -320,7 +320,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
             if (c !== 'none') return c
           }
           if (err instanceof LlmError && err.code === 'context-length') {
-            await stop('error', `${err.message}. It was compacted as far as it can be: the latest message and what followed it alone do not fit. Start a new branch from an earlier message, or use a model with a larger window`)
+            await stop('error', `${err.message}. It was compacted as far as it can be: the latest message and its latest step alone do not fit. Start a new branch from an earlier message, or use a model with a larger window`)
             return 'error'
           }
           if (err instanceof LlmError && !err.transient && err.code !== 'scripted') {
