@@ -67,7 +67,8 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
     if (apiKey !== '') p.apiKey = apiKey
     const steps = maxStepsOf(maxSteps)
     if (typeof steps !== 'number') { setBusy(false); setError(steps.error); return }
-    p.maxSteps = steps
+    // sent only when changed: a default left as shown stays the default
+    if (maxSteps.trim() !== String(loaded?.maxSteps)) p.maxSteps = steps
     // what is sent now is what the answer fills in; a change typed while it saves stays
     touched.current.clear()
     client.call('settings.set', p).then(
