@@ -8,6 +8,8 @@ import { HistoryStore } from '../src/main/history/history-store'
 import { FakeProvider, type FakeTurn } from '../src/main/llm/fake-provider'
 import type { LlmProvider } from '../src/main/llm/provider'
 import { AgentHost, type AgentConfig } from '../src/main/runtime/agent/agent-host'
+import { planCompaction } from '../src/main/runtime/agent/compaction'
+import { summarise } from '../src/main/runtime/agent/compaction-step'
 import { createBashTool } from '../src/main/tools/bash-tool'
 import { buildBwrapArgs, planSandbox } from '../src/main/tools/sandbox/bwrap-args'
 import { GitScanner } from '../src/main/tools/sandbox/git-scan'
@@ -197,6 +199,115 @@ async function stepOverhead (): Promise<void> {
       ratio: round(ws / appendOne),
       runs: workspace.map(r => round(overheadOf(r), 3))
     },
+    loadAverage: os.loadavg().map(x => round(x))
+  })
+}
+
+// ---------------------------------------------------------------- c. compaction on turns that fit
+
+const FIT_TURNS = 30
+const FIT_STEPS = 4 // tool steps per turn, then the answer
+
+interface FitRun { callsPerTurn: number[]; stepMs: number; compactions: number; branch: Entry[]; config: AgentConfig }
+
+/**
+ * FIT_TURNS turns of FIT_STEPS calls of a read tool (~500 characters each) and an answer, one
+ * after the other in one conversation; `window`: the model's window (a before-step check per
+ * model step), or none (compaction off: only a refusal would compact).
+ */
+async function fitRun (window: number | undefined): Promise<FitRun> {
+  const history = openStore(await freshDir('compaction'))
+  await history.ready()
+  const calls = new Meter()
+  const output = 'lorem ipsum '.repeat(40)
+  const read: Tool = {
+    name: 'peek',
+    description: 'reads something',
+    parameters: { type: 'object', properties: {} },
+    effect: 'read',
+    timeoutMs: 5000,
+    run: async () => ({ status: 'ok' as const, output })
+  }
+  const reply: FakeTurn[] = [...Array.from({ length: FIT_STEPS }, (): FakeTurn => ({ toolCalls: [{ name: 'peek' }] })), { text: 'an answer of a few words' }]
+  const fake = new FakeProvider({ rules: [{ match: 'turn', reply }] })
+  const config: AgentConfig = {
+    provider: { name: fake.name, chat: calls.wrap(req => fake.chat(req)) },
+    model: 'fake-1',
+    tools: new Map([[read.name, read]]),
+    sandbox: { enabled: true, cwd: tmp, hidden: [] },
+    system: 'You are a benchmark agent.',
+    ...(window !== undefined ? { contextWindow: { get: async () => window, learn: () => undefined } } : {})
+  }
+  const host = new AgentHost({ history, configFor: async () => config })
+  await host.ready()
+  const root = await history.createConversation({ title: 'turns that fit' })
+  let tip = root.id
+  const callsPerTurn: number[] = []
+  let ms = 0
+  for (let t = 1; t <= FIT_TURNS; t++) {
+    const [user] = await history.append(root.id, [{ kind: 'user', body: { text: `turn ${t}` }, parents: [tip] }])
+    const before = calls.calls
+    const t0 = performance.now()
+    await host.start(root.id, { leaf: (user as Entry).id })
+    const end = await host.wait(root.id)
+    ms += performance.now() - t0
+    if (end !== 'done') throw new Error(`turn ${t} ended with ${end}, expected done`)
+    callsPerTurn.push(calls.calls - before)
+    tip = ((await history.open(root.id)).branch((user as Entry).id).at(-1) as Entry).id
+  }
+  const branch = (await history.open(root.id)).branch(tip)
+  await host.close()
+  await history.close()
+  return { callsPerTurn, stepMs: ms / (FIT_TURNS * (2 * FIT_STEPS + 1)), compactions: branch.filter(e => e.kind === 'compaction').length, branch, config }
+}
+
+async function compactionSteps (): Promise<void> {
+  const WINDOW = 1_000_000 // every turn fits
+  await fitRun(WINDOW) // warm-up
+  const on = await fitRun(WINDOW)
+  const off = await fitRun(undefined)
+  const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0)
+  const ratio = sum(on.callsPerTurn) / sum(off.callsPerTurn)
+  // The before-step check alone (what the loop runs before each model step: plan, estimate, 'fits'),
+  // timed on the branch as it stood before each of the run's model steps.
+  const tools = [...on.config.tools.values()].map(t => ({ name: t.name, description: t.description, parameters: t.parameters }))
+  const prefixes = on.branch.flatMap((e, i) => e.kind === 'assistant' ? [on.branch.slice(0, i)] : [])
+  const signal = new AbortController().signal
+  const us: number[] = []
+  for (let rep = 0; rep < 5; rep++) {
+    for (const branch of prefixes) {
+      const t0 = performance.now()
+      const made = await summarise({ provider: on.config.provider, model: 'fake-1', system: on.config.system, tools, branch, window: WINDOW, signal })
+      us.push((performance.now() - t0) * 1000)
+      if (made.kind !== 'fits') throw new Error(`a turn that fits was planned as ${made.kind}`)
+    }
+  }
+  // and without usage reported: the estimate sums the whole view (what a model without usage costs)
+  const bare = on.branch.map(e => e.kind === 'assistant' && e.body.usage !== undefined ? { ...e, body: { ...e.body, usage: undefined } } as Entry : e)
+  const bareUs: number[] = []
+  for (let rep = 0; rep < 5; rep++) {
+    const t0 = performance.now()
+    planCompaction(bare, { window: WINDOW, reserve: 4096, overhead: 100 })
+    bareUs.push((performance.now() - t0) * 1000)
+  }
+  emit({
+    name: 'agent.compaction.steps',
+    value: round(ratio, 3),
+    unit: 'provider calls, compaction on / off',
+    valueName: `provider calls per turn with the before-step compaction check on (a ${WINDOW}-token window), over the same turns with it off; ${FIT_TURNS} turns of ${FIT_STEPS} tool steps and an answer that fit`,
+    target: 1,
+    ok: ratio === 1 && on.compactions === 0,
+    callsPerTurnOn: median(on.callsPerTurn),
+    callsPerTurnOff: median(off.callsPerTurn),
+    compactions: on.compactions,
+    estimateUsPerStep: round(median(us), 1),
+    estimateP90UsPerStep: round(percentile(us, 90), 1),
+    estimateName: 'summarise() before a model step that fits (requestOverhead, planCompaction, estimateContext from the last usage), median over the run\'s model steps',
+    estimateNoUsageUs: round(median(bareUs), 1),
+    estimateNoUsageName: `planCompaction of the whole final branch (${on.branch.length} entries) with no usage reported: the estimate sums every entry`,
+    stepMsOn: round(on.stepMs, 3),
+    stepMsOff: round(off.stepMs, 3),
+    stepName: 'wall ms per step (model or tool) of the turns, on and off (one run each: noisy under load)',
     loadAverage: os.loadavg().map(x => round(x))
   })
 }
@@ -450,9 +561,10 @@ async function bwrapOverhead (): Promise<void> {
 }
 
 try {
-  // ARBOR_BENCH_AGENT=bwrap (or step) runs one part only
+  // ARBOR_BENCH_AGENT=bwrap (or step, compaction) runs one part only
   const only = process.env.ARBOR_BENCH_AGENT
   if (only === undefined || only === 'step') await stepOverhead()
+  if (only === undefined || only === 'compaction') await compactionSteps()
   if (only === undefined || only === 'bwrap') await bwrapOverhead()
 } finally {
   await fs.rm(tmp, { recursive: true, force: true })

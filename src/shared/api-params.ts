@@ -56,7 +56,12 @@ export const API_PARAMS = {
     }).optional(),
     sandbox: z.boolean().optional(),
     /** where this device's agent of the conversation works from now on (`arbor chat --cwd`) */
-    cwd: absolutePath.optional()
+    cwd: absolutePath.optional(),
+    /** this device's limits for the conversation (`arbor chat --max-steps N --token-budget N`); 0 clears one */
+    limits: z.strictObject({
+      maxSteps: z.number().int().min(0).max(1_000_000).optional(),
+      tokenBudget: z.number().int().min(0).max(1e15).optional()
+    }).optional()
   }),
   'agent.autoRevival': z.strictObject({ conversation: ref, on: z.boolean() }),
   'devices.list': none,
@@ -74,7 +79,9 @@ export const API_PARAMS = {
     apiKey: orClear(z.string().max(4096)).optional(),
     defaultCwd: orClear(absolutePath).optional(),
     /** the model's context window in tokens, where the server does not say it (0 clears it) */
-    contextWindow: z.number().int().min(0).max(100_000_000).optional()
+    contextWindow: z.number().int().min(0).max(100_000_000).optional(),
+    /** model steps per turn before the agent stops (0: the default) */
+    maxSteps: z.number().int().min(0).max(1_000_000).optional()
   }),
   'settings.detect': none
 }

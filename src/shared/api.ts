@@ -135,6 +135,8 @@ export interface SettingsDto {
   defaultCwd?: string
   /** the context window set for the model, if one is (else the server's word, a known model's or 8192) */
   contextWindow?: number
+  /** model steps per turn before the agent stops and asks to go on */
+  maxSteps: number
 }
 
 /** Every request: method name → params (inferred from the schemas in api-params.ts) and result. */

@@ -57,20 +57,29 @@ export const BODY_SCHEMAS = {
     epoch: z.number().int().nonnegative(),
     reason: z.enum(['done', 'cancelled', 'superseded', 'crash-loop', 'error']),
     by: AgentRef.optional(),
-    message: z.string().optional()
+    message: z.string().optional(),
+    /**
+     * Which of this device's limits stopped the turn ('steps', 'tokens'; runtime/agent/turn-limits.ts),
+     * with reason 'done' so an older version still reads the stop (and shows its message). A string,
+     * not an enum: a limit a newer version adds must not make this version refuse the body.
+     */
+    limit: z.string().optional()
   }),
   note: z.object({ text: z.string() }),
   /**
    * The branch from `folded.from` to `folded.to` (both on this branch, before this entry) told
    * to the model as `summary` from here on (runtime/agent/compaction.ts); the entries stay.
-   * `tokens`: the context's estimated size before it was compacted.
+   * `tokens`: the context's estimated size before it was compacted. `keep`: the latest user message
+   * of the range, told verbatim after the summary (its turn alone did not fit, so it was folded too;
+   * a version that does not know the field sends the summary without it).
    */
   compaction: z.object({
     summary: z.string(),
     folded: z.object({ from: Hex32, to: Hex32 }),
     focus: z.string().optional(),
     model: z.string(),
-    tokens: z.number().int().nonnegative()
+    tokens: z.number().int().nonnegative(),
+    keep: Hex32.optional()
   }),
   meta: z.object({ key: z.string().min(1), value: z.unknown(), hlc: HlcSchema })
 } as const
@@ -80,7 +89,7 @@ export const BODY_SCHEMAS = {
  * optional body field added (docs/ARCHITECTURE.md, "Evolving safely"), so a device can tell
  * a peer whose entries it may not all understand.
  */
-export const ENTRY_SCHEMA_VERSION = 2
+export const ENTRY_SCHEMA_VERSION = 3
 
 export type EntryKind = keyof typeof BODY_SCHEMAS
 export const ENTRY_KINDS = Object.keys(BODY_SCHEMAS) as EntryKind[]

@@ -21,8 +21,9 @@ const WINDOW = 3000
 const TURNS = 10
 
 /** `arbor …` in this process on `data`, the key from the environment going to the test server only. */
-function cliOn (data: string, s: OpenAITestServer): (...args: string[]) => Promise<{ code: number; out: string; err: string }> {
-  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH }
+function cliOn (data: string, s: OpenAITestServer, workspaces?: string): (...args: string[]) => Promise<{ code: number; out: string; err: string }> {
+  // the tools' workspaces outside the data directory, which they may not see
+  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH, ...(workspaces !== undefined ? { ARBOR_WORKSPACES: workspaces } : {}) }
   return async (...args) => {
     let out = ''
     let err = ''
@@ -113,6 +114,49 @@ describe('a conversation longer than the model window', () => {
     const { branch, size } = await branchOf(data)
     checkHistory(branch, size, outs)
   }, 120_000)
+
+  for (const reports of ['vllm', 'none'] as const) {
+    it(`a single turn larger than the window (window ${reports === 'vllm' ? 'reported' : 'nobody reported'}): folded after completed steps, the message kept verbatim; every step answered, no request over the window after the first compaction`, async () => {
+      const s = server = await startOpenAITestServer({ apiKey: 'sk-local', models: ['test-model'], contextWindow: WINDOW, reports })
+      const STEPS = 12
+      let summaries = 0
+      let steps = 0
+      // each command prints ~2,500 characters (~630 tokens): the turn's outputs alone are ~2.5 windows
+      s.respond = rec => isSummary(rec)
+        ? reply.text(`Summary #${++summaries}: the agent ran seq commands for the user, ${steps} so far, each printed numbers.`)
+        : ++steps <= STEPS ? reply.toolCalls([{ id: `call_${steps}`, name: 'bash', arguments: JSON.stringify({ command: `seq ${steps * 1000} ${steps * 1000 + 500}` }) }]) : reply.text(`Finished: ran ${STEPS} commands.`)
+      const data = await dirs.make()
+      const arbor = cliOn(data, s, await dirs.make())
+      const ask = 'run twelve seq commands, one at a time'
+      const r = await arbor('chat', '--new', ask, '--provider', 'openai', '--base-url', s.baseURL, '--model', 'test-model')
+      expect(r.err).not.toMatch(/agent stopped/)
+      expect(r.code).toBe(0)
+      expect(r.out).toContain(`Finished: ran ${STEPS} commands.`)
+      const { branch, size } = await branchOf(data)
+      expect(size).toBe(branch.length) // every entry kept
+      const user = branch.find(e => e.kind === 'user') as Entry
+      // every step answered: each call has its ok result, in order, and the model answered at the end
+      const results = branch.filter(e => e.kind === 'tool.result')
+      expect(results.map(e => [e.body.callId, e.body.status])).toEqual(Array.from({ length: STEPS }, (_, i) => [`call_${i + 1}`, 'ok']))
+      expect(branch.filter(e => e.kind === 'assistant')).toHaveLength(STEPS + 1)
+      const compactions = branch.filter(e => e.kind === 'compaction')
+      expect(compactions.length).toBeGreaterThan(0)
+      for (const c of compactions) expect(c.body).toMatchObject({ keep: user.id, folded: { from: (branch[0] as Entry).id } })
+      // what the model was sent after the first compaction: never over the window; the message verbatim after the summary
+      const chats = s.chatRequests()
+      const firstSummary = chats.findIndex(isSummary)
+      expect(firstSummary).toBeGreaterThan(0)
+      const over = chats.map((q, i) => ({ i, tokens: q.tokens as number })).filter(q => q.tokens > WINDOW)
+      expect(over.every(q => q.i < firstSummary), `over the window: ${JSON.stringify(over)}`).toBe(true)
+      if (reports === 'vllm') expect(over).toEqual([])
+      const last = chats.at(-1)?.body as { messages: Array<{ role: string; content: string }> }
+      expect(last.messages.slice(0, 3).map(m => m.role)).toEqual(['system', 'user', 'user'])
+      expect(last.messages[1]?.content).toMatch(/^\[The earlier part/)
+      expect(last.messages[2]?.content).toBe(ask)
+      const asked = chats.filter(isSummary)[0]?.body as { messages: Array<{ content: string }> }
+      expect(asked.messages[1]?.content).toMatch(/latest message is told to the agent again/)
+    }, 120_000)
+  }
 
   it('arbor compact <conv> [focus]: on demand, with what to focus on; refused when there is nothing to fold', async () => {
     const s = server = await startOpenAITestServer({ apiKey: 'sk-local', models: ['test-model'], contextWindow: 100_000 })

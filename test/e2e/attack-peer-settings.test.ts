@@ -129,6 +129,30 @@ describe('attack: conversation settings written by another device', () => {
     expect(out.join('')).toMatch(/warning: OPENAI_API_KEY is sent only to http:\/\/127\.0\.0\.1:\d+\/v1, so http:\/\/127\.0\.0\.1:\d+\/v1 gets no key/)
   })
 
+  it('a peer\'s `limits` setting is ignored: this device\'s step limit holds, and a peer\'s budget neither stops nor frees its agent', async () => {
+    peers = new PeerNodes()
+    // a model that calls a tool five times before it answers, reporting usage
+    const mine = await startOpenAITestServer()
+    servers.push(mine)
+    mine.respond = (_req, i) => i < 5 ? reply.toolCalls([{ name: 'bash', arguments: JSON.stringify({ command: 'true' }) }], { usage: { prompt_tokens: 50, completion_tokens: 5 } }) : reply.text('done')
+    const victim = await peers.add('victim', { env: { OPENAI_API_KEY: 'sk-own', OPENAI_BASE_URL: mine.baseURL, OPENAI_MODEL: 'victim-model' }, settings: { maxSteps: 2 } })
+    const mallory = await peers.add('mallory')
+    const root = await mallory.node.history.createConversation({ title: 'run long' })
+    const last = await setMeta(mallory.node.history, await mallory.node.history.open(root.id), 'limits', { maxSteps: 1000, tokenBudget: 1 })
+    await peers.everywhere(root.id, last, [victim])
+    expect((await victim.node.agentConfig(root.id)).config.limits).toEqual({ maxSteps: 2 })
+    const api = new ApiService(victim.node, { version: 'test' })
+    try {
+      await api.request('message.send', { conversation: root.id, text: 'go' })
+      expect(await victim.node.agents.wait(root.id)).toBe('done')
+    } finally {
+      api.close()
+    }
+    expect(mine.chatRequests()).toHaveLength(2)
+    const stop = (await victim.node.history.open(root.id)).branch().findLast(e => e.kind === 'agent.stopped')
+    expect(stop).toMatchObject({ author: { device: victim.node.device }, body: { reason: 'done', limit: 'steps' } })
+  })
+
   it('a setting this device wrote itself is honoured: its own `sandbox` and model choice apply', async () => {
     peers = new PeerNodes()
     const mine = await modelServer('true')

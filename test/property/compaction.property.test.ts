@@ -1,8 +1,9 @@
 // Properties of the compaction planner (runtime/agent/compaction.ts) over random conversations
 // of long and short turns with tool calls, compacted as an agent would before each model step:
 // a cut never separates a tool call from its intent or result, keeps the latest user message
-// and all after it, the model is then sent [system, summary, ...kept] and it fits, and planning
-// again once it fits changes nothing. fast-check prints the seed and path of a failure.
+// (and all after it, unless its turn alone does not fit: then it is kept verbatim and the turn is
+// cut after a completed step), the model is then sent [system, summary, (message,) ...kept] and it
+// fits whenever some cut could make it fit, and planning again once it fits changes nothing. fast-check prints the seed and path of a failure.
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { makeEntry } from '../../src/main/history/entry-codec'
@@ -24,7 +25,7 @@ const callArb: fc.Arbitrary<Call> = fc.record({ out: fc.oneof(fc.nat({ max: 200 
 const stepArb: fc.Arbitrary<Step> = fc.record({ text: fc.nat({ max: 400 }), calls: fc.array(callArb, { minLength: 1, maxLength: 3 }) })
 const turnArb: fc.Arbitrary<Turn> = fc.record({
   user: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 3000 })),
-  steps: fc.array(stepArb, { maxLength: 3 }),
+  steps: fc.oneof(fc.array(stepArb, { maxLength: 3 }), fc.array(stepArb, { maxLength: 10 })),
   answer: fc.nat({ max: 1500 }),
   note: fc.boolean(),
   usage: fc.boolean()
@@ -60,7 +61,7 @@ class Sim {
     this.compactions++
     // the longest summary the budget allows
     const summary = 'S'.repeat(Math.max(0, summaryBudget(this.budget.window) * 4 - 200))
-    return this.add({ kind: 'compaction', body: { summary, folded: { from: plan.from, to: plan.to }, model: 'm', tokens: plan.tokens } }) as EntryOf<'compaction'>
+    return this.add({ kind: 'compaction', body: { summary, folded: { from: plan.from, to: plan.to }, model: 'm', tokens: plan.tokens, ...(plan.keep !== undefined ? { keep: plan.keep.id } : {}) } }) as EntryOf<'compaction'>
   }
 
   turn (t: Turn): void {
@@ -103,14 +104,31 @@ function wellFormed (ir: IrMessage[]): void {
   }
 }
 
+/** The least a cut could keep of the view: the latest message and all after it, or that message and what follows a completed step of its turn. */
+function leastKept (branch: Entry[]): number {
+  const v = contextView(branch).entries
+  const cuts = safeCuts(v)
+  const lastUser = v.findLastIndex(e => e.kind === 'user')
+  const from = (k: number): number => v.slice(k).reduce((n, e) => n + entryTokens(e), 0)
+  let least = from(lastUser)
+  for (let k = lastUser + 2; k < v.length; k++) if (cuts[k]) least = Math.min(least, entryTokens(v[lastUser] as Entry) + from(k))
+  return least
+}
+
 function checkPlan (branch: Entry[], plan: Extract<CompactionPlan, { kind: 'compact' }>): void {
   const view = contextView(branch).entries
   expect([...plan.folded, ...plan.kept].map(e => e.id)).toEqual(view.map(e => e.id))
   const first = plan.kept[0] as Entry
   expect(['user', 'assistant']).toContain(first.kind)
-  // the latest user message and all after it are kept
+  // the latest user message and all after it are kept; or, its turn cut, the message itself verbatim
   const lastUser = view.findLast(e => e.kind === 'user') as Entry
-  expect(plan.kept.map(e => e.id)).toContain(lastUser.id)
+  if (plan.keep === undefined) expect(plan.kept.map(e => e.id)).toContain(lastUser.id)
+  else {
+    expect(plan.keep.id).toBe(lastUser.id)
+    expect(plan.folded.map(e => e.id)).toContain(lastUser.id)
+    expect(plan.kept.some(e => e.kind === 'user')).toBe(false)
+    expect(first.kind).toBe('assistant')
+  }
   // no call is separated from its intent or result
   const foldedCalls = new Set(plan.folded.flatMap(e => e.kind === 'assistant' ? (e.body.toolCalls ?? []).map(c => c.id) : []))
   for (const e of plan.kept) {
@@ -121,12 +139,13 @@ function checkPlan (branch: Entry[], plan: Extract<CompactionPlan, { kind: 'comp
 
 describe('compaction', () => {
   it('never splits a call from its result; after it the model gets [system, summary, ...kept], which fits; once it fits, planning again changes nothing', () => {
-    const seen = { compacted: 0, again: 0, withIntentKept: 0 }
+    const seen = { compacted: 0, again: 0, withIntentKept: 0, inTurn: 0, inTurnAgain: 0 }
     fc.assert(fc.property(fc.array(turnArb, { minLength: 1, maxLength: 14 }), windowArb, (turns, window) => {
       const budget = budgetOf(window)
       const sim = new Sim(budget)
       const limit = budget.window - budget.reserve
-      const keep = Math.floor((limit - budget.overhead - summaryBudget(window)) / 2)
+      const room = limit - budget.overhead - summaryBudget(window)
+      const keep = Math.floor(room / 2)
       for (const t of turns) {
         const before = sim.plans.length
         sim.turn(t)
@@ -134,6 +153,8 @@ describe('compaction', () => {
           seen.compacted++
           if (plan.previous !== undefined) seen.again++
           if (plan.kept.some(e => e.kind === 'tool.intent')) seen.withIntentKept++
+          if (plan.keep !== undefined) seen.inTurn++
+          if (plan.keep !== undefined && plan.previous?.body.keep === plan.keep.id) seen.inTurnAgain++
         }
       }
       // replay each compaction's checks at the branch it was planned on
@@ -145,12 +166,15 @@ describe('compaction', () => {
         const after = sim.branch.slice(0, at + 1)
         const c = after[at] as EntryOf<'compaction'>
         const ir = toIrMessages(after, SYSTEM)
-        expect(ir.slice(0, 2)).toEqual([{ role: 'system', text: SYSTEM }, summaryMessage(c)])
-        expect(ir.slice(2)).toEqual(toIrMessages(plan.kept, SYSTEM).slice(1))
+        const told = plan.keep === undefined ? [] : [{ role: 'user', text: plan.keep.body.text }]
+        expect(ir.slice(0, 2 + told.length)).toEqual([{ role: 'system', text: SYSTEM }, summaryMessage(c), ...told])
+        expect(ir.slice(2 + told.length)).toEqual(toIrMessages(plan.kept, SYSTEM).slice(1))
         wellFormed(ir)
         // a range that starts where the first compaction's did: the summary stands for all before it
         expect(c.body.folded.from).toBe((sim.branch[0] as Entry).id)
-        const kept = plan.kept.reduce((n, e) => n + entryTokens(e), 0)
+        const kept = plan.kept.reduce((n, e) => n + entryTokens(e), plan.keep === undefined ? 0 : entryTokens(plan.keep))
+        // whenever some cut leaves what the window has room for, the compacted branch fits
+        if (leastKept(before) <= room) expect(estimateContext(after, budget.overhead), `${plan.keep === undefined ? 'before' : 'inside'} the turn`).toBeLessThanOrEqual(limit)
         if (kept <= keep) {
           expect(estimateContext(after, budget.overhead)).toBeLessThanOrEqual(limit)
           const again = planCompaction(after, budget)

@@ -105,7 +105,7 @@ describe('compaction by the agent loop', () => {
     expect(refusing.requests.map(r => r.purpose ?? 'model')).toEqual(['model', 'summary', 'model'])
     const branch = (await history.open(root.id)).branch()
     expect(branch.map(e => e.kind).slice(-3)).toEqual(['agent.started', 'compaction', 'agent.stopped'])
-    expect(branch.at(-1)).toMatchObject({ body: { reason: 'error', message: expect.stringMatching(/too long\. It was compacted as far as it can be: the latest message and what followed it alone do not fit/) as unknown } })
+    expect(branch.at(-1)).toMatchObject({ body: { reason: 'error', message: expect.stringMatching(/too long\. It was compacted as far as it can be: the latest message and its latest step alone do not fit/) as unknown } })
     // what was retried: the summary and the latest message only
     expect(refusing.requests[2]?.messages.map(m => m.role)).toEqual(['system', 'user', 'user'])
   })

@@ -173,7 +173,7 @@ describe('the desktop app\'s node over MessagePorts (src/main/electron/node-proc
     })
     await h.proc.ready()
     const ui = h.connect()
-    expect(await ui.call('settings.get')).toEqual({ provider: 'openai', apiKeySet: true, apiKeyStorage: 'encrypted by the system keychain' })
+    expect(await ui.call('settings.get')).toEqual({ provider: 'openai', apiKeySet: true, apiKeyStorage: 'encrypted by the system keychain', maxSteps: 50 })
     await ui.call('settings.set', { provider: 'openai', baseURL: 'http://127.0.0.1:9/v1' })
     const work = await dirs.make()
     const { id } = await ui.call<{ id: string }>('conversation.create', { cwd: work })

@@ -141,9 +141,9 @@ describe('ApiService', () => {
   it('keeps settings; the API key is stored apart, readable by this user only, and never returned', async () => {
     const { api, dir, work } = await start()
     const apiKeyStorage = `in ${path.join(dir, 'secrets.json')}, readable only by you`
-    expect(await api.request('settings.get', {})).toEqual({ provider: 'openai', apiKeySet: false, apiKeyStorage })
+    expect(await api.request('settings.get', {})).toEqual({ provider: 'openai', apiKeySet: false, apiKeyStorage, maxSteps: 50 })
     const set = await api.request('settings.set', { provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKey: 'sk-very-secret', defaultCwd: work })
-    expect(set).toEqual({ provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKeySet: true, apiKeyStorage, defaultCwd: work })
+    expect(set).toEqual({ provider: 'openai', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKeySet: true, apiKeyStorage, defaultCwd: work, maxSteps: 50 })
     expect(await api.request('settings.get', {})).toEqual(set)
     expect(JSON.stringify(set)).not.toContain('sk-very-secret')
     expect(fs.readFileSync(path.join(dir, 'settings.json'), 'utf8')).not.toContain('sk-very-secret')
@@ -151,7 +151,10 @@ describe('ApiService', () => {
 
     // partial updates keep the rest; '' clears
     expect(await api.request('settings.set', { model: 'qwen' })).toMatchObject({ model: 'qwen', baseURL: 'http://127.0.0.1:11434/v1', apiKeySet: true })
-    expect(await api.request('settings.set', { apiKey: '', baseURL: '' })).toEqual({ provider: 'openai', model: 'qwen', apiKeySet: false, apiKeyStorage, defaultCwd: work })
+    expect(await api.request('settings.set', { apiKey: '', baseURL: '' })).toEqual({ provider: 'openai', model: 'qwen', apiKeySet: false, apiKeyStorage, defaultCwd: work, maxSteps: 50 })
+    // the step limit: set, and 0 back to the default
+    expect(await api.request('settings.set', { maxSteps: 7 })).toMatchObject({ maxSteps: 7 })
+    expect(await api.request('settings.set', { maxSteps: 0 })).toMatchObject({ maxSteps: 50 })
 
     // a new conversation works in the default directory
     const { id } = await api.request('conversation.create', {})

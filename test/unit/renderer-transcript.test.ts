@@ -88,6 +88,9 @@ describe('buildTranscript', () => {
     expect(noticeFor({ ...base, kind: 'agent.stopped', body: { epoch: 1, reason: 'cancelled' } })).toEqual({ tone: 'info', text: 'Stopped' })
     expect(noticeFor({ ...base, kind: 'agent.stopped', body: { epoch: 1, reason: 'superseded', by: { device: 'ab'.repeat(32), epoch: 2 } } })?.text).toContain('abababab')
     expect(noticeFor({ ...base, kind: 'agent.stopped', body: { epoch: 1, reason: 'done' } })).toBeUndefined()
+    // a stop at this device's limit: a warning with the stop's own words on how to go on
+    expect(noticeFor({ ...base, kind: 'agent.stopped', body: { epoch: 1, reason: 'done', limit: 'steps', message: 'send a message' } })).toEqual({ tone: 'warn', text: 'The agent stopped: this turn reached its step limit', detail: 'send a message' })
+    expect(noticeFor({ ...base, kind: 'agent.stopped', body: { epoch: 1, reason: 'done', limit: 'tokens', message: 'raise it' } })?.text).toMatch(/token budget/)
     expect(noticeFor({ ...base, kind: 'agent.started', body: { epoch: 1, reason: 'user' } })).toBeUndefined()
     expect(noticeFor({ ...base, kind: 'meta', body: { key: 'title', value: 'x', hlc: { wall: 1, counter: 0, device: DEV } } })).toBeUndefined()
   })

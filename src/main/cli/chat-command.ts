@@ -16,6 +16,8 @@ export interface ChatOptions {
   cwd?: string
   /** false: turn the sandbox off for this conversation; true: on again; undefined: as it is */
   sandbox?: boolean
+  /** this device's limits for the conversation, kept with it (0 clears one) */
+  limits?: { maxSteps?: number; tokenBudget?: number }
   out: (text: string) => void
   err: (text: string) => void
   /** aborted on Ctrl-C: the agent is cancelled and records it */
@@ -39,7 +41,8 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
     conversation: ref,
     ...(Object.keys(o.llm).length > 0 ? { llm: o.llm } : {}),
     ...(o.sandbox !== undefined ? { sandbox: o.sandbox } : {}),
-    ...(o.cwd !== undefined && o.conversation !== undefined ? { cwd: o.cwd } : {})
+    ...(o.cwd !== undefined && o.conversation !== undefined ? { cwd: o.cwd } : {}),
+    ...(o.limits !== undefined ? { limits: o.limits } : {})
   })
   const conversation = configured.conversation
   // Say up front what the bash tool would say on its first call.
@@ -105,6 +108,8 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
     const total = usageTotal(dag.entries())
     o.err(`tokens: ${turn.input} in, ${turn.output} out (conversation: ${total.input} in, ${total.output} out)\n`)
     const end = last?.body.reason ?? 'stopped'
+    // a limit ends the turn unfinished: said, and not a success for a script
+    if (end === 'done' && last?.body.limit !== undefined) { o.err(`the agent stopped at its ${last.body.limit} limit: ${last.body.message ?? ''}\n`); return 1 }
     if (end === 'done') return 0
     if (end === 'cancelled') { o.err('stopped: the agent was cancelled\n'); return 130 }
     o.err(`the agent stopped: ${last?.body.message ?? end}\n`)

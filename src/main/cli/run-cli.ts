@@ -58,9 +58,12 @@ const USAGE = `usage: arbor <command> [options]
   net on|off                            take the running node off the network and back
   chat <conv> | --new  <message> [--provider openai|fake] [--model M] [--base-url URL]
        [--script FILE] [--context-window TOKENS] [--cwd DIR] [--no-sandbox | --sandbox]
+       [--max-steps N] [--token-budget TOKENS]
                                         send a message and run the agent to the end of its turn
                                         (queued if the agent here is busy; --cwd on a conversation
-                                        moves where this device's agent works from then on)
+                                        moves where this device's agent works from then on;
+                                        --max-steps: model steps per turn, --token-budget: tokens
+                                        of this device's steps in the conversation; 0 clears one)
   resume <conv>                         run the conversation's agent on this device from now on
                                         (refused, saying why, when there is nothing to move)
   status <conv>                         where its agent runs, its epoch, and how it moved
@@ -230,6 +233,14 @@ const COMMANDS: Record<string, Handler> = {
     const conversation = isNew ? undefined : await conversationRef(args[0] as string)
     const window = values['context-window'] === undefined ? undefined : Number(values['context-window'])
     if (window !== undefined && (!Number.isSafeInteger(window) || window <= 0)) throw new CliError('--context-window must be a whole number of tokens', 2)
+    const limits: { maxSteps?: number; tokenBudget?: number } = {}
+    for (const [flag, k] of [['max-steps', 'maxSteps'], ['token-budget', 'tokenBudget']] as const) {
+      const v = values[flag]
+      if (v === undefined) continue
+      const n = Number(v)
+      if (!Number.isSafeInteger(n) || n < 0) throw new CliError(`--${flag} must be a whole number (0 clears it)`, 2)
+      limits[k] = n
+    }
     let cwd: string | undefined
     if (values.cwd !== undefined) cwd = path.resolve(io.cwd, values.cwd)
     const { chat } = await import('./chat-command')
@@ -244,6 +255,7 @@ const COMMANDS: Record<string, Handler> = {
         ...(window !== undefined ? { contextWindow: window } : {})
       },
       ...(cwd !== undefined ? { cwd } : {}),
+      ...(Object.keys(limits).length > 0 ? { limits } : {}),
       ...(values['no-sandbox'] === true ? { sandbox: false } : values.sandbox === true ? { sandbox: true } : {}),
       out: io.out,
       err: io.err,

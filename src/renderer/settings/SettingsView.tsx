@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
 import type { ApiMethods, SettingsDto } from '../../shared/api'
 import { errorText, useApi } from '../api-context'
-import { EMPTY_FORM, withLoaded, type ProviderChoice, type SettingsField, type SettingsForm } from './settings-form'
+import { EMPTY_FORM, maxStepsOf, withLoaded, type ProviderChoice, type SettingsField, type SettingsForm } from './settings-form'
 
 type Found = ApiMethods['settings.detect']['result']
 
@@ -11,7 +11,7 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
   const [loaded, setLoaded] = useState<SettingsDto | undefined>()
   const [loadError, setLoadError] = useState<string | undefined>()
   const [form, setForm] = useState<SettingsForm>(EMPTY_FORM)
-  const { provider, baseURL, model, apiKey, cwd } = form
+  const { provider, baseURL, model, apiKey, cwd, maxSteps } = form
   // The fields the user changed since the form was last filled: a late load must not undo them.
   const touched = useRef(new Set<SettingsField>())
   const [busy, setBusy] = useState(false)
@@ -20,7 +20,7 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
   const [detecting, setDetecting] = useState(false)
   const [found, setFound] = useState<Found | undefined>()
   const [detectError, setDetectError] = useState<string | undefined>()
-  const ids = { provider: useId(), baseURL: useId(), model: useId(), key: useId(), cwd: useId() }
+  const ids = { provider: useId(), baseURL: useId(), model: useId(), key: useId(), cwd: useId(), maxSteps: useId() }
   const headingRef = useRef<HTMLHeadingElement>(null)
 
   /** The user's own change of some fields. */
@@ -65,6 +65,10 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
       if (provider === 'compatible' && p.baseURL === '') { setBusy(false); setError('Enter the server’s base URL (for example http://127.0.0.1:11434/v1).'); return }
     }
     if (apiKey !== '') p.apiKey = apiKey
+    const steps = maxStepsOf(maxSteps)
+    if (typeof steps !== 'number') { setBusy(false); setError(steps.error); return }
+    // sent only when changed: a default left as shown stays the default
+    if (maxSteps.trim() !== String(loaded?.maxSteps)) p.maxSteps = steps
     // what is sent now is what the answer fills in; a change typed while it saves stays
     touched.current.clear()
     client.call('settings.set', p).then(
@@ -129,6 +133,9 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
           : null}
         <label htmlFor={ids.cwd}>Default working directory</label>
         <input id={ids.cwd} className="mono" value={cwd} onChange={e => edit({ cwd: e.target.value })} placeholder="/home/you/projects" spellCheck={false} autoCapitalize="off" autoCorrect="off" />
+        <label htmlFor={ids.maxSteps}>Model steps per turn</label>
+        <input id={ids.maxSteps} inputMode="numeric" value={maxSteps} onChange={e => edit({ maxSteps: e.target.value })} placeholder="the default" aria-describedby={`${ids.maxSteps}-note`} />
+        <span id={`${ids.maxSteps}-note`} className="field-note">The agent stops after this many model steps in one turn and says so; a message (or resume) goes on.</span>
         {error !== undefined ? <p className="form-error" role="alert">{error}</p> : null}
         {saved ? <p role="status">Saved.</p> : null}
         <div className="form-actions">

@@ -38,7 +38,9 @@ export function noticeFor (e: Entry, ctx: NoticeContext = {}): Notice | undefine
       const withMessage = (n: Notice): Notice =>
         e.body.message !== undefined && e.body.message !== '' ? { ...n, detail: e.body.message } : n
       switch (e.body.reason) {
-        case 'done': return e.body.message !== undefined && e.body.message !== '' ? { tone: 'info', text: `Agent finished: ${e.body.message}` } : undefined
+        // a turn stopped by this device's limit (turn-limits.ts): the message says how to go on
+        case 'done': if (e.body.limit !== undefined) return withMessage({ tone: 'warn', text: e.body.limit === 'tokens' ? 'The agent stopped: the conversation reached its token budget' : e.body.limit === 'steps' ? 'The agent stopped: this turn reached its step limit' : 'The agent stopped at a limit' })
+          return e.body.message !== undefined && e.body.message !== '' ? { tone: 'info', text: `Agent finished: ${e.body.message}` } : undefined
         case 'cancelled': return withMessage({ tone: 'info', text: 'Stopped' })
         case 'superseded': {
           const by = e.body.by !== undefined ? `${where(e.body.by.device)}'s agent (epoch ${e.body.by.epoch})` : 'an agent on another device'

@@ -6,7 +6,9 @@ import { agentMoves, moveText } from '../../../shared/agent-moves'
 import { waitText } from '../../../shared/agent-wait'
 import type { Entry } from '../../../shared/entry'
 import { setMeta } from '../../history/set-meta'
-import { conversationSettings, type LlmSetting } from '../../runtime/agent/agent-config'
+import type { HistoryStore } from '../../history/history-store'
+import type { ConversationDag } from '../../../shared/conversation-dag'
+import { conversationSettings, type LimitsSetting, type LlmSetting } from '../../runtime/agent/agent-config'
 import { compareRefs, topRef, workAt, type AgentRef } from '../../runtime/placement/placement'
 import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type HandlerContext, type HandlersOf } from './handler-context'
 
@@ -143,7 +145,23 @@ async function configure (c: HandlerContext, p: ApiParamsOut<'agent.configure'>)
     dag = await node.history.open(id)
   }
   // kept as this device's own setting: a peer's agent of the conversation works where its device says
-  if (p.cwd !== undefined && path.resolve(p.cwd) !== dag.cwdOf(node.device)) await setMeta(node.history, dag, 'cwd', path.resolve(p.cwd))
+  if (p.cwd !== undefined && path.resolve(p.cwd) !== dag.cwdOf(node.device)) {
+    await setMeta(node.history, dag, 'cwd', path.resolve(p.cwd))
+    dag = await node.history.open(id)
+  }
+  if (p.limits !== undefined) await configureLimits(node.history, dag, p.limits)
   const resolved = await asApiError(node.agentConfig(id))
   return { conversation: id, warnings: resolved.warnings, sandboxed: resolved.sandboxed }
+}
+
+/** This device's `limits` setting of a conversation, the given values joined to the saved ones (0 clears one). */
+async function configureLimits (history: HistoryStore, dag: ConversationDag, given: { maxSteps?: number; tokenBudget?: number }): Promise<void> {
+  const saved = conversationSettings(dag, history.device).limits
+  const next: LimitsSetting = { ...saved }
+  for (const k of ['maxSteps', 'tokenBudget'] as const) {
+    const v = given[k]
+    if (v === 0) delete next[k]
+    else if (v !== undefined) next[k] = v
+  }
+  if (JSON.stringify(next) !== JSON.stringify(saved)) await setMeta(history, dag, 'limits', next)
 }

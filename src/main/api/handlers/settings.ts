@@ -3,6 +3,7 @@ import path from 'node:path'
 import type { SettingsDto } from '../../../shared/api'
 import type { ApiParamsOut } from '../../../shared/api-params'
 import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../../runtime/agent/agent-config'
+import { DEFAULT_MAX_STEPS } from '../../runtime/agent/turn-limits'
 import { detectLocalServers, type LocalServer } from '../../llm/local-servers'
 import type { ArborNode } from '../../node'
 import type { HandlerContext, HandlersOf } from './handler-context'
@@ -26,7 +27,8 @@ async function settings (node: ArborNode): Promise<SettingsDto> {
     apiKeySet: key !== undefined,
     apiKeyStorage: node.secrets.description,
     ...(s.defaultCwd !== undefined ? { defaultCwd: s.defaultCwd } : {}),
-    ...(s.contextWindow !== undefined ? { contextWindow: s.contextWindow } : {})
+    ...(s.contextWindow !== undefined ? { contextWindow: s.contextWindow } : {}),
+    maxSteps: s.maxSteps ?? DEFAULT_MAX_STEPS
   }
 }
 
@@ -41,6 +43,8 @@ async function setSettings (node: ArborNode, p: ApiParamsOut<'settings.set'>): P
   }
   if (p.contextWindow === 0) delete next.contextWindow
   else if (p.contextWindow !== undefined) next.contextWindow = p.contextWindow
+  if (p.maxSteps === 0) delete next.maxSteps
+  else if (p.maxSteps !== undefined) next.maxSteps = p.maxSteps
   await writeNodeSettings(dir, next)
   if (p.apiKey !== undefined) await node.secrets.set('apiKey', p.apiKey)
   return settings(node)

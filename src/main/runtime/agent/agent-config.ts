@@ -17,6 +17,7 @@ import { defaultHiddenPaths } from '../../tools/sandbox/hidden-paths'
 import { sandboxProbe } from '../../tools/sandbox/sandbox-probe'
 import { defaultTools } from '../../tools/tool-registry'
 import { readJsonFile, writeStateFile } from '../../disk/state-file'
+import { DEFAULT_MAX_STEPS, type TurnLimits } from './turn-limits'
 
 /** An error meant for the user (no model set up, unreadable settings). */
 export class AgentConfigError extends Error {
@@ -35,7 +36,9 @@ export const NodeSettingsSchema = z.object({
   /** the fake provider's script (a JSON file): a scripted, offline model for demos and tests */
   script: z.string().optional(),
   /** the model's context window in tokens, when the server does not say (llm/context-window.ts) */
-  contextWindow: z.number().int().positive().optional()
+  contextWindow: z.number().int().positive().optional(),
+  /** model steps per turn before the agent stops and asks to go on (turn-limits.ts; default DEFAULT_MAX_STEPS) */
+  maxSteps: z.number().int().positive().optional()
 })
 export type NodeSettings = z.infer<typeof NodeSettingsSchema>
 
@@ -74,11 +77,16 @@ export interface ConversationSettings {
   model?: string
   /** false only if this device's last `sandbox` setting turned it off */
   sandbox: boolean
+  /** this device's `limits` setting (`arbor chat --max-steps/--token-budget`): what it sets */
+  limits: LimitsSetting
 }
+
+/** A conversation's own limits, kept in its history as this device's `limits` setting. */
+export interface LimitsSetting { maxSteps?: number; tokenBudget?: number }
 
 export function conversationSettings (dag: ConversationDag, device: string): ConversationSettings {
   const root = dag.rootBy(device)
-  const out: ConversationSettings = { llm: llmSetting(dag.metaOf('llm', device)?.value), sandbox: dag.metaOf('sandbox', device)?.value !== false }
+  const out: ConversationSettings = { llm: llmSetting(dag.metaOf('llm', device)?.value), sandbox: dag.metaOf('sandbox', device)?.value !== false, limits: limitsSetting(dag.metaOf('limits', device)?.value) }
   const cwd = dag.cwdOf(device)
   if (cwd !== undefined) out.cwd = cwd
   if (root?.body.model !== undefined) out.model = root.body.model
@@ -100,6 +108,24 @@ function llmSetting (v: unknown): LlmSetting {
   }
   const w = (v as Record<string, unknown>).contextWindow
   if (typeof w === 'number' && Number.isSafeInteger(w) && w > 0) out.contextWindow = w
+  return out
+}
+
+/** The positive whole numbers of a saved `limits` value (anything else in it is ignored). */
+function limitsSetting (v: unknown): LimitsSetting {
+  const out: LimitsSetting = {}
+  if (v === null || typeof v !== 'object') return out
+  for (const k of ['maxSteps', 'tokenBudget'] as const) {
+    const x = (v as Record<string, unknown>)[k]
+    if (typeof x === 'number' && Number.isSafeInteger(x) && x > 0) out[k] = x
+  }
+  return out
+}
+
+/** The limits a conversation's agent runs under: its own (this device's setting), else the node's, else the default steps and no budget. */
+export function turnLimits (own: LimitsSetting, settings: NodeSettings | undefined): TurnLimits {
+  const out: TurnLimits = { maxSteps: own.maxSteps ?? settings?.maxSteps ?? DEFAULT_MAX_STEPS }
+  if (own.tokenBudget !== undefined) out.tokenBudget = own.tokenBudget
   return out
 }
 
@@ -203,7 +229,8 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
       tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),
       sandbox: { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(home, o.dataDir) },
       system: instructions.text === '' ? system : `${system}\n\n${instructions.text}`,
-      ...(instructions.files.length > 0 ? { instructions: instructions.files } : {})
+      ...(instructions.files.length > 0 ? { instructions: instructions.files } : {}),
+      limits: turnLimits(own.limits, o.settings)
     },
     cwd,
     sandboxed,

@@ -12,6 +12,7 @@ import { requestOverhead, summarise } from './compaction-step'
 import { estimateContext } from './compaction'
 import type { InstructionFile } from './project-instructions'
 import type { WindowSource } from '../../llm/context-window'
+import { limitReached, stepsInTurn, tokensSpent, type TurnLimits } from './turn-limits'
 
 /**
  * What an agent reports while it works, for the UI and the CLI. `run` names the agent's run
@@ -64,6 +65,8 @@ export interface AgentDeps {
    * long compacts it.
    */
   contextWindow?: ContextWindowSource
+  /** this device's limits for the conversation (turn-limits.ts); without them, none */
+  limits?: TurnLimits
 }
 
 /** The model's window as the agent's device knows it, and where a refusal's word on it goes. */
@@ -263,6 +266,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
     },
     parents: []
   })
+  const limits = new LimitCount(deps.limits, journal.branch, dag.entries(), history.device)
   for (;;) {
     const by = await outranked()
     if (signal.aborted) { await stop('cancelled'); return 'cancelled' }
@@ -277,6 +281,12 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
         await stop('done')
         return 'done'
       case 'model': {
+        const over = limits.reached()
+        if (over !== undefined) {
+          // at a step boundary: every call of the turn so far has its result
+          await append({ kind: 'agent.stopped', body: { epoch: run.epoch, reason: 'done', message: over.message, limit: over.limit }, parents: [] })
+          return 'done'
+        }
         deps.fault?.('before-model', {})
         const window = compactedAt === journal.tip ? undefined : await windowNow()
         if (window !== undefined) {
@@ -310,7 +320,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
             if (c !== 'none') return c
           }
           if (err instanceof LlmError && err.code === 'context-length') {
-            await stop('error', `${err.message}. It was compacted as far as it can be: the latest message and what followed it alone do not fit. Start a new branch from an earlier message, or use a model with a larger window`)
+            await stop('error', `${err.message}. It was compacted as far as it can be: the latest message and its latest step alone do not fit. Start a new branch from an earlier message, or use a model with a larger window`)
             return 'error'
           }
           if (err instanceof LlmError && !err.transient && err.code !== 'scripted') {
@@ -328,6 +338,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
         if (result.reasoning !== undefined) body.reasoning = result.reasoning
         if (result.usage !== undefined) body.usage = result.usage
         await append({ kind: 'assistant', body, parents: [] })
+        limits.stepped(body.usage)
         break
       }
       case 'unknown-outcome':
@@ -378,6 +389,28 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
         break
       }
     }
+  }
+}
+
+/**
+ * The run's count against its limits: taken from the history once at the start (a restarted run
+ * goes on counting, never from zero), then moved on by each model step this run writes.
+ */
+class LimitCount {
+  private steps: number
+  private tokens: number
+  constructor (private readonly limits: TurnLimits | undefined, branch: readonly Entry[], entries: Iterable<Entry>, device: string) {
+    this.steps = limits === undefined ? 0 : stepsInTurn(branch, device)
+    this.tokens = limits?.tokenBudget === undefined ? 0 : tokensSpent(entries, device)
+  }
+
+  reached (): ReturnType<typeof limitReached> {
+    return this.limits === undefined ? undefined : limitReached(this.limits, this.steps, this.tokens)
+  }
+
+  stepped (usage: { input: number; output: number } | undefined): void {
+    this.steps++
+    if (usage !== undefined) this.tokens += usage.input + usage.output
   }
 }
 

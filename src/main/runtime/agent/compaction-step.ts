@@ -55,5 +55,6 @@ export async function summarise (o: SummariseOptions): Promise<Summarised> {
   const summary = text.length > room * 4 ? text.slice(0, room * 4) + ' […]' : text
   const body: BodyOf<'compaction'> = { summary, folded: { from: plan.from, to: plan.to }, model: result.model, tokens: plan.tokens }
   if (focus !== undefined && focus !== '') body.focus = focus
+  if (plan.keep !== undefined) body.keep = plan.keep.id
   return { kind: 'compaction', body }
 }

@@ -16,8 +16,12 @@ export interface ContextBudget {
 
 export type CompactionPlan =
   | { kind: 'fits'; tokens: number }
-  /** fold `folded` (and the previous summary, if any) into a new summary; `kept` is told as it is */
-  | { kind: 'compact'; tokens: number; from: string; to: string; previous?: EntryOf<'compaction'>; folded: Entry[]; kept: Entry[] }
+  /**
+   * fold `folded` (and the previous summary, if any) into a new summary; `kept` is told as it is.
+   * `keep`: the latest user message, when the turn it starts was folded too (it did not fit): one of
+   * `folded`, told verbatim after the summary, before `kept`.
+   */
+  | { kind: 'compact'; tokens: number; from: string; to: string; previous?: EntryOf<'compaction'>; folded: Entry[]; kept: Entry[]; keep?: EntryOf<'user'> }
   /** it does not fit (or a compaction was asked for) but there is nothing older than the latest user message to fold */
   | { kind: 'nothing'; tokens: number; reason: string }
 
@@ -54,8 +58,9 @@ export function summaryTokens (c: EntryOf<'compaction'>): number {
 
 /**
  * What the model sees of a branch: the latest compaction on it whose folded range ends on the
- * branch before it (one that does not, from a peer, is looked past), and the entries after that
- * range, compaction entries left out. Without one, the whole branch.
+ * branch before it (one that does not, from a peer, is looked past), the user message it keeps
+ * (`keep`: a user entry of the folded range, the latest one, when its turn was folded), and the
+ * entries after that range, compaction entries left out. Without one, the whole branch.
  */
 export function contextView (branch: readonly Entry[]): { compaction?: EntryOf<'compaction'>; at: number; entries: Entry[] } {
   for (let i = branch.length - 1; i >= 0; i--) {
@@ -64,9 +69,25 @@ export function contextView (branch: readonly Entry[]): { compaction?: EntryOf<'
     let to = -1
     for (let j = i - 1; j >= 0; j--) if ((branch[j] as Entry).id === c.body.folded.to) { to = j; break }
     if (to < 0) continue
-    return { compaction: c, at: i, entries: branch.slice(to + 1).filter(e => e.kind !== 'compaction') }
+    const after = branch.slice(to + 1).filter(e => e.kind !== 'compaction')
+    const keep = keptMessage(branch, to, c.body.keep)
+    return { compaction: c, at: i, entries: keep === undefined ? after : [keep, ...after] }
   }
   return { at: -1, entries: branch.filter(e => e.kind !== 'compaction') }
+}
+
+/**
+ * The user entry a compaction keeps: the latest user message at or before `to` on the branch, if
+ * that is the one it names (one that names another entry, from a peer, keeps nothing). Read back
+ * from `to`: the message starts the turn the range ends in.
+ */
+function keptMessage (branch: readonly Entry[], to: number, keep: string | undefined): EntryOf<'user'> | undefined {
+  if (keep === undefined) return undefined
+  for (let j = to; j >= 0; j--) {
+    const e = branch[j] as Entry
+    if (e.kind === 'user') return e.id === keep ? e : undefined
+  }
+  return undefined
 }
 
 /**
@@ -106,11 +127,13 @@ export function replyReserve (window: number): number {
 
 /**
  * Whether to compact the branch and where to cut. The kept suffix starts at a user or assistant
- * entry, never between a tool call (its assistant entry) and the call's intent or result, and
- * never after the latest user message; it keeps as much as fits in half of what the window
- * leaves after the reserve, the overhead and the summary, so the conversation can grow again
- * before the next compaction (forced, as little as it may). Starts from the latest compaction on the branch: its summary is
- * folded into the next one, and the new range starts where the old one did.
+ * entry, never between a tool call (its assistant entry) and the call's intent or result; it keeps
+ * as much as fits in half of what the window leaves after the reserve, the overhead and the
+ * summary, so the conversation can grow again before the next compaction (forced, as little as it
+ * may). It is cut before the latest user message unless what follows that message alone does not
+ * fit: then inside the turn, after a completed step, the message itself kept verbatim (`keep`).
+ * Starts from the latest compaction on the branch: its summary is folded into the next one, and the
+ * new range starts where the old one did.
  */
 export function planCompaction (branch: readonly Entry[], budget: ContextBudget, opts: PlanOptions = {}): CompactionPlan {
   const tokens = estimateContext(branch, budget.overhead)
@@ -127,11 +150,27 @@ export function planCompaction (branch: readonly Entry[], budget: ContextBudget,
   const room = limit - budget.overhead - (opts.summaryTokens ?? summaryBudget(budget.window))
   // Forced (asked for, or the server refused the context), it folds all it may.
   const keep = opts.force === true ? -1 : Math.floor(room / 2)
+  // The view's first entry may be the message the last compaction kept, which sits before the
+  // range it folded: a cut must fold something after it, so the new range ends in branch order.
+  const first = view.compaction?.body.keep !== undefined && v[0]?.kind === 'user' && v[0].id === view.compaction.body.keep ? 2 : 1
   let cut = -1
-  for (let k = 1; k <= lastUser; k++) {
+  for (let k = first; k <= lastUser; k++) {
     if (!cuts[k]) continue
     if (cut < 0 || (suffix[cut] as number) > keep) cut = k // the latest safe cut, unless an earlier one keeps within `keep`
     if ((suffix[k] as number) <= keep) break
+  }
+  // The latest message and what followed it alone do not fit: cut inside its turn, after a
+  // completed step (a cut just after the message would fold nothing of the turn).
+  let inTurn = false
+  if (lastUser >= 0 && (suffix[lastUser] as number) > room) {
+    const message = entryTokens(v[lastUser] as Entry)
+    let within = -1
+    for (let k = Math.max(first, lastUser + 2); k < v.length; k++) {
+      if (!cuts[k]) continue
+      if (within < 0 || message + (suffix[within] as number) > keep) within = k
+      if (message + (suffix[k] as number) <= keep) break
+    }
+    if (within >= 0) { cut = within; inTurn = true }
   }
   // Nothing new to fold (only a summary and the latest turn): a new summary would say the same.
   if (cut < 0) return { kind: 'nothing', tokens, reason: lastUser < 0 ? 'there is no message to keep yet' : 'there is nothing before the latest message to compact' }
@@ -140,6 +179,7 @@ export function planCompaction (branch: readonly Entry[], budget: ContextBudget,
   const from = view.compaction?.body.folded.from ?? (folded[0] as Entry).id
   const plan: CompactionPlan = { kind: 'compact', tokens, from, to: (folded.at(-1) as Entry).id, folded, kept: v.slice(cut) }
   if (view.compaction !== undefined) plan.previous = view.compaction
+  if (inTurn) plan.keep = v[lastUser] as EntryOf<'user'>
   return plan
 }
 
@@ -189,7 +229,8 @@ export function summaryRequest (plan: Extract<CompactionPlan, { kind: 'compact' 
     if (line !== undefined) lines.push(line.length > LINE_CHARS ? line.slice(0, LINE_CHARS) + ' […]' : line)
   }
   const head = plan.previous === undefined ? '' : `Summary of what came before:\n${plan.previous.body.summary}\n\n`
-  const ask = `Summarise the conversation above in at most a few hundred words${focus !== undefined && focus.trim() !== '' ? `, focusing on: ${focus.trim()}` : ''}.`
+  const turn = plan.keep === undefined ? '' : ' The user\'s latest message is told to the agent again, as it is, after your summary: say what has been done for it so far, what was found and what is left.'
+  const ask = `Summarise the conversation above in at most a few hundred words${focus !== undefined && focus.trim() !== '' ? `, focusing on: ${focus.trim()}` : ''}.${turn}`
   let left = room * 4 - SUMMARISER_PROMPT.length - head.length - ask.length - 200
   const kept: string[] = []
   for (let i = lines.length - 1; i >= 0 && left > 0; i--) {
