@@ -76,9 +76,13 @@ describe('Settings, with the stored settings loading slowly', () => {
     expect(saidLoading).toBe(true)
     expect(await loading.isVisible()).toBe(false)
 
+    // the window of a model whose server does not say it
+    await page.getByLabel('Context window (tokens)', { exact: true }).fill('16384')
     await save.click()
     await page.getByRole('status').getByText('Saved.').waitFor({ timeout: 5_000 })
-    expect(JSON.parse(fs.readFileSync(path.join(dataDir, 'settings.json'), 'utf8'))).toMatchObject({ provider: 'openai', baseURL: 'http://127.0.0.1:9/v1', model: 'my-model' })
+    const written = JSON.parse(fs.readFileSync(path.join(dataDir, 'settings.json'), 'utf8')) as Record<string, unknown>
+    expect(written).toMatchObject({ provider: 'openai', baseURL: 'http://127.0.0.1:9/v1', model: 'my-model', contextWindow: 16384 })
+    expect(written.maxSteps).toBeUndefined() // the step limit left as shown stays the default
     expect(await page.getByLabel('Provider', { exact: true }).inputValue()).toBe('compatible')
     expect(errors).toEqual([])
   }, 60_000)

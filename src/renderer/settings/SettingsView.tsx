@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
 import type { ApiMethods, SettingsDto } from '../../shared/api'
 import { errorText, useApi } from '../api-context'
-import { EMPTY_FORM, maxStepsOf, withLoaded, type ProviderChoice, type SettingsField, type SettingsForm } from './settings-form'
+import { contextWindowOf, EMPTY_FORM, maxStepsOf, withLoaded, type ProviderChoice, type SettingsField, type SettingsForm } from './settings-form'
 
 type Found = ApiMethods['settings.detect']['result']
 
@@ -11,7 +11,7 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
   const [loaded, setLoaded] = useState<SettingsDto | undefined>()
   const [loadError, setLoadError] = useState<string | undefined>()
   const [form, setForm] = useState<SettingsForm>(EMPTY_FORM)
-  const { provider, baseURL, model, apiKey, cwd, maxSteps } = form
+  const { provider, baseURL, model, apiKey, cwd, maxSteps, contextWindow } = form
   // The fields the user changed since the form was last filled: a late load must not undo them.
   const touched = useRef(new Set<SettingsField>())
   const [busy, setBusy] = useState(false)
@@ -20,7 +20,7 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
   const [detecting, setDetecting] = useState(false)
   const [found, setFound] = useState<Found | undefined>()
   const [detectError, setDetectError] = useState<string | undefined>()
-  const ids = { provider: useId(), baseURL: useId(), model: useId(), key: useId(), cwd: useId(), maxSteps: useId() }
+  const ids = { provider: useId(), baseURL: useId(), model: useId(), key: useId(), cwd: useId(), maxSteps: useId(), window: useId() }
   const headingRef = useRef<HTMLHeadingElement>(null)
 
   /** The user's own change of some fields. */
@@ -69,6 +69,9 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
     if (typeof steps !== 'number') { setBusy(false); setError(steps.error); return }
     // sent only when changed: a default left as shown stays the default
     if (maxSteps.trim() !== String(loaded?.maxSteps)) p.maxSteps = steps
+    const window = contextWindowOf(contextWindow)
+    if (typeof window !== 'number') { setBusy(false); setError(window.error); return }
+    if (contextWindow.trim() !== String(loaded?.contextWindow ?? '')) p.contextWindow = window
     // what is sent now is what the answer fills in; a change typed while it saves stays
     touched.current.clear()
     client.call('settings.set', p).then(
@@ -136,6 +139,9 @@ export function SettingsView ({ onClose, onSaved, autoDetect = false }: { onClos
         <label htmlFor={ids.maxSteps}>Model steps per turn</label>
         <input id={ids.maxSteps} inputMode="numeric" value={maxSteps} onChange={e => edit({ maxSteps: e.target.value })} placeholder="the default" aria-describedby={`${ids.maxSteps}-note`} />
         <span id={`${ids.maxSteps}-note`} className="field-note">The agent stops after this many model steps in one turn and says so; a message (or resume) goes on.</span>
+        <label htmlFor={ids.window}>Context window (tokens)</label>
+        <input id={ids.window} inputMode="numeric" value={contextWindow} onChange={e => edit({ contextWindow: e.target.value })} placeholder="what the server says" aria-describedby={`${ids.window}-note`} />
+        <span id={`${ids.window}-note`} className="field-note">When a conversation would no longer fit, older turns are summarised. Empty: the size the model server reports, else a known model’s, else 8192.</span>
         {error !== undefined ? <p className="form-error" role="alert">{error}</p> : null}
         {saved ? <p role="status">Saved.</p> : null}
         <div className="form-actions">

@@ -14,11 +14,13 @@ export interface SettingsForm {
   cwd: string
   /** model steps per turn, as typed ('' : the default) */
   maxSteps: string
+  /** the model's context window in tokens, as typed ('' : the server's word, a known model's or the default) */
+  contextWindow: string
 }
 
 export type SettingsField = keyof SettingsForm
 
-export const EMPTY_FORM: SettingsForm = { provider: 'openai', baseURL: '', model: '', apiKey: '', cwd: '', maxSteps: '' }
+export const EMPTY_FORM: SettingsForm = { provider: 'openai', baseURL: '', model: '', apiKey: '', cwd: '', maxSteps: '', contextWindow: '' }
 
 export function choiceOf (s: SettingsDto): ProviderChoice {
   if (s.provider === 'fake') return 'fake'
@@ -27,16 +29,22 @@ export function choiceOf (s: SettingsDto): ProviderChoice {
 
 /** The form as the stored settings fill it (the key field empty: a key is never shown). */
 export function formOf (s: SettingsDto): SettingsForm {
-  return { provider: choiceOf(s), baseURL: s.baseURL ?? '', model: s.model ?? '', apiKey: '', cwd: s.defaultCwd ?? '', maxSteps: String(s.maxSteps) }
+  return { provider: choiceOf(s), baseURL: s.baseURL ?? '', model: s.model ?? '', apiKey: '', cwd: s.defaultCwd ?? '', maxSteps: String(s.maxSteps), contextWindow: s.contextWindow !== undefined ? String(s.contextWindow) : '' }
 }
 
-/** The step limit as settings.set takes it: a positive whole number, 0 for the default ('' typed), or an error to show. */
-export function maxStepsOf (typed: string): number | { error: string } {
+/** A count as settings.set takes it: a whole number from 1 to `max`, 0 for unset ('' typed), or an error to show. */
+function countOf (typed: string, what: string, max: number, empty: string): number | { error: string } {
   const t = typed.trim()
   if (t === '') return 0
   const n = Number(t)
-  return Number.isSafeInteger(n) && n > 0 && n <= 1_000_000 ? n : { error: 'The step limit must be a whole number from 1 to 1000000 (empty for the default).' }
+  return Number.isSafeInteger(n) && n > 0 && n <= max ? n : { error: `${what} must be a whole number from 1 to ${max} (empty for ${empty}).` }
 }
+
+/** The step limit as settings.set takes it (0: the default). */
+export const maxStepsOf = (typed: string): number | { error: string } => countOf(typed, 'The step limit', 1_000_000, 'the default')
+
+/** The context window as settings.set takes it (0: what the server says, a known model's, or the default). */
+export const contextWindowOf = (typed: string): number | { error: string } => countOf(typed, 'The context window', 100_000_000, 'what the server says')
 
 /**
  * The form once the stored settings have loaded: every field the user has not touched takes the
