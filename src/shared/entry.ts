@@ -21,7 +21,9 @@ export const BODY_SCHEMAS = {
     nonce: z.string().min(1),
     cwd: z.string().optional(),
     model: z.string().optional(),
-    autoRevival: z.boolean().optional()
+    autoRevival: z.boolean().optional(),
+    /** a fork's source: the conversation and the entry its copied branch ended at (conversation.fork) */
+    forkedFrom: z.object({ conversation: Hex32, entry: Hex32 }).optional()
   }),
   /** reply: false — written into the history without asking an agent to answer (`arbor post`) */
   user: z.object({ text: z.string(), reply: z.literal(false).optional() }),
@@ -80,7 +82,7 @@ export const BODY_SCHEMAS = {
  * optional body field added (docs/ARCHITECTURE.md, "Evolving safely"), so a device can tell
  * a peer whose entries it may not all understand.
  */
-export const ENTRY_SCHEMA_VERSION = 2
+export const ENTRY_SCHEMA_VERSION = 3
 
 export type EntryKind = keyof typeof BODY_SCHEMAS
 export const ENTRY_KINDS = Object.keys(BODY_SCHEMAS) as EntryKind[]

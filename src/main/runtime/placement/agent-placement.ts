@@ -225,6 +225,22 @@ export class AgentPlacement {
     this.again.add(conversation)
   }
 
+  /**
+   * Runs the agent here again from `from` (a retry: its reply is a new branch beside the old
+   * one), with the epoch it has; refused while it runs or when it belongs to another device.
+   */
+  async retry (conversation: string, from: string, model?: string): Promise<void> {
+    // after a decision under way (a pickup may be starting the agent here right now)
+    for (let p = this.queue.get(conversation); p !== undefined; p = this.queue.get(conversation)) await p
+    if (this.opts.agents.isRunning(conversation)) throw new Error('the agent is busy with this conversation; stop it or wait')
+    const k = await this.learn(conversation)
+    const top = topRef([k.epochs.owner, ...this.announced(conversation)])
+    if (top !== null && top.device !== this.opts.history.device) {
+      throw new Error(`the agent of this conversation runs on ${this.opts.peers.name(top.device)}: retry there, or /resume (\`arbor resume\`) to move it to this device first`)
+    }
+    await this.run(conversation, { leaf: from, epoch: top?.epoch ?? 0, reason: 'user', ...(model !== undefined ? { model } : {}) })
+  }
+
   /** Moves the agent here with a higher epoch, continuing from `leaf` (default: the branch shown here). */
   async resume (conversation: string, leaf?: string): Promise<AgentRef> {
     // A decision under way (a revival, a pickup) may be starting the agent here right now; and
