@@ -104,6 +104,26 @@ describe('message.retry', () => {
   })
 })
 
+describe('message.retry across two paired devices', () => {
+  it('refuses on the laptop a retry of a conversation whose agent runs on the server, saying so and pointing to /resume', async () => {
+    const [laptop, server] = await Promise.all([nodes.start('laptop', { heartbeatMs: 200 }), nodes.start('server', { heartbeatMs: 200 })])
+    await Promise.all([laptop.api.request('settings.set', { provider: 'fake' }), server.api.request('settings.set', { provider: 'fake' })])
+    const { code } = await laptop.api.request('devices.invite', {})
+    await server.api.request('devices.join', { code })
+    await until(() => laptop.node.sync.peers().some(p => p.connected) && server.node.sync.peers().some(p => p.connected), 'the two devices to connect', 30_000)
+    const work = await nodes.dirs.make()
+    const { id } = await server.api.request('conversation.create', { title: 'on the server', cwd: work })
+    await server.api.request('message.send', { conversation: id, text: 'hi' })
+    await until(() => ends(server, id) === 1, 'the server\'s turn')
+    const reply = (await entries(server, id)).find(e => e.kind === 'assistant') as Entry
+    await until(() => laptop.node.history.summary(id)?.size === (server.node.history.summary(id)?.size ?? 0), 'the laptop to hold the turn', 20_000)
+    const size = laptop.node.history.summary(id)?.size
+    expect(await rejection(laptop.api.request('message.retry', { conversation: id, entry: reply.id }))).toBe('the agent of this conversation runs on server: retry there, or /resume (`arbor resume`) to move it to this device first')
+    expect(laptop.node.history.summary(id)?.size).toBe(size)
+    expect(laptop.node.agents.isRunning(id)).toBe(false)
+  }, 60_000)
+})
+
 describe('conversation.fork', () => {
   it('copies the branch root → entry into a new conversation of this device, parents remapped, recording where it came from; the source unchanged', async () => {
     const d = await start()
