@@ -29,3 +29,8 @@ export function retryPoint (dag: ConversationDag, entry: Entry): RetryPoint {
 export function lastReply (branch: readonly Entry[]): EntryOf<'assistant'> | undefined {
   return branch.findLast((e): e is EntryOf<'assistant'> => e.kind === 'assistant')
 }
+
+/** Why a retry is refused here when the conversation's agent belongs to `device` (its name). */
+export function retryElsewhereText (device: string): string {
+  return `the agent of this conversation runs on ${device}: retry there, or /resume (\`arbor resume\`) to move it to this device first`
+}

@@ -2,7 +2,7 @@
 import type { ApiMethods } from '../../../shared/api'
 import type { ApiParamsOut } from '../../../shared/api-params'
 import { entryByRef } from '../../../shared/entry-ref'
-import { retryPoint } from '../../../shared/retry-point'
+import { retryElsewhereText, retryPoint } from '../../../shared/retry-point'
 import { topRef } from '../../runtime/placement/placement'
 import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type HandlerContext, type HandlersOf } from './handler-context'
 
@@ -31,7 +31,7 @@ async function retry (c: HandlerContext, p: ApiParamsOut<'message.retry'>): Prom
     const st = await node.agentStatus(id)
     const top = topRef([st.owner, ...st.announced])
     if (top !== null && top.device !== node.device) {
-      throw new ApiError(`the agent of this conversation runs on ${node.deviceName(top.device)}: retry there, or /resume (\`arbor resume\`) to move it to this device first`)
+      throw new ApiError(retryElsewhereText(node.deviceName(top.device)))
     }
     const run = p.model !== undefined ? { model: p.model } : {}
     await asApiError(node.configFor(id, run)) // refuse before anything is written if no model is set up here

@@ -7,6 +7,7 @@ import { writeStateFile } from '../../disk/state-file'
 import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
 import type { AgentWait } from '../../../shared/agent-wait'
+import { retryElsewhereText } from '../../../shared/retry-point'
 import { compareRefs, decide, EpochLedger, nextEpoch, openWork, topRef, type AgentRef, type PlacementAction } from './placement'
 
 /** What placement needs to know of the other devices (the sync layer provides it). */
@@ -232,11 +233,11 @@ export class AgentPlacement {
   async retry (conversation: string, from: string, model?: string): Promise<void> {
     // after a decision under way (a pickup may be starting the agent here right now)
     for (let p = this.queue.get(conversation); p !== undefined; p = this.queue.get(conversation)) await p
-    if (this.opts.agents.isRunning(conversation)) throw new Error('the agent is busy with this conversation; stop it or wait')
+    if (this.opts.agents.isRunning(conversation)) throw new Error('the agent already runs on this device')
     const k = await this.learn(conversation)
     const top = topRef([k.epochs.owner, ...this.announced(conversation)])
     if (top !== null && top.device !== this.opts.history.device) {
-      throw new Error(`the agent of this conversation runs on ${this.opts.peers.name(top.device)}: retry there, or /resume (\`arbor resume\`) to move it to this device first`)
+      throw new Error(retryElsewhereText(this.opts.peers.name(top.device)))
     }
     await this.run(conversation, { leaf: from, epoch: top?.epoch ?? 0, reason: 'user', ...(model !== undefined ? { model } : {}) })
   }
