@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
 import { conversationCwd, readNodeSettings, resolveAgentConfig } from './runtime/agent/agent-config'
-import { AgentHost, type AgentConfig, type StartOptions } from './runtime/agent/agent-host'
+import { AgentHost, type AgentConfig, type RunOverrides, type StartOptions } from './runtime/agent/agent-host'
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
 import type { Entry } from '../shared/entry'
@@ -142,7 +142,7 @@ export class ArborNode {
     })
     this.agents = new AgentHost({
       history: this.history,
-      configFor: conversation => this.configFor(conversation),
+      configFor: (conversation, run) => this.configFor(conversation, run),
       onEvent: ev => {
         this.agentEvents.emit('event', ev)
         // Paired devices' UIs follow this agent live; its entries replicate on their own.
@@ -272,9 +272,9 @@ export class ArborNode {
   // ------------------------------------------------------------ agents
 
   /** How a conversation's agent runs here: this node's settings + the conversation's + the environment. */
-  async agentConfig (conversation: string): ReturnType<typeof resolveAgentConfig> {
+  async agentConfig (conversation: string, run: RunOverrides = {}): ReturnType<typeof resolveAgentConfig> {
     const [settings, apiKey, dag] = await Promise.all([readNodeSettings(this.dataDir), this.secrets.get('apiKey'), this.history.open(conversation)])
-    return resolveAgentConfig({ store: this.history, dag, dataDir: this.dataDir, env: this.opts.env ?? process.env, settings, ...(apiKey !== undefined ? { apiKey } : {}) })
+    return resolveAgentConfig({ store: this.history, dag, dataDir: this.dataDir, env: this.opts.env ?? process.env, settings, ...(apiKey !== undefined ? { apiKey } : {}), ...(run.model !== undefined ? { model: run.model } : {}) })
   }
 
   /** Where this device's agent of a conversation works (what the UI shows): this device's choice, never a path a peer wrote. */
@@ -283,9 +283,12 @@ export class ArborNode {
   }
 
   /** What an agent of the conversation runs with here (throws, saying what to set up, if no model is). */
-  async configFor (conversation: string): Promise<AgentConfig> {
-    if (this.opts.agentConfig !== undefined) return this.opts.agentConfig(conversation)
-    return (await this.agentConfig(conversation)).config
+  async configFor (conversation: string, run: RunOverrides = {}): Promise<AgentConfig> {
+    if (this.opts.agentConfig !== undefined) {
+      const config = await this.opts.agentConfig(conversation)
+      return run.model === undefined ? config : { ...config, model: run.model }
+    }
+    return (await this.agentConfig(conversation, run)).config
   }
 
   /** Starts a conversation's agent in the node's host; `running` events tell when it runs and when it ended. */
@@ -312,6 +315,11 @@ export class ArborNode {
   /** A user message written here: its agent runs here, or where it belongs (the owner picks it up). */
   posted (conversation: string, entry: Entry): Promise<PostOutcome> {
     return this.placement.posted(conversation, entry)
+  }
+
+  /** Runs this device's agent again from `from` (message.retry), with `model` for this run only. */
+  retry (conversation: string, from: string, model?: string): Promise<void> {
+    return this.placement.retry(conversation, from, model)
   }
 
   /** Moves a conversation's agent to this device (`/resume`, `arbor resume`). */

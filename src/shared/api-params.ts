@@ -83,7 +83,11 @@ export const API_PARAMS = {
     /** model steps per turn before the agent stops (0: the default) */
     maxSteps: z.number().int().min(0).max(1_000_000).optional()
   }),
-  'settings.detect': none
+  'settings.detect': none,
+  /** runs this device's agent again from what the reply `entry` (an id or prefix) answered; `model`: another model of this device's provider, for this run */
+  'message.retry': z.strictObject({ conversation: ref, entry: ref, model: z.string().trim().min(1, 'is empty').max(200).optional() }),
+  /** a new conversation of this device holding a copy of the branch root → `entry` (an id or prefix) */
+  'conversation.fork': z.strictObject({ conversation: ref, entry: ref, title: z.string().max(1000).optional() })
 }
 
 export type ApiParamMethod = keyof typeof API_PARAMS

@@ -182,6 +182,13 @@ export interface ApiMethods {
   'settings.set': { params: P<'settings.set'>; result: SettingsDto }
   /** OpenAI-compatible servers answering on this node's machine (Ollama, llama.cpp, LM Studio, vLLM) */
   'settings.detect': { params: P<'settings.detect'>; result: Array<{ name: string; baseURL: string; models: string[] }> }
+  /**
+   * retries an assistant reply: this device's agent runs again from `from`, the entry the reply
+   * answered (now the selection here), so its new reply is a sibling branch of `reply`
+   */
+  'message.retry': { params: P<'message.retry'>; result: { reply: string; from: string } }
+  /** forks the branch root → `entry` into a new conversation (its root records `forkedFrom`); `copied`: entries written */
+  'conversation.fork': { params: P<'conversation.fork'>; result: { id: string; copied: number } }
 }
 
 export type ApiMethod = keyof ApiMethods

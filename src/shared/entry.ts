@@ -21,7 +21,9 @@ export const BODY_SCHEMAS = {
     nonce: z.string().min(1),
     cwd: z.string().optional(),
     model: z.string().optional(),
-    autoRevival: z.boolean().optional()
+    autoRevival: z.boolean().optional(),
+    /** a fork's source: the conversation and the entry its copied branch ended at (conversation.fork) */
+    forkedFrom: z.object({ conversation: Hex32, entry: Hex32 }).optional()
   }),
   /** reply: false — written into the history without asking an agent to answer (`arbor post`) */
   user: z.object({ text: z.string(), reply: z.literal(false).optional() }),

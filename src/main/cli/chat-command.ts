@@ -48,8 +48,32 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
   // Say up front what the bash tool would say on its first call.
   for (const w of configured.warnings) o.err(`warning: ${w}\n`)
   if (!configured.sandboxed) o.err('warning: the sandbox is off for this conversation: bash runs with your full permissions (turn it back on with --sandbox)\n')
-  const { device } = await api.call('hello', {})
+  return followTurn(api, conversation, o, async () => {
+    const posted = await api.call('message.queue', { conversation, text: o.message })
+    if ('queued' in posted) {
+      o.err(`the agent is busy with this conversation: your message is queued${posted.queued > 1 ? ` (${posted.queued} wait)` : ''} and answered when its current turn ends (\`arbor show ${conversation.slice(0, 12)}\` shows it then)\n`)
+      return { exit: 0 }
+    }
+    if (posted.agent !== undefined) {
+      o.err(posted.agent.reachable
+        ? `the agent of this conversation runs on ${posted.agent.name}: it answers there, and the answer syncs here\n`
+        : `the agent of this conversation runs on ${posted.agent.name}, which is not connected: the message waits for it (\`arbor resume ${conversation.slice(0, 12)}\` runs the agent here)\n`)
+      return { exit: 0 }
+    }
+    return { from: posted.entry.id }
+  })
+}
 
+/** How a turn was set going: the entry its branch goes on from, or the exit code when there is nothing to follow here. */
+export type TurnStart = { from: string } | { exit: number }
+
+/**
+ * Follows this device's agent of the conversation through the turn `start` sets going (a
+ * message, a retry), printing the reply as it streams and the tool activity, then the tokens
+ * it used; shows the branch it ended on. Returns the process exit code.
+ */
+export async function followTurn (api: CliApi, conversation: string, o: Pick<ChatOptions, 'out' | 'err' | 'signal'>, start: () => Promise<TurnStart>): Promise<number> {
+  const { device } = await api.call('hello', {})
   const printer = new ChatPrinter(o.out, o.err)
   // The turn is over when this device's agent, started after the message, records that it stopped,
   // or stops being listed where the conversation's agent runs (an agent outranked before it began writes nothing).
@@ -75,18 +99,9 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
   const onAbort = (): void => { void api.call('agent.cancel', { conversation }).catch(() => undefined) }
   o.signal?.addEventListener('abort', onAbort)
   try {
-    const posted = await api.call('message.queue', { conversation, text: o.message })
+    const begun = await start()
     sent = true
-    if ('queued' in posted) {
-      o.err(`the agent is busy with this conversation: your message is queued${posted.queued > 1 ? ` (${posted.queued} wait)` : ''} and answered when its current turn ends (\`arbor show ${conversation.slice(0, 12)}\` shows it then)\n`)
-      return 0
-    }
-    if (posted.agent !== undefined) {
-      o.err(posted.agent.reachable
-        ? `the agent of this conversation runs on ${posted.agent.name}: it answers there, and the answer syncs here\n`
-        : `the agent of this conversation runs on ${posted.agent.name}, which is not connected: the message waits for it (\`arbor resume ${conversation.slice(0, 12)}\` runs the agent here)\n`)
-      return 0
-    }
+    if ('exit' in begun) return begun.exit
     // it may have ended before the answer came (the events came first)
     const status = await api.call('agent.status', { conversation })
     if (status.runningHere === null && !started) ended()
@@ -99,12 +114,11 @@ export async function chat (api: CliApi, o: ChatOptions): Promise<number> {
     const after = await api.call('conversation.open', { id: conversation })
     const { ConversationDag } = await import('../../shared/conversation-dag')
     const dag = new ConversationDag(conversation, [...after.entries, ...(after.waiting ?? [])])
-    const user = posted.entry
-    const branch = dag.branch(user.id)
+    const branch = dag.branch(begun.from)
     const last = branch.findLast(e => e.kind === 'agent.stopped') as EntryOf<'agent.stopped'> | undefined
     const finalTip = branch.at(-1)
     if (finalTip !== undefined) await api.call('conversation.select', { id: conversation, entry: finalTip.id })
-    const turn = usageTotal(branch.slice(branch.findIndex(e => e.id === user.id) + 1))
+    const turn = usageTotal(branch.slice(branch.findIndex(e => e.id === begun.from) + 1))
     const total = usageTotal(dag.entries())
     o.err(`tokens: ${turn.input} in, ${turn.output} out (conversation: ${total.input} in, ${total.output} out)\n`)
     const end = last?.body.reason ?? 'stopped'

@@ -57,6 +57,8 @@ export const COMMAND_OPTIONS = {
   resume: [],
   compact: [],
   status: [],
+  retry: ['model'],
+  fork: ['title'],
   help: []
 } as const satisfies Record<string, readonly OptionName[]>
 

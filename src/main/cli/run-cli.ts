@@ -69,6 +69,11 @@ const USAGE = `usage: arbor <command> [options]
   status <conv>                         where its agent runs, its epoch, and how it moved
   compact <conv> [focus]                summarise the branch before its latest message, so the
                                         model's context holds more (focus: what the summary keeps)
+  retry <conv> [ID] [--model M]         answer again: this device's agent runs from what the reply ID
+                                        (default: the shown branch's last) answered, as a new branch
+                                        (--model: another model of this device's provider, this once)
+  fork <conv> [ID] [--title T]          a new conversation holding a copy of the branch up to ID
+                                        (default: the shown branch's tip); prints its id
 
   Each command takes only the options shown beside it (and --data).
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
@@ -365,6 +370,44 @@ const COMMANDS: Record<string, Handler> = {
     const { conversationJson, transcriptMarkdown } = await import('../../shared/conversation-export')
     if (values.format === 'json') io.out(terminalJson(conversationJson(dag)) + '\n')
     else io.out(transcriptMarkdown(dag, await branchOf(dag, selected, values.leaf)))
+  },
+
+  // ---- retry and fork: a reply answered again as a sibling branch; a branch copied into a new conversation
+  async retry ({ args, values, io, api }) {
+    need(args, 1, 'conversation: arbor retry <conv> [entry] [--model M]')
+    const ref = await conversationRef(args[0] as string)
+    const a = await api()
+    const { dag, selected } = await openConversation(a, ref)
+    let reply = args[1]
+    if (reply === undefined) {
+      const { lastReply } = await import('../../shared/retry-point')
+      reply = lastReply(await branchOf(dag, selected, undefined))?.id
+      if (reply === undefined) throw new CliError('there is no assistant reply on the branch shown to retry; name one (`arbor tree` shows the ids)')
+    }
+    const entry = reply
+    const conversation = dag.conversation
+    const { followTurn } = await import('./chat-command')
+    return followTurn(a, conversation, io, async () => {
+      const r = await a.call('message.retry', { conversation, entry, ...(values.model !== undefined ? { model: values.model } : {}) })
+      io.err(`retrying ${r.reply.slice(0, 8)}: a new branch after ${r.from.slice(0, 8)}${values.model !== undefined ? `, with ${values.model}` : ''}\n`)
+      return { from: r.from }
+    })
+  },
+
+  async fork ({ args, values, io, api }) {
+    need(args, 1, 'conversation: arbor fork <conv> [entry] [--title T]')
+    const ref = await conversationRef(args[0] as string)
+    const a = await api()
+    let entry = args[1]
+    let conversation = ref
+    if (entry === undefined) {
+      const { dag, selected } = await openConversation(a, ref)
+      conversation = dag.conversation
+      entry = (await branchOf(dag, selected, undefined)).at(-1)?.id
+      if (entry === undefined) throw new CliError('the conversation has no entries here yet')
+    }
+    const made = await a.call('conversation.fork', { conversation, entry, ...(values.title !== undefined ? { title: values.title } : {}) })
+    io.out(made.id + '\n')
   }
 }
 

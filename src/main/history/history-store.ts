@@ -77,6 +77,8 @@ export interface NewConversation {
   cwd?: string
   model?: string
   autoRevival?: boolean
+  /** a fork's source (conversation.fork) */
+  forkedFrom?: { conversation: string; entry: string }
 }
 
 import { ConversationNotFoundError } from './conversation-not-found'
@@ -265,7 +267,8 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
       nonce: crypto.randomBytes(16).toString('hex'),
       ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
       ...(opts.model !== undefined ? { model: opts.model } : {}),
-      ...(opts.autoRevival !== undefined ? { autoRevival: opts.autoRevival } : {})
+      ...(opts.autoRevival !== undefined ? { autoRevival: opts.autoRevival } : {}),
+      ...(opts.forkedFrom !== undefined ? { forkedFrom: { conversation: opts.forkedFrom.conversation, entry: opts.forkedFrom.entry } } : {})
     }
     const { entry: root, block } = makeEntryBlock({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
     const dag = new ConversationDag(root.id, [], { now: this.now })

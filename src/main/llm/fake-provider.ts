@@ -13,7 +13,7 @@ const _allCodes: Record<LlmErrorCode, true> = Object.fromEntries(ERROR_CODES.map
 void _allCodes
 
 const turnSchema = z.strictObject({
-  /** The answer's text. `{{lastUser}}` and `{{lastToolOutput}}` are replaced from the request. */
+  /** The answer's text. `{{lastUser}}`, `{{lastToolOutput}}` and `{{model}}` are replaced from the request. */
   text: z.string().optional(),
   toolCalls: z.array(z.strictObject({ name: z.string().min(1), args: z.unknown().optional() })).optional(),
   reasoning: z.string().optional(),
@@ -154,7 +154,8 @@ export class FakeProvider implements LlmProvider {
     const { signal } = req
     if (signal.aborted) throw cancelled()
     const turn = req.purpose === 'summary' ? this.summary ?? summaryTurn(req.messages) : this.pick(req.messages)
-    const text = fill(turn.text ?? '', req.messages)
+    const model = req.model || this.model
+    const text = fill(turn.text ?? '', req.messages, model)
     const position = canonicalHash(req.messages)
     const toolCalls: IrToolCall[] = (turn.toolCalls ?? []).map((c, i) => ({
       id: `call_${position}_${i}`,
@@ -182,7 +183,7 @@ export class FakeProvider implements LlmProvider {
       text,
       toolCalls,
       finish,
-      model: req.model || this.model,
+      model,
       usage: turn.usage ? { ...turn.usage } : estimateUsage(req.messages, text, toolCalls, turn.reasoning)
     }
     if (turn.reasoning) result.reasoning = turn.reasoning
@@ -209,13 +210,14 @@ function findLastIndex<T> (xs: readonly T[], p: (x: T) => boolean): number {
   return -1
 }
 
-function fill (template: string, messages: readonly IrMessage[]): string {
+function fill (template: string, messages: readonly IrMessage[], model: string): string {
   if (!template.includes('{{')) return template
   const lastUser = [...messages].reverse().find(m => m.role === 'user')
   const lastTool = [...messages].reverse().find(m => m.role === 'tool')
   return template
     .replaceAll('{{lastUser}}', lastUser?.role === 'user' ? lastUser.text : '')
     .replaceAll('{{lastToolOutput}}', lastTool?.role === 'tool' ? lastTool.output : '')
+    .replaceAll('{{model}}', model)
 }
 
 /** Cuts on code points, so a chunk never ends inside a surrogate pair. */

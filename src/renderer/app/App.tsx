@@ -132,6 +132,13 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
   }, [refreshList, select])
 
   const activeSummary = list?.find(c => c.id === activeId)
+  const titleOf = useCallback((id: string) => list?.find(c => c.id === id)?.title, [list])
+  // a fork made here, or a fork's source at the entry its copy ends at (its branch then shown)
+  const openAt = useCallback((id: string, entry?: string) => {
+    const go = (): void => { refreshList(); select(id) }
+    if (entry === undefined) { go(); return }
+    client.call('conversation.select', { id, entry }).then(go, err => setListError(errorText(err)))
+  }, [client, refreshList, select])
 
   return (
     <div className="app">
@@ -157,7 +164,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
             : view === 'devices'
               ? <DevicesView net={net} onClose={() => setView('chat')} />
               : opened.state === 'open' && opened.store.id === activeId
-            ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} device={node?.device} />
+            ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} device={node?.device} onOpen={openAt} titleOf={titleOf} />
             : activeId === undefined
               ? <EmptyState />
               : opened.state === 'error' && opened.id === activeId

@@ -18,7 +18,16 @@ import { buildTranscript, groupTurns } from '../transcript/transcript-items'
 import { nearBottom } from '../transcript/transcript-window'
 import { useAgentStatus } from './use-agent-status'
 
-export function ChatView ({ store, connected, device }: { store: ConversationStore; connected: boolean; /** this device's key */ device?: string | undefined }): JSX.Element {
+export function ChatView ({ store, connected, device, onOpen, titleOf }: {
+  store: ConversationStore
+  connected: boolean
+  /** this device's key */
+  device?: string | undefined
+  /** shows another conversation (a fork made here, the source of this one), at `entry`'s branch if given */
+  onOpen?: ((conversation: string, entry?: string) => void) | undefined
+  /** a conversation's title as the list has it (undefined: not held here) */
+  titleOf?: ((conversation: string) => string | undefined) | undefined
+}): JSX.Element {
   const client = useApi()
   // not per streamed token: StreamingReply alone re-renders for those
   const snap = useSyncExternalStore(store.subscribe, store.view)
@@ -108,6 +117,19 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
     }
   }, [client, store])
 
+  /** Answers again from what the reply answered: a new branch beside it, which the view follows. */
+  const retry = useCallback(async (entry: string, model: string | undefined): Promise<void> => {
+    stick.current = true
+    const r = await client.call('message.retry', { conversation: store.id, entry, ...(model !== undefined ? { model } : {}) })
+    store.select(r.from)
+  }, [client, store])
+
+  /** Copies the branch up to `entry` into a new conversation and shows it. */
+  const fork = useCallback(async (entry: string): Promise<void> => {
+    const made = await client.call('conversation.fork', { conversation: store.id, entry })
+    onOpen?.(made.id)
+  }, [client, store, onOpen])
+
   const runCommand = useCallback((name: CommandName, text?: string): Promise<void> => {
     switch (name) {
       case '/resume': return resume()
@@ -196,6 +218,7 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
         <div className="chat-title">
           <h2>{snap.title || 'Untitled'}</h2>
           {snap.cwd !== undefined ? <span className="cwd mono" title="working directory">{snap.cwd}</span> : null}
+          <ForkedFrom dag={dag} titleOf={titleOf} onOpen={onOpen} />
         </div>
         <div className="chat-meta">
           {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
@@ -227,7 +250,7 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
         {turns.length === 0
           ? <div className="placeholder small"><p>Send a message to start.{snap.cwd !== undefined ? <> The agent works in <code>{snap.cwd}</code>.</> : null}</p></div>
           : null}
-        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} focusAt={focusAt} canSend={canEdit} continueAt={continueAt} onContinue={startContinue} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
+        <Transcript turns={turns} toolOutput={snap.toolOutput} toolStatus={snap.toolStatus} onSwitch={onSwitch} onEdit={send} onRetry={retry} onFork={fork} focusAt={focusAt} canSend={canEdit} continueAt={continueAt} onContinue={startContinue} scrollRef={scrollRef} stickRef={stick} onFollow={follow} reveal={reveal} />
         {streamHere
           ? <StreamingReply store={store} thinking={snap.thinking} onFollow={follow} />
           : sentHere !== undefined
@@ -257,5 +280,22 @@ export function ChatView ({ store, connected, device }: { store: ConversationSto
         onUnknownCommand={name => setError(unknownCommandText(name))}
       />
     </div>
+  )
+}
+
+/** "forked from <title>" in a fork's header: a link that shows the source at the entry the copy ended at. */
+function ForkedFrom ({ dag, titleOf, onOpen }: { dag: ConversationStore['dag'] } & Pick<Parameters<typeof ChatView>[0], 'titleOf' | 'onOpen'>): JSX.Element | null {
+  const root = dag.root
+  const from = root?.kind === 'conversation' ? root.body.forkedFrom : undefined
+  if (from === undefined) return null
+  const title = titleOf?.(from.conversation)
+  const name = title === undefined ? `conversation ${from.conversation.slice(0, 8)}` : `“${title === '' ? 'Untitled' : title}”`
+  return (
+    <span className="forked-from">
+      forked from{' '}
+      {title !== undefined && onOpen !== undefined
+        ? <button type="button" className="link" onClick={() => onOpen(from.conversation, from.entry)} aria-label={`Forked from ${name}: show it where this copy ends`}>{name}</button>
+        : <span title="not on this device">{name}</span>}
+    </span>
   )
 }

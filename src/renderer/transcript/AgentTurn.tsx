@@ -1,6 +1,6 @@
 // What the agent did between two user messages: its messages (with reasoning and usage), tool
 // cards, lifecycle notices, and "Continue from here" under a turn that a later message follows.
-import { memo, type JSX } from 'react'
+import { memo, useState, type JSX } from 'react'
 import type { ContinuePoint } from '../chat/continue-from'
 import { formatCount } from '../common/format'
 import { Markdown } from '../markdown/Markdown'
@@ -41,7 +41,7 @@ function ContinueAction ({ at, onContinue }: { at: ContinuePoint | undefined; on
   )
 }
 
-const AgentItem = memo(function AgentItem ({ item, toolOutput, toolStatus, onSwitch, focusAt }: { item: TranscriptItem; toolOutput: ReadonlyMap<string, string>; toolStatus: ReadonlyMap<string, LiveToolStatus> } & TranscriptActions): JSX.Element | null {
+const AgentItem = memo(function AgentItem ({ item, toolOutput, toolStatus, onSwitch, focusAt, onRetry, onFork, canSend }: { item: TranscriptItem; toolOutput: ReadonlyMap<string, string>; toolStatus: ReadonlyMap<string, LiveToolStatus> } & TranscriptActions): JSX.Element | null {
   const forks = <Forks forks={item.forks} onSwitch={onSwitch} focusAt={focusAt} />
   switch (item.kind) {
     case 'assistant':
@@ -56,6 +56,7 @@ const AgentItem = memo(function AgentItem ({ item, toolOutput, toolStatus, onSwi
           {item.usage !== undefined
             ? <div className="usage-line" aria-label={`${item.usage.input} input and ${item.usage.output} output tokens`}>{formatCount(item.usage.input)} in · {formatCount(item.usage.output)} out{item.model !== undefined ? ` · ${item.model}` : ''}</div>
             : null}
+          <ReplyActions entry={item.id} model={item.model} onRetry={onRetry} onFork={onFork} canSend={canSend} />
         </article>
       )
     case 'tool':
@@ -80,3 +81,40 @@ const AgentItem = memo(function AgentItem ({ item, toolOutput, toolStatus, onSwi
       return null
   }
 })
+
+/** Retry (optionally with another model) and Fork under a reply. */
+function ReplyActions ({ entry, model, onRetry, onFork, canSend }: { entry: string; model: string | undefined } & Pick<TranscriptActions, 'onRetry' | 'onFork' | 'canSend'>): JSX.Element | null {
+  const [asking, setAsking] = useState(false)
+  const [other, setOther] = useState('')
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | undefined>()
+  if (onRetry === undefined && onFork === undefined) return null
+  const act = (p: Promise<void>): void => {
+    setBusy(true)
+    setError(undefined)
+    p.then(() => { setAsking(false); setOther('') }, (err: unknown) => setError(err instanceof Error ? err.message : String(err))).finally(() => setBusy(false))
+  }
+  const retry = (m: string | undefined): void => { if (onRetry !== undefined) act(onRetry(entry, m)) }
+  return (
+    <div className="msg-actions reply-actions">
+      {onRetry !== undefined
+        ? <>
+          <button type="button" className="link" disabled={!canSend || busy} onClick={() => retry(undefined)} aria-label="Retry this reply (a new branch)" title="Answer again from the same message; this reply stays as another branch">Retry</button>
+          <button type="button" className="link" disabled={!canSend || busy} aria-expanded={asking} onClick={() => setAsking(v => !v)} aria-label="Retry with another model" title="Answer again with another model of this device's provider (this once)">Retry with…</button>
+        </>
+        : null}
+      {onFork !== undefined
+        ? <button type="button" className="link" disabled={busy} onClick={() => act(onFork(entry))} aria-label="Fork into a new conversation" title="A new conversation holding a copy of this branch up to here">Fork</button>
+        : null}
+      {asking
+        ? (
+          <form className="retry-model" onSubmit={e => { e.preventDefault(); if (other.trim() !== '') retry(other.trim()) }}>
+            <input type="text" value={other} onChange={e => setOther(e.target.value)} placeholder={model ?? 'model'} aria-label="Model for the retry" autoFocus />
+            <button type="submit" disabled={busy || other.trim() === '' || !canSend}>Retry</button>
+          </form>
+          )
+        : null}
+      {error !== undefined ? <p className="form-error" role="alert">{error}</p> : null}
+    </div>
+  )
+}

@@ -183,6 +183,8 @@ export interface AgentConfigOptions {
   llm?: CreatedProvider
   /** the working directory for this run (default: the conversation's, else a workspace of its own) */
   cwd?: string
+  /** another model of the same provider for this run only (a retry's); the window is that model's */
+  model?: string
 }
 
 /**
@@ -195,7 +197,7 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
   if (root === undefined || root.kind !== 'conversation') throw new AgentConfigError(`the start of conversation ${o.dag.conversation.slice(0, 12)} has not arrived on this device yet`)
   const own = conversationSettings(o.dag, o.store.device)
   const made = o.llm ?? createLlm({
-    llm: own.llm,
+    llm: o.model !== undefined ? { ...own.llm, model: o.model } : own.llm,
     ...(o.settings !== undefined ? { settings: o.settings } : {}),
     ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
     ...(own.model !== undefined ? { rootModel: own.model } : {}),

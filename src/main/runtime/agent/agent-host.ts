@@ -15,7 +15,8 @@ export type AgentConfig = Omit<AgentDeps, 'history' | 'onEvent' | 'fault'>
 
 export interface AgentHostOptions {
   history: HistoryStore
-  configFor: (conversation: string) => Promise<AgentConfig>
+  /** `run`: what one run asks beyond the conversation's settings (StartOptions.model) */
+  configFor: (conversation: string, run?: RunOverrides) => Promise<AgentConfig>
   onEvent?: (ev: AgentEvent) => void
   /** restarts allowed per agent within periodMs before it is stopped as crash-looping */
   intensity?: number
@@ -32,7 +33,13 @@ export interface AgentHostOptions {
   held?: AgentDeps['held']
 }
 
-export interface StartOptions {
+/** What one run of an agent asks for beyond the conversation's settings, for that run only. */
+export interface RunOverrides {
+  /** another model of this device's provider (a retry's `model`): never a setting a peer could write */
+  model?: string
+}
+
+export interface StartOptions extends RunOverrides {
   /** the entry to continue from (default: the tip of the branch this device shows) */
   leaf?: string
   reason?: AgentRun['reason']
@@ -100,7 +107,7 @@ export class AgentHost {
     const dag = await history.open(conversation)
     const tip = opts.leaf ?? dag.branch(history.selected(conversation)).at(-1)?.id
     if (tip === undefined) throw new Error(`conversation ${conversation.slice(0, 12)} has no entries yet`)
-    const config = await this.opts.configFor(conversation)
+    const config = await this.opts.configFor(conversation, opts.model !== undefined ? { model: opts.model } : {})
     const run: AgentRun = { id: randomBytes(8).toString('hex'), conversation, epoch: opts.epoch ?? currentEpoch(dag.entries()), reason: opts.reason ?? 'user', cursor: { tip } }
     if (opts.previous !== undefined) run.previous = opts.previous
     const onEvent = this.opts.onEvent ?? (() => {})

@@ -7,6 +7,7 @@ import { writeStateFile } from '../../disk/state-file'
 import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
 import type { AgentWait } from '../../../shared/agent-wait'
+import { retryElsewhereText } from '../../../shared/retry-point'
 import { compareRefs, decide, EpochLedger, nextEpoch, openWork, topRef, type AgentRef, type PlacementAction } from './placement'
 
 /** What placement needs to know of the other devices (the sync layer provides it). */
@@ -223,6 +224,22 @@ export class AgentPlacement {
     // the last is the one answered; the decision taken again sees it fresh
     this.addFresh(conversation, [tip])
     this.again.add(conversation)
+  }
+
+  /**
+   * Runs the agent here again from `from` (a retry: its reply is a new branch beside the old
+   * one), with the epoch it has; refused while it runs or when it belongs to another device.
+   */
+  async retry (conversation: string, from: string, model?: string): Promise<void> {
+    // after a decision under way (a pickup may be starting the agent here right now)
+    for (let p = this.queue.get(conversation); p !== undefined; p = this.queue.get(conversation)) await p
+    if (this.opts.agents.isRunning(conversation)) throw new Error('the agent already runs on this device')
+    const k = await this.learn(conversation)
+    const top = topRef([k.epochs.owner, ...this.announced(conversation)])
+    if (top !== null && top.device !== this.opts.history.device) {
+      throw new Error(retryElsewhereText(this.opts.peers.name(top.device)))
+    }
+    await this.run(conversation, { leaf: from, epoch: top?.epoch ?? 0, reason: 'user', ...(model !== undefined ? { model } : {}) })
   }
 
   /** Moves the agent here with a higher epoch, continuing from `leaf` (default: the branch shown here). */
