@@ -134,12 +134,13 @@ export class FakeProvider implements LlmProvider {
 
   /** The turn that answers this conversation (see the class comment). */
   pick (messages: readonly IrMessage[]): FakeTurn {
-    const assistants = messages.filter(m => m.role === 'assistant').length
-    const fromTurns = this.turns[assistants]
+    // Counted only where a script has turns, and since the last user message only (not the whole conversation per call).
+    const fromTurns = this.turns.length === 0 ? undefined : this.turns[messages.filter(m => m.role === 'assistant').length]
     if (fromTurns) return fromTurns
     const lastUserAt = findLastIndex(messages, m => m.role === 'user')
     const lastUser = lastUserAt >= 0 ? (messages[lastUserAt] as { text: string }).text : ''
-    const sinceUser = messages.slice(lastUserAt + 1).filter(m => m.role === 'assistant').length
+    let sinceUser = 0
+    for (let i = lastUserAt + 1; i < messages.length; i++) if ((messages[i] as IrMessage).role === 'assistant') sinceUser++
     for (const rule of this.rules) {
       rule.re.lastIndex = 0
       if (rule.re.test(lastUser)) {
