@@ -44,27 +44,25 @@ export class MessageDigests {
   private readonly kept: Prefix[] = []
 
   of (messages: readonly IrMessage[]): MessagesDigest {
+    // The list it starts with is extended in place: a request that starts with it supersedes it.
     const from = this.longestPrefix(messages)
-    const next: Prefix = from === undefined
-      ? { messages: [], hash: createHash('sha256').update('['), chars: 0 }
-      : { messages: from.messages.slice(), hash: from.hash.copy(), chars: from.chars }
+    if (from !== undefined) this.kept.splice(this.kept.indexOf(from), 1)
+    const next: Prefix = from ?? { messages: [], hash: createHash('sha256').update('['), chars: 0 }
     try {
       for (let i = next.messages.length; i < messages.length; i++) {
         const m = messages[i] as IrMessage | undefined
         if (m === undefined) return digestMessages(messages) // a hole: as canonicalJson and JSON.stringify treat it
-        next.hash.update((i === 0 ? '' : ',') + canonicalJson(m))
+        const json = canonicalJson(m)
+        next.hash.update(i === 0 ? json : ',' + json)
         next.chars += JSON.stringify(m).length
         next.messages.push(m)
       }
     } catch {
       return digestMessages(messages) // not canonical JSON: the whole list by JSON.stringify, as defined
     }
-    const hash = next.hash.copy().update(']').digest('hex').slice(0, 16)
-    // The list it extends is superseded (an agent's next request starts with this one).
-    if (from !== undefined) this.kept.splice(this.kept.indexOf(from), 1)
-    this.kept.unshift(from !== undefined && from.messages.length === next.messages.length ? from : next)
+    this.kept.unshift(next)
     if (this.kept.length > KEPT) this.kept.pop()
-    return { hash, chars: next.chars }
+    return { hash: next.hash.copy().update(']').digest('hex').slice(0, 16), chars: next.chars }
   }
 
   /** The remembered list that `messages` starts with (the same message objects), the longest. */
