@@ -305,21 +305,21 @@ function idHint (raw: unknown): string {
  * failing only its body is kept (understand). The envelope never changes within `arbor/1`.
  */
 export function checkEnvelope (raw: unknown, device?: string): EnvelopeCheck {
-  const hint = idHint(raw)
+  // idHint(raw), the error's prefix, made only for an error: every entry read or written passes here
   if (!fitsEnvelope(raw)) {
     // The schema says what is wrong (and has the last word on what fitsEnvelope is unsure of).
     const env = EnvelopeSchema.safeParse(raw)
-    if (!env.success) return { ok: false, error: hint + describe(env.error.issues, '') }
+    if (!env.success) return { ok: false, error: idHint(raw) + describe(env.error.issues, '') }
   }
   const e = raw as WrittenEntry
   if ((e.kind === 'conversation') !== (e.parents.length === 0)) {
-    return { ok: false, error: `${hint}only a conversation root has no parents, and a root is a "conversation" entry` }
+    return { ok: false, error: `${idHint(raw)}only a conversation root has no parents, and a root is a "conversation" entry` }
   }
-  if (e.parents.length > 1 && new Set(e.parents).size !== e.parents.length) return { ok: false, error: `${hint}parents repeat` }
-  if (e.parents.includes(e.id)) return { ok: false, error: `${hint}is its own parent` }
-  if (e.parents.length === 0 && e.conversation !== e.id) return { ok: false, error: `${hint}a root's conversation must be its own id` }
+  if (e.parents.length > 1 && new Set(e.parents).size !== e.parents.length) return { ok: false, error: `${idHint(raw)}parents repeat` }
+  if (e.parents.includes(e.id)) return { ok: false, error: `${idHint(raw)}is its own parent` }
+  if (e.parents.length === 0 && e.conversation !== e.id) return { ok: false, error: `${idHint(raw)}a root's conversation must be its own id` }
   if (device !== undefined && e.author.device !== device) {
-    return { ok: false, error: `${hint}author ${e.author.device.slice(0, 12)} is not the device ${device.slice(0, 12)} that wrote this feed` }
+    return { ok: false, error: `${idHint(raw)}author ${e.author.device.slice(0, 12)} is not the device ${device.slice(0, 12)} that wrote this feed` }
   }
   return { ok: true, entry: raw as WrittenEntry }
 }

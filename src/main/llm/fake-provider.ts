@@ -1,10 +1,9 @@
 // A deterministic, scripted model: for demos and offline use from the CLI (`--provider fake
 // --script file.json`), and for tests of everything above the provider.
-import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { z } from 'zod'
-import { canonicalJson } from '../../shared/canonical-json'
 import type { IrFinish, IrMessage, IrResult, IrStreamEvent, IrToolCall, IrUsage } from '../../shared/llm-ir'
+import { MessageDigests, type MessagesDigest } from './message-digest'
 import { LlmError, type ChatRequest, type LlmErrorCode, type LlmProvider } from './provider'
 
 const ERROR_CODES = ['auth', 'model-not-found', 'unreachable', 'rate-limit', 'server', 'timeout', 'cancelled', 'bad-request', 'context-length', 'bad-response', 'scripted'] as const satisfies readonly LlmErrorCode[]
@@ -84,6 +83,8 @@ export class FakeProvider implements LlmProvider {
   private readonly fallback: FakeTurn
   private readonly summary: FakeTurn | undefined
   private readonly contextWindow: number
+  /** the hash and size of a request's messages, extended from the previous request's (the same answers, not O(conversation) a call) */
+  private readonly digests = new MessageDigests()
   readonly model: string
 
   constructor (script: FakeScript = {}) {
@@ -133,12 +134,13 @@ export class FakeProvider implements LlmProvider {
 
   /** The turn that answers this conversation (see the class comment). */
   pick (messages: readonly IrMessage[]): FakeTurn {
-    const assistants = messages.filter(m => m.role === 'assistant').length
-    const fromTurns = this.turns[assistants]
+    // Counted only where a script has turns, and since the last user message only (not the whole conversation per call).
+    const fromTurns = this.turns.length === 0 ? undefined : this.turns[messages.filter(m => m.role === 'assistant').length]
     if (fromTurns) return fromTurns
     const lastUserAt = findLastIndex(messages, m => m.role === 'user')
     const lastUser = lastUserAt >= 0 ? (messages[lastUserAt] as { text: string }).text : ''
-    const sinceUser = messages.slice(lastUserAt + 1).filter(m => m.role === 'assistant').length
+    let sinceUser = 0
+    for (let i = lastUserAt + 1; i < messages.length; i++) if ((messages[i] as IrMessage).role === 'assistant') sinceUser++
     for (const rule of this.rules) {
       rule.re.lastIndex = 0
       if (rule.re.test(lastUser)) {
@@ -153,10 +155,11 @@ export class FakeProvider implements LlmProvider {
   async chat (req: ChatRequest): Promise<IrResult> {
     const { signal } = req
     if (signal.aborted) throw cancelled()
-    const turn = req.purpose === 'summary' ? this.summary ?? summaryTurn(req.messages) : this.pick(req.messages)
+    const digest = this.digests.of(req.messages)
+    const turn = req.purpose === 'summary' ? this.summary ?? summaryTurn(req.messages, digest) : this.pick(req.messages)
     const model = req.model || this.model
     const text = fill(turn.text ?? '', req.messages, model)
-    const position = canonicalHash(req.messages)
+    const position = digest.hash
     const toolCalls: IrToolCall[] = (turn.toolCalls ?? []).map((c, i) => ({
       id: `call_${position}_${i}`,
       name: c.name,
@@ -184,7 +187,7 @@ export class FakeProvider implements LlmProvider {
       toolCalls,
       finish,
       model,
-      usage: turn.usage ? { ...turn.usage } : estimateUsage(req.messages, text, toolCalls, turn.reasoning)
+      usage: turn.usage ? { ...turn.usage } : estimateUsage(digest, text, toolCalls, turn.reasoning)
     }
     if (turn.reasoning) result.reasoning = turn.reasoning
     return result
@@ -195,10 +198,10 @@ export class FakeProvider implements LlmProvider {
  * A summary that is a pure function of what it summarises: its length and hash, and the start
  * of its last message, so a test can tell which summary a model was later shown.
  */
-function summaryTurn (messages: readonly IrMessage[]): FakeTurn {
+function summaryTurn (messages: readonly IrMessage[], digest: MessagesDigest): FakeTurn {
   const asked = messages.at(-1)
   const text = asked?.role === 'user' ? asked.text : ''
-  return { text: `Summary ${canonicalHash(messages)} of ${text.length} characters: ${text.replace(/\s+/g, ' ').slice(0, 160)}` }
+  return { text: `Summary ${digest.hash} of ${text.length} characters: ${text.replace(/\s+/g, ' ').slice(0, 160)}` }
 }
 
 function cancelled (): LlmError {
@@ -228,18 +231,8 @@ function pieces (s: string, size: number): string[] {
   return out
 }
 
-function canonicalHash (messages: readonly IrMessage[]): string {
-  let encoded: string
-  try {
-    encoded = canonicalJson(messages)
-  } catch {
-    encoded = JSON.stringify(messages)
-  }
-  return createHash('sha256').update(encoded).digest('hex').slice(0, 16)
-}
-
-function estimateUsage (messages: readonly IrMessage[], text: string, calls: IrToolCall[], reasoning?: string): IrUsage {
-  const input = messages.reduce((n, m) => n + JSON.stringify(m).length, 0)
+function estimateUsage (messages: MessagesDigest, text: string, calls: IrToolCall[], reasoning?: string): IrUsage {
+  const input = messages.chars
   const output = text.length + calls.reduce((n, c) => n + c.name.length + JSON.stringify(c.args).length, 0)
   const usage: IrUsage = { input: Math.ceil(input / 4), output: Math.ceil(output / 4) }
   if (reasoning) usage.reasoning = Math.ceil(reasoning.length / 4)

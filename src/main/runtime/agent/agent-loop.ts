@@ -5,7 +5,8 @@ import { LlmError, type LlmProvider } from '../../llm/provider'
 import type { Tool, ToolResult } from '../../tools/tool'
 import { runTool } from '../../tools/tool-registry'
 import type { SandboxPolicy } from '../../tools/sandbox-policy'
-import { idemKey, planNext, rerunnable, toIrMessages, type UnknownWhy } from './step-planner'
+import { idemKey, planNext, rerunnable, type UnknownWhy } from './step-planner'
+import { ModelMessages } from './model-messages'
 import { compareRefs, ownerOf, type AgentRef } from '../placement/placement'
 import type { AgentWait } from '../../../shared/agent-wait'
 import { requestOverhead, summarise } from './compaction-step'
@@ -204,6 +205,8 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
   }
   const effectOf = (name: string): Tool['effect'] | undefined => deps.tools.get(name)?.effect
   const specs: IrToolSpec[] = [...deps.tools.values()].map(t => ({ name: t.name, description: t.description, parameters: t.parameters }))
+  // the branch's model messages, extended step by step rather than rebuilt (equal to toIrMessages)
+  const modelMessages = new ModelMessages(deps.system)
 
   // Whether it may take its next step: a lease held, nothing outranking it (after a stall the
   // lease waits for fresh word from peers, so a revival they announced is seen here first).
@@ -300,7 +303,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
         try {
           result = await deps.provider.chat({
             model: deps.model,
-            messages: toIrMessages(branch, deps.system),
+            messages: modelMessages.of(branch),
             tools: specs,
             signal,
             onEvent: ev => {

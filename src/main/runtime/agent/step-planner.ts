@@ -101,44 +101,63 @@ export function unknownOutcomeText (): string { return UNKNOWN_OUTCOME }
  * compaction on the branch (contextView): its summary, then the entries it did not fold.
  */
 export function toIrMessages (branch: readonly Entry[], system: string): IrMessage[] {
+  return irMessagesOf(branch, system).finish()
+}
+
+/** The builder that has walked the branch's context view (from its latest compaction). */
+export function irMessagesOf (branch: readonly Entry[], system: string): IrMessageBuilder {
   const view = contextView(branch)
-  const out: IrMessage[] = [{ role: 'system', text: system }]
-  if (view.compaction !== undefined) out.push(summaryMessage(view.compaction))
-  const pendingNotes: string[] = []
-  let open: Map<string, IrToolCall> = new Map() // calls of the last assistant message without a result yet
-  const closeOpen = (): void => {
-    for (const call of open.values()) out.push({ role: 'tool', callId: call.id, name: call.name, output: NO_RESULT, status: 'unknown' })
-    open = new Map()
-    for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
+  const messages = new IrMessageBuilder(system, view.compaction)
+  for (const e of view.entries) messages.push(e)
+  return messages
+}
+
+/**
+ * toIrMessages' walk, one entry at a time, so an agent can extend the messages of its branch
+ * as it appends (model-messages.ts) instead of walking the whole branch every model step.
+ * `push` takes the entries of a context view (contextView: no compaction entries); the
+ * messages it has made are never changed afterwards, so a provider may remember them by identity.
+ */
+export class IrMessageBuilder {
+  private readonly out: IrMessage[]
+  private readonly pendingNotes: string[] = []
+  /** calls of the last assistant message without a result yet */
+  private open = new Map<string, IrToolCall>()
+
+  constructor (system: string, compaction?: EntryOf<'compaction'>) {
+    this.out = [{ role: 'system', text: system }]
+    if (compaction !== undefined) this.out.push(summaryMessage(compaction))
   }
-  for (const e of view.entries) {
+
+  push (e: Entry): void {
+    const out = this.out
     switch (e.kind) {
       case 'user':
-        closeOpen()
+        this.closeOpen(out)
         out.push({ role: 'user', text: e.body.text })
         break
       case 'assistant': {
-        closeOpen()
+        this.closeOpen(out)
         const calls = e.body.toolCalls ?? []
         const msg: IrMessage = { role: 'assistant', text: e.body.text }
         if (calls.length > 0) msg.toolCalls = calls.map(c => ({ id: c.id, name: c.name, args: c.args }))
         if (e.body.reasoning !== undefined) msg.reasoning = e.body.reasoning
         out.push(msg)
-        for (const c of calls) open.set(c.id, { id: c.id, name: c.name, args: c.args })
+        for (const c of calls) this.open.set(c.id, { id: c.id, name: c.name, args: c.args })
         break
       }
       case 'tool.result': {
-        const call = open.get(e.body.callId)
+        const call = this.open.get(e.body.callId)
         if (call === undefined) break // a result for a call of an older message: already closed
-        open.delete(e.body.callId)
+        this.open.delete(e.body.callId)
         const output = e.body.status === 'unknown' ? UNKNOWN_OUTCOME : e.body.status === 'cancelled' ? `Cancelled by the user. ${e.body.output}`.trim() : e.body.output
         out.push({ role: 'tool', callId: call.id, name: call.name, output, status: e.body.status })
         break
       }
       case 'note':
         // A note between a tool call and its result would break the message order: after.
-        if (open.size === 0) out.push({ role: 'system', text: e.body.text })
-        else pendingNotes.push(e.body.text)
+        if (this.open.size === 0) out.push({ role: 'system', text: e.body.text })
+        else this.pendingNotes.push(e.body.text)
         break
       case 'unknown':
         // From a newer version: this one cannot say what it means, so the model is not shown it
@@ -147,12 +166,26 @@ export function toIrMessages (branch: readonly Entry[], system: string): IrMessa
       default:
         break
     }
-    if (open.size === 0 && pendingNotes.length > 0) {
-      for (const text of pendingNotes.splice(0)) out.push({ role: 'system', text })
+    if (this.open.size === 0 && this.pendingNotes.length > 0) {
+      for (const text of this.pendingNotes.splice(0)) out.push({ role: 'system', text })
     }
   }
-  closeOpen()
-  return out
+
+  /** The messages so far, every call closed (the builder itself is left as it was: more may be pushed). */
+  finish (): IrMessage[] {
+    const out = this.out.slice()
+    if (this.open.size === 0 && this.pendingNotes.length === 0) return out
+    const open = new Map(this.open)
+    const notes = this.pendingNotes.slice()
+    this.closeOpen(out, open, notes)
+    return out
+  }
+
+  private closeOpen (out: IrMessage[], open = this.open, notes = this.pendingNotes): void {
+    for (const call of open.values()) out.push({ role: 'tool', callId: call.id, name: call.name, output: NO_RESULT, status: 'unknown' })
+    open.clear()
+    for (const text of notes.splice(0)) out.push({ role: 'system', text })
+  }
 }
 
 /** Tokens used by every assistant entry of the conversation (all branches). */
