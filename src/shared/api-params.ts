@@ -7,6 +7,12 @@ import { HEX32 } from './hex32'
 /** Longest user message accepted (entries are capped at 1 MiB encoded). */
 export const MAX_MESSAGE_CHARS = 200_000
 
+/**
+ * The largest session file conversation.import takes, in characters: the API's messages are
+ * capped at 8 MiB and the text travels as a JSON string (escaped again).
+ */
+export const MAX_IMPORT_CHARS = 3 * 1024 * 1024
+
 /** A path that is absolute where the node runs (Windows forms only on Windows). */
 export function isAbsolutePath (p: string): boolean {
   if (p.startsWith('/')) return true
@@ -76,7 +82,12 @@ export const API_PARAMS = {
     /** the model's context window in tokens, where the server does not say it (0 clears it) */
     contextWindow: z.number().int().min(0).max(100_000_000).optional()
   }),
-  'settings.detect': none
+  'settings.detect': none,
+  /** a Pi or Claude Code session file (JSONL), whole, as a new conversation of this device */
+  'conversation.import': z.strictObject({
+    format: z.enum(['pi', 'claude-code', 'auto']),
+    text: z.string().max(MAX_IMPORT_CHARS, `is longer than ${MAX_IMPORT_CHARS / 1024 / 1024} MiB: larger sessions are not imported`)
+  })
 }
 
 export type ApiParamMethod = keyof typeof API_PARAMS

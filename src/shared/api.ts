@@ -180,6 +180,11 @@ export interface ApiMethods {
   'settings.set': { params: P<'settings.set'>; result: SettingsDto }
   /** OpenAI-compatible servers answering on this node's machine (Ollama, llama.cpp, LM Studio, vLLM) */
   'settings.detect': { params: P<'settings.detect'>; result: Array<{ name: string; baseURL: string; models: string[] }> }
+  /**
+   * writes a Pi or Claude Code session as a new conversation authored by this device, whole or
+   * not at all (its tool calls are history: never run); `problems`: what was skipped or changed, by line
+   */
+  'conversation.import': { params: P<'conversation.import'>; result: { id: string; format: 'pi' | 'claude-code'; entries: number; problems: string[] } }
 }
 
 export type ApiMethod = keyof ApiMethods

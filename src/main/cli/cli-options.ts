@@ -55,6 +55,7 @@ export const COMMAND_OPTIONS = {
   resume: [],
   compact: [],
   status: [],
+  import: ['format'],
   help: []
 } as const satisfies Record<string, readonly OptionName[]>
 

@@ -66,6 +66,9 @@ const USAGE = `usage: arbor <command> [options]
   status <conv>                         where its agent runs, its epoch, and how it moved
   compact <conv> [focus]                summarise the branch before its latest message, so the
                                         model's context holds more (focus: what the summary keeps)
+  import <file> [--format pi|claude-code|auto]
+                                        a Pi or Claude Code session (JSONL) as a new conversation;
+                                        prints its id (its tool calls are history: never run)
 
   Each command takes only the options shown beside it (and --data).
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
@@ -353,6 +356,25 @@ const COMMANDS: Record<string, Handler> = {
     const { conversationJson, transcriptMarkdown } = await import('../../shared/conversation-export')
     if (values.format === 'json') io.out(terminalJson(conversationJson(dag)) + '\n')
     else io.out(transcriptMarkdown(dag, await branchOf(dag, selected, values.leaf)))
+  },
+
+  // ---------------------------------------------------------------- import (issue 15)
+  async import ({ args, values, io, api }) {
+    need(args, 1, 'file: arbor import <file> [--format pi|claude-code|auto]')
+    const format = values.format ?? 'auto'
+    if (format !== 'pi' && format !== 'claude-code' && format !== 'auto') throw new CliError('--format must be pi, claude-code or auto', 2)
+    const file = path.resolve(io.cwd, args[0] as string)
+    const { MAX_IMPORT_CHARS } = await import('../../shared/api-params')
+    const size = fs.statSync(file, { throwIfNoEntry: false })
+    if (size === undefined || !size.isFile()) throw new CliError(`${args[0] as string}: no such file`)
+    // refused before reading: a file this large is not a session the node takes
+    if (size.size > MAX_IMPORT_CHARS * 4) throw new CliError(`${args[0] as string} is ${(size.size / 1024 / 1024).toFixed(1)} MiB; sessions up to ${MAX_IMPORT_CHARS / 1024 / 1024} MiB are imported`)
+    const text = fs.readFileSync(file, 'utf8')
+    if (text.length > MAX_IMPORT_CHARS) throw new CliError(`${args[0] as string} is ${(text.length / 1024 / 1024).toFixed(1)} MiB; sessions up to ${MAX_IMPORT_CHARS / 1024 / 1024} MiB are imported`)
+    const made = await (await api()).call('conversation.import', { format, text })
+    for (const p of made.problems) io.err(`arbor import: ${p}\n`)
+    io.err(`imported ${made.entries} entries of a ${made.format === 'pi' ? 'Pi' : 'Claude Code'} session\n`)
+    io.out(made.id + '\n')
   }
 }
 
