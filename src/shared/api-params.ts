@@ -3,15 +3,12 @@
 // Pure (no node:*): the renderer imports only the types, the node runs the checks.
 import { z } from 'zod'
 import { HEX32 } from './hex32'
+import { MAX_IMPORT_CHARS } from './import-limit'
 
 /** Longest user message accepted (entries are capped at 1 MiB encoded). */
 export const MAX_MESSAGE_CHARS = 200_000
 
-/**
- * The largest session file conversation.import takes, in characters: the API's messages are
- * capped at 8 MiB and the text travels as a JSON string (escaped again).
- */
-export const MAX_IMPORT_CHARS = 3 * 1024 * 1024
+export { MAX_IMPORT_CHARS }
 
 /** A path that is absolute where the node runs (Windows forms only on Windows). */
 export function isAbsolutePath (p: string): boolean {

@@ -182,8 +182,8 @@ async function resolveEntry (dag: ConversationDag, ref: string): Promise<Entry> 
 /** A conversation as the node holds it (every entry, waiting ones too), and the entry this device looks at. */
 async function openConversation (api: CliApi, ref: string): Promise<{ dag: ConversationDag; selected: string | undefined }> {
   const dto = await api.call('conversation.open', { id: await conversationRef(ref) })
-  const { ConversationDag } = await import('../../shared/conversation-dag')
-  return { dag: new ConversationDag(dto.id, [...dto.entries, ...(dto.waiting ?? [])]), selected: dto.selected }
+  const { conversationDag } = await import('../../shared/conversation-export')
+  return { dag: conversationDag(dto), selected: dto.selected }
 }
 
 /** The branch to show: --leaf, else the device's selection, else the newest head. */
@@ -364,13 +364,14 @@ const COMMANDS: Record<string, Handler> = {
     const format = values.format ?? 'auto'
     if (format !== 'pi' && format !== 'claude-code' && format !== 'auto') throw new CliError('--format must be pi, claude-code or auto', 2)
     const file = path.resolve(io.cwd, args[0] as string)
-    const { MAX_IMPORT_CHARS } = await import('../../shared/api-params')
-    const size = fs.statSync(file, { throwIfNoEntry: false })
-    if (size === undefined || !size.isFile()) throw new CliError(`${args[0] as string}: no such file`)
-    // refused before reading: a file this large is not a session the node takes
-    if (size.size > MAX_IMPORT_CHARS * 4) throw new CliError(`${args[0] as string} is ${(size.size / 1024 / 1024).toFixed(1)} MiB; sessions up to ${MAX_IMPORT_CHARS / 1024 / 1024} MiB are imported`)
-    const text = fs.readFileSync(file, 'utf8')
-    if (text.length > MAX_IMPORT_CHARS) throw new CliError(`${args[0] as string} is ${(text.length / 1024 / 1024).toFixed(1)} MiB; sessions up to ${MAX_IMPORT_CHARS / 1024 / 1024} MiB are imported`)
+    const { importTooLarge, MAX_IMPORT_CHARS } = await import('../../shared/import-limit')
+    const stat = fs.statSync(file, { throwIfNoEntry: false })
+    if (stat === undefined || !stat.isFile()) throw new CliError(`${args[0] as string}: no such file`)
+    // a file past the limit even at 4 bytes a character is refused unread (its size in bytes said)
+    const large = stat.size > 4 * MAX_IMPORT_CHARS ? importTooLarge(stat.size, args[0]) : undefined
+    const text = large === undefined ? fs.readFileSync(file, 'utf8') : ''
+    const refused = large ?? importTooLarge(text.length, args[0])
+    if (refused !== undefined) throw new CliError(refused)
     const made = await (await api()).call('conversation.import', { format, text })
     for (const p of made.problems) io.err(`arbor import: ${p}\n`)
     io.err(`imported ${made.entries} entries of a ${made.format === 'pi' ? 'Pi' : 'Claude Code'} session\n`)

@@ -3,7 +3,7 @@
 import { parseClaudeCode } from './import-claude-code'
 import { parsePi } from './import-pi'
 import { isRecord } from './import-lines'
-import { MAX_IMPORT_CHARS } from '../../shared/api-params'
+import { importTooLarge } from '../../shared/import-limit'
 import { planImport, titleFrom, type ImportPlan } from './import-tree'
 
 export const IMPORT_FORMATS = ['pi', 'claude-code', 'auto'] as const
@@ -46,9 +46,8 @@ export function detectFormat (text: string): 'pi' | 'claude-code' | undefined {
 
 /** Reads the whole file; throws an ImportError saying why when there is nothing to write. */
 export function readSession (text: string, format: ImportFormat): SessionImport {
-  if (text.length > MAX_IMPORT_CHARS) {
-    throw new ImportError(`the file is ${(text.length / 1024 / 1024).toFixed(1)} MiB; sessions up to ${MAX_IMPORT_CHARS / 1024 / 1024} MiB are imported`)
-  }
+  const large = importTooLarge(text.length)
+  if (large !== undefined) throw new ImportError(large)
   const which = format === 'auto' ? detectFormat(text) : format
   if (which === undefined) throw new ImportError('not a Pi or Claude Code session: no line looks like either (give --format to say which)')
   const parsed = which === 'pi' ? parsePi(text) : parseClaudeCode(text)
