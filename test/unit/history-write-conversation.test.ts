@@ -31,7 +31,7 @@ describe('HistoryStore.writeConversation', () => {
     ])
     expect(written.map(e => e.kind)).toEqual(['conversation', 'user', 'assistant', 'user'])
     const id = (written[0] as Entry).id
-    expect(a.feeds(id).map(f => f.indexed)).toEqual([4])
+    expect(a.feeds(id).length).toBe(1)
     await a.close()
     open.splice(0)
     const b = await store(dir)
