@@ -8,8 +8,6 @@ import { MAX_IMPORT_CHARS } from './import-limit'
 /** Longest user message accepted (entries are capped at 1 MiB encoded). */
 export const MAX_MESSAGE_CHARS = 200_000
 
-export { MAX_IMPORT_CHARS }
-
 /** A path that is absolute where the node runs (Windows forms only on Windows). */
 export function isAbsolutePath (p: string): boolean {
   if (p.startsWith('/')) return true

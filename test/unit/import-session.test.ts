@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { detectFormat, readSession } from '../../src/main/history/import-session'
 import { entryDrafts, type ImportDraft } from '../../src/main/history/import-tree'
-import { MAX_IMPORT_CHARS } from '../../src/shared/api-params'
+import { MAX_IMPORT_CHARS } from '../../src/shared/import-limit'
 
 const fixture = (name: string): string => fs.readFileSync(path.join(import.meta.dirname, '../e2e/fixtures', name), 'utf8')
 const short = (d: ImportDraft): string => {

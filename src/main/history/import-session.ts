@@ -6,8 +6,8 @@ import { isRecord } from './import-lines'
 import { importTooLarge } from '../../shared/import-limit'
 import { planImport, titleFrom, type ImportPlan } from './import-tree'
 
-export const IMPORT_FORMATS = ['pi', 'claude-code', 'auto'] as const
-export type ImportFormat = typeof IMPORT_FORMATS[number]
+/** conversation.import's `format`: 'auto' looks at the file's first lines */
+export type ImportFormat = 'pi' | 'claude-code' | 'auto'
 
 /** Problems listed one by one; past these, a count. */
 const MAX_PROBLEMS_SHOWN = 30
