@@ -17,7 +17,7 @@ export function ImportSession ({ disabled, onImported }: { disabled: boolean; on
       // refused unread when even at 4 bytes a character it could not fit
       const large = file.size > 4 * MAX_IMPORT_CHARS ? importTooLarge(file.size, file.name) : undefined
       const text = large === undefined ? await file.text() : ''
-      const refused = large ?? importTooLarge(text.length, file.name)
+      const refused = large ?? importTooLarge(text.length, file.name) ?? tooLargeToSend(text, file.name)
       if (refused !== undefined) { setOutcome({ error: true, text: refused, problems: [] }); return }
       const made = await client.call('conversation.import', { format: 'auto', text })
       setOutcome({ error: false, text: `Imported ${made.entries} entries of a ${made.format === 'pi' ? 'Pi' : 'Claude Code'} session${made.problems.length > 0 ? '; some lines were not:' : '.'}`, problems: made.problems })
@@ -52,4 +52,12 @@ export function ImportSession ({ disabled, onImported }: { disabled: boolean; on
         : null}
     </div>
   )
+}
+
+/** The web server takes API messages of up to 8 MiB (web-server.ts): text far from ASCII can pass the character limit and not that one. */
+const MAX_REQUEST_BYTES = 7.5 * 1024 * 1024
+
+function tooLargeToSend (text: string, name: string): string | undefined {
+  const bytes = new TextEncoder().encode(JSON.stringify(text)).length
+  return bytes <= MAX_REQUEST_BYTES ? undefined : `${name} is ${(bytes / 1024 / 1024).toFixed(1)} MiB as a request; up to 7.5 MiB can be sent`
 }
