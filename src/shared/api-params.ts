@@ -3,6 +3,7 @@
 // Pure (no node:*): the renderer imports only the types, the node runs the checks.
 import { z } from 'zod'
 import { HEX32 } from './hex32'
+import { MAX_IMPORT_CHARS } from './import-limit'
 
 /** Longest user message accepted (entries are capped at 1 MiB encoded). */
 export const MAX_MESSAGE_CHARS = 200_000
@@ -87,7 +88,12 @@ export const API_PARAMS = {
   /** runs this device's agent again from what the reply `entry` (an id or prefix) answered; `model`: another model of this device's provider, for this run */
   'message.retry': z.strictObject({ conversation: ref, entry: ref, model: z.string().trim().min(1, 'is empty').max(200).optional() }),
   /** a new conversation of this device holding a copy of the branch root → `entry` (an id or prefix) */
-  'conversation.fork': z.strictObject({ conversation: ref, entry: ref, title: z.string().max(1000).optional() })
+  'conversation.fork': z.strictObject({ conversation: ref, entry: ref, title: z.string().max(1000).optional() }),
+  /** a Pi or Claude Code session file (JSONL), whole, as a new conversation of this device */
+  'conversation.import': z.strictObject({
+    format: z.enum(['pi', 'claude-code', 'auto']),
+    text: z.string().max(MAX_IMPORT_CHARS, `is longer than ${MAX_IMPORT_CHARS / 1024 / 1024} MiB: larger sessions are not imported`)
+  })
 }
 
 export type ApiParamMethod = keyof typeof API_PARAMS

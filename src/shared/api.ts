@@ -189,6 +189,11 @@ export interface ApiMethods {
   'message.retry': { params: P<'message.retry'>; result: { reply: string; from: string } }
   /** forks the branch root → `entry` into a new conversation (its root records `forkedFrom`); `copied`: entries written */
   'conversation.fork': { params: P<'conversation.fork'>; result: { id: string; copied: number } }
+  /**
+   * writes a Pi or Claude Code session as a new conversation authored by this device, whole or
+   * not at all (its tool calls are history: never run); `problems`: what was skipped or changed, by line
+   */
+  'conversation.import': { params: P<'conversation.import'>; result: { id: string; format: 'pi' | 'claude-code'; entries: number; problems: string[] } }
 }
 
 export type ApiMethod = keyof ApiMethods

@@ -1,5 +1,7 @@
-import type { ConversationDag } from './conversation-dag'
-import { asWritten, type Entry, type WrittenEntry } from './entry'
+import { ConversationDag } from './conversation-dag'
+import type { ConversationDto } from './api'
+import type { Entry, WrittenEntry } from './entry'
+import { asWritten } from './entry-written'
 import { entryText } from './entry-text'
 
 const ROLE: Record<Entry['kind'], string> = {
@@ -73,4 +75,15 @@ export function orderedEntries (dag: ConversationDag): Entry[] {
  */
 export function conversationJson (dag: ConversationDag): { conversation: string; title: string; heads: string[]; entries: WrittenEntry[]; waiting: WrittenEntry[] } {
   return { conversation: dag.conversation, title: dag.title(), heads: dag.heads().map(e => e.id), entries: orderedEntries(dag).map(asWritten), waiting: dag.waiting().map(asWritten) }
+}
+
+/** A conversation as conversation.open gives it (every entry, waiting ones too) as a DAG: what both exports read, in the CLI and the UI. */
+export function conversationDag (dto: Pick<ConversationDto, 'id' | 'entries' | 'waiting'>): ConversationDag {
+  return new ConversationDag(dto.id, [...dto.entries, ...(dto.waiting ?? [])])
+}
+
+/** A file name for an export: the title's words (letters, digits, dashes), else the id's start. */
+export function exportFileName (dag: ConversationDag, format: 'md' | 'json'): string {
+  const words = dag.title().normalize('NFKD').replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-+|-+$/g, '').slice(0, 60)
+  return `${words !== '' ? words : `conversation-${dag.conversation.slice(0, 8)}`}.${format}`
 }

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { canonicalCopy, canonicalJson } from './canonical-json'
 import { isHex32 } from './hex32'
 import { Hex32 } from './hex32-schema'
+import { asWritten } from './entry-written'
 
 export const EFFECT_CLASSES = ['read', 'idempotent', 'workspace', 'external'] as const
 export type EffectClass = typeof EFFECT_CLASSES[number]
@@ -271,12 +272,8 @@ export function rememberEncoding (e: Entry, text: string): void {
   if (e.kind !== 'unknown' && !text.includes('\n') && !encoded.has(e)) encoded.set(e, text)
 }
 
-/** An entry as its feed holds it: what export writes and what its id is the hash of. */
-export function asWritten (e: Entry): WrittenEntry {
-  if (e.kind !== 'unknown') return e
-  const { body, ...envelope } = e
-  return { ...envelope, kind: body.kind, body: body.body }
-}
+// in a module of its own: the renderer's export needs it, and not zod
+export { asWritten }
 
 export class InvalidEntryError extends Error {
   constructor (message: string) {

@@ -53,6 +53,13 @@ describe('planNext', () => {
     expect(planNext(readFirst, effectOf, next)).toMatchObject({ kind: 'tool', call: { id: 'c2' }, effect: 'read' })
   })
 
+  it('never runs a call of an assistant entry no agent wrote (an imported session), not even a read', () => {
+    for (const tool of ['cat', 'fetch', 'bash', 'pay', 'gone']) {
+      const { agent: _, ...imported } = asst('', [['c1', tool]])
+      expect(planNext(branch(user('go'), imported), effectOf, ME), tool).toMatchObject({ kind: 'unknown-outcome', call: { id: 'c1' }, why: 'not-an-agent' })
+    }
+  })
+
   it('never runs a call another device wrote, whatever its effect or the effect its intent claims', () => {
     for (const tool of ['cat', 'fetch', 'bash', 'pay', 'gone']) {
       const b = branch(user('go'), byPeer(asst('', [['c1', tool]])))

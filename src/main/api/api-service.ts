@@ -19,6 +19,7 @@ import { ApiError, conversationResolver, type CallContext, type HandlerContext, 
 import { settingsHandlers } from './handlers/settings'
 import { retryHandlers } from './handlers/retry'
 import { forkHandlers } from './handlers/fork'
+import { importHandlers } from './handlers/import'
 
 export { AGENT_BUSY_MESSAGE, ApiError, type CallContext } from './handlers/handler-context'
 
@@ -67,7 +68,8 @@ export class ApiService {
       ...deviceHandlers(c, opts.version ?? ARBOR_VERSION),
       ...settingsHandlers(c, opts.detectLocalServers),
       ...retryHandlers(c),
-      ...forkHandlers(c)
+      ...forkHandlers(c),
+      ...importHandlers(c)
     }
   }
 

@@ -59,6 +59,7 @@ export const COMMAND_OPTIONS = {
   status: [],
   retry: ['model'],
   fork: ['title'],
+  import: ['format'],
   help: []
 } as const satisfies Record<string, readonly OptionName[]>
 

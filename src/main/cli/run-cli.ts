@@ -74,6 +74,9 @@ const USAGE = `usage: arbor <command> [options]
                                         (--model: another model of this device's provider, this once)
   fork <conv> [ID] [--title T]          a new conversation holding a copy of the branch up to ID
                                         (default: the shown branch's tip); prints its id
+  import <file> [--format pi|claude-code|auto]
+                                        a Pi or Claude Code session (JSONL) as a new conversation;
+                                        prints its id (its tool calls are history: never run)
 
   Each command takes only the options shown beside it (and --data).
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
@@ -187,8 +190,8 @@ async function resolveEntry (dag: ConversationDag, ref: string): Promise<Entry> 
 /** A conversation as the node holds it (every entry, waiting ones too), and the entry this device looks at. */
 async function openConversation (api: CliApi, ref: string): Promise<{ dag: ConversationDag; selected: string | undefined }> {
   const dto = await api.call('conversation.open', { id: await conversationRef(ref) })
-  const { ConversationDag } = await import('../../shared/conversation-dag')
-  return { dag: new ConversationDag(dto.id, [...dto.entries, ...(dto.waiting ?? [])]), selected: dto.selected }
+  const { conversationDag } = await import('../../shared/conversation-export')
+  return { dag: conversationDag(dto), selected: dto.selected }
 }
 
 /** The branch to show: --leaf, else the device's selection, else the newest head. */
@@ -407,6 +410,26 @@ const COMMANDS: Record<string, Handler> = {
       if (entry === undefined) throw new CliError('the conversation has no entries here yet')
     }
     const made = await a.call('conversation.fork', { conversation, entry, ...(values.title !== undefined ? { title: values.title } : {}) })
+    io.out(made.id + '\n')
+  },
+
+  // ---------------------------------------------------------------- import (issue 15)
+  async import ({ args, values, io, api }) {
+    need(args, 1, 'file: arbor import <file> [--format pi|claude-code|auto]')
+    const format = values.format ?? 'auto'
+    if (format !== 'pi' && format !== 'claude-code' && format !== 'auto') throw new CliError('--format must be pi, claude-code or auto', 2)
+    const file = path.resolve(io.cwd, args[0] as string)
+    const { importTooLarge, MAX_IMPORT_CHARS } = await import('../../shared/import-limit')
+    const stat = fs.statSync(file, { throwIfNoEntry: false })
+    if (stat === undefined || !stat.isFile()) throw new CliError(`${args[0] as string}: no such file`)
+    // a file past the limit even at 4 bytes a character is refused unread (its size in bytes said)
+    const large = stat.size > 4 * MAX_IMPORT_CHARS ? importTooLarge(stat.size, args[0]) : undefined
+    const text = large === undefined ? fs.readFileSync(file, 'utf8') : ''
+    const refused = large ?? importTooLarge(text.length, args[0])
+    if (refused !== undefined) throw new CliError(refused)
+    const made = await (await api()).call('conversation.import', { format, text })
+    for (const p of made.problems) io.err(`arbor import: ${p}\n`)
+    io.err(`imported ${made.entries} entries of a ${made.format === 'pi' ? 'Pi' : 'Claude Code'} session\n`)
     io.out(made.id + '\n')
   }
 }

@@ -261,6 +261,15 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
 
   /** Starts a conversation: writes its root entry to a new feed of this device. */
   async createConversation (opts: NewConversation = {}): Promise<Entry> {
+    return (await this.writeConversation(opts, () => []))[0] as Entry
+  }
+
+  /**
+   * Starts a conversation with entries below its root (an import): `children`, given the
+   * root's id, are drafts whose parents are `$k` or the root. One batch, the root first: the
+   * conversation is stored whole or not at all. Resolves with every entry written.
+   */
+  async writeConversation (opts: NewConversation, children: (root: string) => EntryDraft[]): Promise<Entry[]> {
     await this.ready()
     const body = {
       title: opts.title ?? '',
@@ -271,15 +280,20 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
       ...(opts.forkedFrom !== undefined ? { forkedFrom: { conversation: opts.forkedFrom.conversation, entry: opts.forkedFrom.entry } } : {})
     }
     const { entry: root, block } = makeEntryBlock({ kind: 'conversation', body, parents: [] }, { conversation: null, device: this.device, ts: this.now() })
+    // built (and checked) before anything is written: a bad draft refuses the whole conversation
+    const drafts = children(root.id)
+    const rest = drafts.length === 0
+      ? { entries: [], blocks: [] }
+      : entriesOfCall(drafts, { conversation: root.id, device: this.device, ts: this.now(), known: id => id === root.id, waits: () => false })
     const dag = new ConversationDag(root.id, [], { now: this.now })
     this.dags.set(root.id, dag, DAG_BYTES)
     try {
-      await this.writeOwn(root.id, [root], [block])
+      await this.writeOwn(root.id, [root, ...rest.entries], [block, ...rest.blocks])
     } catch (err) {
       if (this.dags.peek(root.id)?.size === 0) this.dags.forget(root.id)
       throw storageError(err, this.dir)
     }
-    return root
+    return [root, ...rest.entries]
   }
 
   /**

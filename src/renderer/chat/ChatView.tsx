@@ -7,6 +7,7 @@ import { AgentBar } from './AgentBar'
 import { sentText, stillWaiting, unknownCommandText, type CommandName } from './agent-place'
 import { errorText, useApi } from '../api-context'
 import { Composer } from './Composer'
+import { ExportMenu } from './ExportMenu'
 import { continuePoints, type ContinuePoint } from './continue-from'
 import { contextUsed } from './context-used'
 import { formatCount, placesText } from '../common/format'
@@ -224,6 +225,7 @@ export function ChatView ({ store, connected, device, onOpen, titleOf }: {
           {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
           <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
+          <ExportMenu conversation={store.id} leaf={tip?.id} disabled={!connected} onError={setError} />
           <span
             className="usage"
             title={`The whole conversation, every branch: ${snap.usage.input} input, ${snap.usage.output} output tokens`}

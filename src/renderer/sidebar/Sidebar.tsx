@@ -4,6 +4,7 @@ import { errorText, useApi } from '../api-context'
 import { formatWhen, placesText } from '../common/format'
 import { filterConversations, sortConversations } from './conversation-list'
 import { netText } from '../devices/net-state'
+import { ImportSession } from './ImportSession'
 
 interface SidebarProps {
   list: readonly ConversationSummaryDto[] | null
@@ -102,6 +103,7 @@ export function Sidebar (props: SidebarProps): JSX.Element {
       {creating
         ? <NewConversationForm defaultCwd={defaultCwd} onCancel={closeForm} onCreated={id => { setCreating(false); onCreated(id) }} />
         : null}
+      <ImportSession disabled={!connected} onImported={onCreated} />
       <div className="search">
         <input
           ref={searchRef}

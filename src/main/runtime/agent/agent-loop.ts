@@ -421,7 +421,8 @@ class LimitCount {
 const NOT_RUN: Record<UnknownWhy, string> = {
   interrupted: 'interrupted before its result was recorded',
   'other-agent': 'planned by the agent that ran before this one, which may have started it; not run again here',
-  'other-device': 'written by another device; a device runs only the calls its own agent planned, so it was not run here'
+  'other-device': 'written by another device; a device runs only the calls its own agent planned, so it was not run here',
+  'not-an-agent': 'imported from another program\'s session: its tool calls are history, never run here'
 }
 
 /** Runs one tool call (arguments checked, time limit kept); a tool that throws crashes the agent. */

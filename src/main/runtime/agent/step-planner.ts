@@ -17,9 +17,10 @@ export type NextStep =
 /**
  * Why a call's outcome is recorded as unknown instead of running it: `interrupted` (an intent
  * without a result), `other-agent` (an earlier agent of this device planned a step that
- * changes things), `other-device` (another device wrote the call: an entry, never an instruction).
+ * changes things), `other-device` (another device wrote the call: an entry, never an instruction),
+ * `not-an-agent` (no agent wrote it: a session imported from another harness is history only).
  */
-export type UnknownWhy = 'interrupted' | 'other-agent' | 'other-device'
+export type UnknownWhy = 'interrupted' | 'other-agent' | 'other-device' | 'not-an-agent'
 
 /** Who is planning: this device, and its agent (author.agent of the entries it writes). */
 export interface Planner { device: string; agent: string }
@@ -44,7 +45,8 @@ export function rerunnable (effect: EffectClass): boolean {
  * - A call's effect class is `effectOf(tool)` — this device's registry, 'external' for a tool
  *   it does not know — never the effect an entry (an intent) names.
  * - A call in an assistant entry another device wrote is never run here, whatever its effect:
- *   its outcome is unknown and the model decides again (DESIGN.md, "Trust").
+ *   its outcome is unknown and the model decides again (DESIGN.md, "Trust"). Nor one in an
+ *   assistant entry no agent wrote (conversation.import): a file's tool calls are history.
  * - A step an earlier agent of this device planned that changes things (workspace, external)
  *   is not run either, even without an intent in view: that agent may have started it on the
  *   other side of a partition, where its intent cannot be seen. Read and idempotent ones are
@@ -78,6 +80,7 @@ export function planNext (branch: readonly Entry[], effectOf: (tool: string) => 
     const intent = intents.get(call.id)
     const withIntent = intent === undefined ? {} : { intent }
     if (!fromHere) return { kind: 'unknown-outcome', assistant, call, why: 'other-device', ...withIntent }
+    if (assistant.author.agent === undefined) return { kind: 'unknown-outcome', assistant, call, why: 'not-an-agent', ...withIntent }
     const effect = effectOf(call.name) ?? 'external'
     if (!rerunnable(effect)) {
       if (intent !== undefined) return { kind: 'unknown-outcome', assistant, call, why: 'interrupted', intent }

@@ -1,0 +1,83 @@
+// `arbor import`: Pi and Claude Code session files (hand-written fixtures) become conversations of
+// this device, through a real node on disk; hostile files are refused or reported by line, and
+// a refused file writes nothing.
+import { describe, expect, it } from 'vitest'
+import fs from 'node:fs'
+import path from 'node:path'
+import { ArborNode } from '../../src/main/node'
+import { memoryLogger } from '../../src/shared/logger'
+import { runCli } from '../../src/main/cli/run-cli'
+import { validateEntry } from '../../src/main/history/entry-codec'
+import { perTest } from '../helpers/per-test'
+
+const { dirs, defer } = perTest('arbor-cli-import-')
+const FIXTURES = path.join(import.meta.dirname, 'fixtures')
+
+async function startNode (): Promise<{ node: ArborNode; dir: string }> {
+  const dir = await dirs.make()
+  const node = new ArborNode({ dataDir: dir, swarm: false, log: memoryLogger(), env: { HOME: dir } })
+  await node.ready()
+  defer(() => node.close())
+  return { node, dir }
+}
+
+async function arbor (dir: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = ''
+  let err = ''
+  const code = await runCli(argv, { out: t => { out += t }, err: t => { err += t }, env: { ARBOR_DATA: dir }, cwd: FIXTURES })
+  return { code, out, err }
+}
+
+describe('arbor import', () => {
+  it('imports a Pi session as a conversation of this device, its branches kept, the file\'s leaf shown', async () => {
+    const { node, dir } = await startNode()
+    const r = await arbor(dir, 'import', 'pi-session.jsonl')
+    expect(r.err).toBe('imported 11 entries of a Pi session\n')
+    expect(r.code).toBe(0)
+    const id = r.out.trim()
+    const dag = await node.history.open(id)
+    expect(dag.title()).toBe('Project tooling questions')
+    expect([...dag.entries()].every(e => e.author.device === node.device && e.author.agent === undefined)).toBe(true)
+    expect(dag.headIds().length).toBe(2)
+    const show = await arbor(dir, 'show', id.slice(0, 10))
+    expect(show.out).toContain('ESLint, with a flat config.')
+    expect(show.out).not.toContain('Vitest, going by the scripts.')
+    // the JSON export holds every entry, each one valid as its feed holds it
+    const json = JSON.parse((await arbor(dir, 'export', id, '--format', 'json')).out) as { entries: unknown[] }
+    expect(json.entries.length).toBe(12)
+    for (const e of json.entries) expect(validateEntry(e).ok).toBe(true)
+  })
+
+  it('imports a Claude Code session; --format names it', async () => {
+    const { node, dir } = await startNode()
+    const r = await arbor(dir, 'import', 'claude-code-session.jsonl', '--format', 'claude-code')
+    expect(r.code).toBe(0)
+    expect(r.err).toContain('arbor import: 1 line of subagent (sidechain) conversations left out\n')
+    const branch = (await node.history.open(r.out.trim())).branch()
+    expect(branch.map(e => e.kind)).toEqual(['conversation', 'user', 'assistant', 'tool.result', 'assistant', 'note', 'user'])
+    expect(await arbor(dir, 'import', 'claude-code-session.jsonl', '--format', 'codex')).toMatchObject({ code: 2, err: 'arbor import: --format must be pi, claude-code or auto\n' })
+  })
+
+  it('reports bad lines by number and imports the rest; refuses a huge file or one of neither format, writing nothing', async () => {
+    const { node, dir } = await startNode()
+    const bad = path.join(dir, 'bad.jsonl')
+    fs.writeFileSync(bad, [
+      JSON.stringify({ type: 'user', uuid: 'a', parentUuid: null, message: { role: 'user', content: 'hello' } }),
+      '{oops',
+      JSON.stringify({ type: 'assistant', uuid: 'b', parentUuid: 'gone', message: { id: 'm', content: [{ type: 'text', text: 'hi' }] } })
+    ].join('\n'))
+    const r = await arbor(dir, 'import', bad)
+    expect(r.code).toBe(0)
+    expect(r.err).toMatch(/^arbor import: line 2: not JSON .*; skipped\narbor import: line 3: its parent "gone" is not in the file; attached to the start\nimported 2 entries/)
+
+    const before = node.history.list().length
+    const huge = path.join(dir, 'huge.jsonl')
+    fs.writeFileSync(huge, (JSON.stringify({ type: 'user', uuid: 'x', parentUuid: null, message: { content: 'z'.repeat(1000) } }) + '\n').repeat(3300))
+    expect(await arbor(dir, 'import', huge)).toMatchObject({ code: 1, err: expect.stringMatching(/is 3\.\d MiB; sessions up to 3 MiB are imported\n$/) as unknown })
+    const neither = path.join(dir, 'neither.jsonl')
+    fs.writeFileSync(neither, '{"a":1}\n{"b":2}\n')
+    expect(await arbor(dir, 'import', neither)).toMatchObject({ code: 1, err: expect.stringMatching(/not a Pi or Claude Code session/) as unknown })
+    expect(await arbor(dir, 'import', 'no-such.jsonl')).toMatchObject({ code: 1, err: 'arbor import: no-such.jsonl: no such file\n' })
+    expect(node.history.list().length).toBe(before)
+  })
+})
