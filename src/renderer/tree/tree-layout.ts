@@ -3,8 +3,9 @@
 // each path); the root (and anything before the first user message) is the first turn.
 // Entries hang under their first parent, as in ConversationDag.pathTo. Iterative throughout:
 // a chain of 10,000 entries must not use 10,000 stack frames.
+import { branchName, branchNameKey } from '../../shared/branch-name'
 import type { ConversationDag } from '../../shared/conversation-dag'
-import type { Entry } from '../../shared/entry'
+import type { Entry, EntryOf } from '../../shared/entry'
 
 export interface TreeNode {
   /** the turn's first entry (user message, or the root): the row's key */
@@ -46,6 +47,16 @@ export interface TreeNode {
   select: string
   /** the turn's newest last entry (where "continue from here" would attach a message) */
   last: string
+  /** rows in this turn's subtree, itself left out: they follow it in the list (pre-order) */
+  span: number
+  /** entries in the turns of its subtree, itself left out */
+  subtreeEntries: number
+  /** branch tips (turns without children) in its subtree, itself counted if it is one */
+  subtreeTips: number
+  /** the name given to the branch starting at this turn (`branch.name:<id>` meta, LWW), if any */
+  name?: string
+  /** the `compaction` entries in the turn: how many entries each folded, oldest first */
+  compactions?: number[]
 }
 
 export interface TreeLayout {
@@ -90,7 +101,10 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
       label,
       onBranch: shown.has(e.id),
       select: e.id,
-      last: e.id
+      last: e.id,
+      span: 0,
+      subtreeEntries: 0,
+      subtreeTips: 0
     })
     if (p !== undefined) p.childCount++
     return rows.length - 1
@@ -115,6 +129,7 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
     }
     const node = rows[owner] as TreeNode
     node.entries++
+    if (e.kind === 'compaction') (node.compactions ??= []).push(foldedCount(dag, e))
     if (node.agentDevice === undefined && e.author.agent !== undefined && e.author.device !== node.device) node.agentDevice = e.author.device
     // the newest last entry: entries come oldest-first within a turn's walk, so keep the latest
     const prev = dag.get(node.last)
@@ -144,7 +159,38 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
     }
     if (n.onBranch && (current === -1 || n.depth > (rows[current] as TreeNode).depth)) current = i
   }
+  // children come after their parents, so one backward pass sums each subtree into its root
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const n = rows[i] as TreeNode
+    if (n.childCount === 0) n.subtreeTips++
+    const name = branchName(dag.meta(branchNameKey(n.id))?.value)
+    if (name !== undefined) n.name = name
+    const p = rows[n.parent]
+    if (p === undefined) continue
+    p.span += n.span + 1
+    p.subtreeEntries += n.subtreeEntries + n.entries
+    p.subtreeTips += n.subtreeTips
+  }
   return { rows, current }
+}
+
+/**
+ * How many entries a compaction stands for: its `folded` range, counted up its first-parent
+ * path (the range ends on the branch before it): a walk of the path from it up to the range's
+ * start, once per compaction (they are few: one per window's worth of turns). 0 when the range
+ * is not on its path (a peer's entry may say anything).
+ */
+export function foldedCount (dag: ConversationDag, c: EntryOf<'compaction'>): number {
+  let n = 0
+  let inRange = false
+  let cur = dag.get(c.parents[0] ?? '')
+  while (cur !== undefined) {
+    if (cur.id === c.body.folded.to) inRange = true
+    if (inRange) n++
+    if (cur.id === c.body.folded.from) return inRange ? n : 0
+    cur = dag.get(cur.parents[0] ?? '')
+  }
+  return 0
 }
 
 /** Colours for device dots: distinct, and at least 3:1 against light and dark backgrounds. */
