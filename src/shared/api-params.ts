@@ -2,6 +2,7 @@
 // (ApiService), and ApiMethods in api.ts infers the params' TypeScript types from them.
 // Pure (no node:*): the renderer imports only the types, the node runs the checks.
 import { z } from 'zod'
+import { BRANCH_NAME_MAX } from './branch-name'
 import { HEX32 } from './hex32'
 
 /** Longest user message accepted (entries are capped at 1 MiB encoded). */
@@ -76,7 +77,9 @@ export const API_PARAMS = {
     /** the model's context window in tokens, where the server does not say it (0 clears it) */
     contextWindow: z.number().int().min(0).max(100_000_000).optional()
   }),
-  'settings.detect': none
+  'settings.detect': none,
+  /** names the branch starting at `entry` ('' clears the name): a `branch.name:<entry>` meta setting */
+  'branch.name': z.strictObject({ conversation: ref, entry: entryId, name: z.string().max(BRANCH_NAME_MAX, `is longer than ${BRANCH_NAME_MAX} characters`) })
 }
 
 export type ApiParamMethod = keyof typeof API_PARAMS

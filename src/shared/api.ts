@@ -180,6 +180,8 @@ export interface ApiMethods {
   'settings.set': { params: P<'settings.set'>; result: SettingsDto }
   /** OpenAI-compatible servers answering on this node's machine (Ollama, llama.cpp, LM Studio, vLLM) */
   'settings.detect': { params: P<'settings.detect'>; result: Array<{ name: string; baseURL: string; models: string[] }> }
+  /** names (or, with '', unnames) the branch starting at an entry, for every device: the `meta` entry written */
+  'branch.name': { params: P<'branch.name'>; result: { entry: Entry } }
 }
 
 export type ApiMethod = keyof ApiMethods

@@ -11,6 +11,7 @@ import type { ArborNode } from '../node'
 import { ARBOR_VERSION } from '../../shared/app-version'
 import { AgentLocations } from './agent-locations'
 import { agentHandlers } from './handlers/agents'
+import { branchHandlers } from './handlers/branches'
 import { compactionHandlers } from './handlers/compaction'
 import { conversationHandlers } from './handlers/conversations'
 import { deviceHandlers } from './handlers/devices'
@@ -63,7 +64,8 @@ export class ApiService {
       ...agentHandlers(c),
       ...compactionHandlers(c),
       ...deviceHandlers(c, opts.version ?? ARBOR_VERSION),
-      ...settingsHandlers(c, opts.detectLocalServers)
+      ...settingsHandlers(c, opts.detectLocalServers),
+      ...branchHandlers(c)
     }
   }
 
