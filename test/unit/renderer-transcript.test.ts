@@ -192,3 +192,25 @@ describe('groupTurns', () => {
     ])
   })
 })
+
+describe('a compaction in the transcript', () => {
+  it('says what it folded: the range\'s entries, and its messages a line each', () => {
+    const { dag, root, add } = tree()
+    const u1 = add(root, { kind: 'user', body: { text: 'first   question\nwith two lines' } })
+    const a1 = add(u1, { kind: 'assistant', body: { text: 'x'.repeat(300) } })
+    const n = add(a1, { kind: 'note', body: { text: 'a note' } })
+    const u2 = add(n, { kind: 'user', body: { text: 'second' } })
+    const c = add(u2, { kind: 'compaction', body: { summary: 'they asked twice', folded: { from: root.id, to: n.id }, model: 'm', tokens: 9 } })
+    const items = buildTranscript(dag.branch(c.id), kids(dag), { running: false })
+    const notice = items.find(i => i.id === c.id) as TranscriptItem & { kind: 'notice' }
+    expect(notice.detail).toBe('they asked twice')
+    expect(notice.folded?.entries).toBe(4)
+    expect(notice.folded?.lines.map(l => [l.id, l.who])).toEqual([[u1.id, 'user'], [a1.id, 'agent']])
+    expect(notice.folded?.lines[0]?.text).toBe('first question with two lines')
+    expect(notice.folded?.lines[1]?.text).toHaveLength(160)
+    // a range that is not above it on the branch (a peer may write anything): nothing folded
+    const odd = add(c, { kind: 'compaction', body: { summary: 's', folded: { from: u2.id, to: u1.id }, model: 'm', tokens: 1 } })
+    const oddItem = buildTranscript(dag.branch(odd.id), kids(dag), { running: false }).find(i => i.id === odd.id) as TranscriptItem & { kind: 'notice' }
+    expect(oddItem.folded).toEqual({ entries: 0, lines: [], more: 0 })
+  })
+})

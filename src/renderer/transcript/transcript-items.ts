@@ -40,7 +40,35 @@ export type TranscriptItem =
   | ItemBase & { kind: 'assistant'; text: string; reasoning?: string; tools: ToolCallView[]; usage?: { input: number; output: number }; model?: string }
   | ItemBase & { kind: 'tool'; tool: ToolCallView }
   /** `system`: a lifecycle line (the agent moved, gave way, restarted), drawn compact */
-  | ItemBase & { kind: 'notice'; tone: NoticeTone; text: string; detail?: string; system?: true }
+  | ItemBase & { kind: 'notice'; tone: NoticeTone; text: string; detail?: string; system?: true; folded?: FoldedRange }
+
+/** What a compaction stands for on the branch: its entries, and the messages among them in a line each. */
+export interface FoldedRange { entries: number; lines: Array<{ id: string; who: 'user' | 'agent'; text: string }>; more: number }
+
+const FOLDED_LINES = 200
+const FOLDED_LINE_CHARS = 160
+
+/** The range a compaction at branch[i] folded, read off the branch above it (empty when it is not there). */
+export function foldedRange (branch: readonly Entry[], i: number, folded: { from: string; to: string }): FoldedRange {
+  let to = -1
+  let from = -1
+  for (let j = i - 1; j >= 0 && from === -1; j--) {
+    const id = (branch[j] as Entry).id
+    if (to === -1 && id === folded.to) to = j
+    if (to !== -1 && id === folded.from) from = j
+  }
+  const out: FoldedRange = { entries: 0, lines: [], more: 0 }
+  if (from === -1) return out
+  out.entries = to - from + 1
+  for (let j = from; j <= to; j++) {
+    const e = branch[j] as Entry
+    if ((e.kind !== 'user' && e.kind !== 'assistant') || e.body.text.trim() === '') continue
+    if (out.lines.length === FOLDED_LINES) { out.more++; continue }
+    const text = e.body.text.replace(/\s+/g, ' ').trim()
+    out.lines.push({ id: e.id, who: e.kind === 'user' ? 'user' : 'agent', text: text.length <= FOLDED_LINE_CHARS ? text : text.slice(0, FOLDED_LINE_CHARS - 1) + '…' })
+  }
+  return out
+}
 
 export interface Turn {
   id: string
@@ -116,7 +144,7 @@ export function buildTranscript (branch: readonly Entry[], children: ChildrenOf,
       }
       default: {
         const n = noticeFor(e, opts)
-        if (n !== undefined) item = { ...base(), kind: 'notice', ...n }
+        if (n !== undefined) item = { ...base(), kind: 'notice', ...n, ...(e.kind === 'compaction' ? { folded: foldedRange(branch, i, e.body.folded) } : {}) }
       }
     }
     if (item === undefined) {
