@@ -214,3 +214,17 @@ describe('a compaction in the transcript', () => {
     expect(oddItem.folded).toEqual({ entries: 0, lines: [], more: 0 })
   })
 })
+
+describe('named branches at a fork', () => {
+  it('the switcher knows the names of this branch and its neighbours', () => {
+    const { dag, root, add } = tree()
+    const a = add(root, { kind: 'user', body: { text: 'a' } })
+    const b = add(root, { kind: 'user', body: { text: 'b' } })
+    const c = add(root, { kind: 'user', body: { text: 'c' } })
+    const names = new Map([[a.id, 'Plan A'], [c.id, 'Plan C']])
+    expect(forkAt([root, b], 1, kids(dag), id => names.get(id))?.names).toEqual({ prev: 'Plan A', next: 'Plan C' })
+    expect(forkAt([root, a], 1, kids(dag), id => names.get(id))?.names).toEqual({ at: 'Plan A' })
+    expect(forkAt([root, a], 1, kids(dag))?.names).toBeUndefined()
+    expect(buildTranscript([root, b], kids(dag), { running: false, branchName: id => names.get(id) }).find(i => i.id === b.id)?.forks[0]?.names).toEqual({ prev: 'Plan A', next: 'Plan C' })
+  })
+})

@@ -1,7 +1,7 @@
 // The shown branch as things to draw: messages, tool calls joined with their intents and
 // results, and notices for lifecycle entries worth seeing. Pure: entries in, items out.
 import type { EffectClass, Entry, EntryOf } from '../../shared/entry'
-import { forksOf, type ChildrenOf, type Fork } from './branch-nav'
+import { forksOf, type BranchNameOf, type ChildrenOf, type Fork } from './branch-nav'
 import { noticeFor, type NoticeContext, type NoticeTone } from './notices'
 
 export type ToolStatus = 'pending' | 'running' | 'ok' | 'error' | 'unknown' | 'cancelled' | 'interrupted'
@@ -79,11 +79,13 @@ export interface Turn {
 export interface TranscriptOptions extends NoticeContext {
   /** whether an agent is working on the conversation now (tool calls without results are running) */
   running: boolean
+  /** the names given to branches, for the switchers' tooltips */
+  branchName?: BranchNameOf
 }
 
 /** The items of a branch (root → tip), with the forks along it. */
 export function buildTranscript (branch: readonly Entry[], children: ChildrenOf, opts: TranscriptOptions): TranscriptItem[] {
-  const forks = forksOf(branch, children)
+  const forks = forksOf(branch, children, opts.branchName)
   const intents = new Map<string, EntryOf<'tool.intent'>>()
   const results = new Map<string, EntryOf<'tool.result'>>()
   for (const e of branch) {
