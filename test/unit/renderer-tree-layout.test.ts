@@ -299,6 +299,18 @@ describe('deviceColour, shortLabel and visibleWindow', () => {
   it('shortens labels to the first words', () => {
     expect(shortLabel('  hello   world ')).toBe('hello world')
     expect(shortLabel('x'.repeat(100)).length).toBe(60)
+    // reading only the first words gives what splitting the whole text gave
+    const whole = (text: string): string => {
+      const words = text.trim().split(/\s+/).filter(Boolean)
+      let out = words.slice(0, 8).join(' ')
+      if (out.length > 60) out = out.slice(0, 59).trimEnd() + '…'
+      else if (words.length > 8) out += ' …'
+      return out
+    }
+    fc.assert(fc.property(fc.array(fc.oneof(fc.constantFrom(' ', '\n', '\t', '  ', 'a', 'word', 'é', '\u00a0'), fc.string({ maxLength: 12 })), { maxLength: 40 }), parts => {
+      const text = parts.join('')
+      expect(shortLabel(text)).toBe(whole(text))
+    }), { numRuns: 500 })
   })
 
   it('draws only the rows in view, plus overscan', () => {

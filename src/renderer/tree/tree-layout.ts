@@ -70,7 +70,10 @@ const LABEL_CHARS = 60
 
 /** The first words of a message, on one line. */
 export function shortLabel (text: string): string {
-  const words = text.trim().split(/\s+/).filter(Boolean)
+  // the first LABEL_WORDS + 1 words only (one more tells whether there are more): a message may be pages long
+  const words: string[] = []
+  const re = /\S+/g
+  for (let m = re.exec(text); m !== null && words.length <= LABEL_WORDS; m = re.exec(text)) words.push(m[0])
   let out = words.slice(0, LABEL_WORDS).join(' ')
   if (out.length > LABEL_CHARS) out = out.slice(0, LABEL_CHARS - 1).trimEnd() + '…'
   else if (words.length > LABEL_WORDS) out += ' …'
