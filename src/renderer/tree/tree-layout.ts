@@ -115,19 +115,26 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
   newNode(root, -1, title === '' ? 'Start' : shortLabel(title))
   // entry pre-order walk: a turn is created when its user entry is reached, so turns come
   // out in pre-order too (a turn's subtree is walked before its later siblings)
-  const stack: Array<{ e: Entry; owner: number }> = []
+  // the walk's stack as two parallel arrays (an object per entry was most of its garbage)
+  const stackE: Entry[] = []
+  const stackOwner: number[] = []
+  /** per row, the wall time of its `last` entry */
+  const lastTs: number[] = [root.ts]
   const pushKids = (e: Entry, owner: number): void => {
     const kids = dag.children(e.id)
     for (let i = kids.length - 1; i >= 0; i--) {
       const k = kids[i] as Entry
-      if (k.parents[0] === e.id) stack.push({ e: k, owner })
+      if (k.parents[0] === e.id) { stackE.push(k); stackOwner.push(owner) }
     }
   }
   pushKids(root, 0)
-  while (stack.length > 0) {
-    const { e, owner } = stack.pop() as { e: Entry; owner: number }
+  while (stackE.length > 0) {
+    const e = stackE.pop() as Entry
+    const owner = stackOwner.pop() as number
     if (e.kind === 'user') {
-      pushKids(e, newNode(e, owner, shortLabel(e.body.text) || '(empty message)'))
+      const at = newNode(e, owner, shortLabel(e.body.text) || '(empty message)')
+      lastTs[at] = e.ts
+      pushKids(e, at)
       continue
     }
     const node = rows[owner] as TreeNode
@@ -135,8 +142,7 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
     if (e.kind === 'compaction') (node.compactions ??= []).push(foldedCount(dag, e))
     if (node.agentDevice === undefined && e.author.agent !== undefined && e.author.device !== node.device) node.agentDevice = e.author.device
     // the newest last entry: entries come oldest-first within a turn's walk, so keep the latest
-    const prev = dag.get(node.last)
-    if (prev === undefined || prev.ts <= e.ts) node.last = e.id
+    if ((lastTs[owner] as number) <= e.ts) { node.last = e.id; lastTs[owner] = e.ts }
     pushKids(e, owner)
   }
   // parents come before children, so one forward pass sets lanes, guides and sibling counts;
