@@ -270,6 +270,20 @@ describe('named branches and compactions in the layout', () => {
     expect(layoutTree(dag).rows[2]?.compactions).toEqual([4, 0])
   })
 
+  it('a peer\'s pile of compactions with ranges not on their path costs no walk of the branch each', () => {
+    expectLinear('compactions naming ranges elsewhere', n => {
+      const { root, dag, add, turn } = tree()
+      let tip: Entry = root
+      for (let i = 0; i < n; i++) tip = turn(tip, `m ${i}`).last
+      for (let i = 0; i < n; i++) tip = add(tip, { kind: 'compaction', body: { summary: 's', folded: { from: 'e'.repeat(64), to: tip.id }, model: 'm', tokens: 1 } })
+      const asked = { n: 0 }
+      const { rows } = layoutTree(countedAsks(dag, asked))
+      expect(rows.at(-1)?.compactions).toHaveLength(n)
+      expect(rows.at(-1)?.compactions?.every(c => c === 0)).toBe(true)
+      return asked.n
+    }, [200, 400, 800])
+  })
+
   it('branchName: one line, no controls, capped; anything else is no name', () => {
     expect(branchName('  a\tb  ')).toBe('a b')
     expect(branchName('')).toBeUndefined()

@@ -5,7 +5,7 @@
 // a chain of 10,000 entries must not use 10,000 stack frames.
 import { branchName, branchNameKey } from '../../shared/branch-name'
 import type { ConversationDag } from '../../shared/conversation-dag'
-import type { Entry, EntryOf } from '../../shared/entry'
+import type { Entry } from '../../shared/entry'
 
 export interface TreeNode {
   /** the turn's first entry (user message, or the root): the row's key */
@@ -118,32 +118,43 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
   // the walk's stack as two parallel arrays (an object per entry was most of its garbage)
   const stackE: Entry[] = []
   const stackOwner: number[] = []
+  const stackDepth: number[] = []
+  // the entries from the root to the one being walked (path[d] at depth d): a compaction's range is
+  // found on it natively (lastIndexOf), so even a peer's pile of compactions costs no walks
+  const path: string[] = [root.id]
   /** per row, the wall time of its `last` entry */
   const lastTs: number[] = [root.ts]
-  const pushKids = (e: Entry, owner: number): void => {
+  const pushKids = (e: Entry, owner: number, depth: number): void => {
     const kids = dag.children(e.id)
     for (let i = kids.length - 1; i >= 0; i--) {
       const k = kids[i] as Entry
-      if (k.parents[0] === e.id) { stackE.push(k); stackOwner.push(owner) }
+      if (k.parents[0] === e.id) { stackE.push(k); stackOwner.push(owner); stackDepth.push(depth + 1) }
     }
   }
-  pushKids(root, 0)
+  pushKids(root, 0, 0)
   while (stackE.length > 0) {
     const e = stackE.pop() as Entry
     const owner = stackOwner.pop() as number
+    const depth = stackDepth.pop() as number
+    path[depth] = e.id
     if (e.kind === 'user') {
       const at = newNode(e, owner, shortLabel(e.body.text) || '(empty message)')
       lastTs[at] = e.ts
-      pushKids(e, at)
+      pushKids(e, at, depth)
       continue
     }
     const node = rows[owner] as TreeNode
     node.entries++
-    if (e.kind === 'compaction') (node.compactions ??= []).push(foldedCount(dag, e))
+    if (e.kind === 'compaction') {
+      // its folded range, counted on its path (it ends on the branch before it); 0 when the range is not there
+      const to = depth > 0 ? path.lastIndexOf(e.body.folded.to, depth - 1) : -1
+      const from = to >= 0 ? path.lastIndexOf(e.body.folded.from, to) : -1
+      ;(node.compactions ??= []).push(from >= 0 ? to - from + 1 : 0)
+    }
     if (node.agentDevice === undefined && e.author.agent !== undefined && e.author.device !== node.device) node.agentDevice = e.author.device
     // the newest last entry: entries come oldest-first within a turn's walk, so keep the latest
     if ((lastTs[owner] as number) <= e.ts) { node.last = e.id; lastTs[owner] = e.ts }
-    pushKids(e, owner)
+    pushKids(e, owner, depth)
   }
   // parents come before children, so one forward pass sets lanes, guides and sibling counts;
   // carry[i]: what row i's descendants draw in the lanes up to row i's own
@@ -181,25 +192,6 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
     p.subtreeTips += n.subtreeTips
   }
   return { rows, current }
-}
-
-/**
- * How many entries a compaction stands for: its `folded` range, counted up its first-parent
- * path (the range ends on the branch before it): a walk of the path from it up to the range's
- * start, once per compaction (they are few: one per window's worth of turns). 0 when the range
- * is not on its path (a peer's entry may say anything).
- */
-export function foldedCount (dag: ConversationDag, c: EntryOf<'compaction'>): number {
-  let n = 0
-  let inRange = false
-  let cur = dag.get(c.parents[0] ?? '')
-  while (cur !== undefined) {
-    if (cur.id === c.body.folded.to) inRange = true
-    if (inRange) n++
-    if (cur.id === c.body.folded.from) return inRange ? n : 0
-    cur = dag.get(cur.parents[0] ?? '')
-  }
-  return 0
 }
 
 /** Colours for device dots: distinct, and at least 3:1 against light and dark backgrounds. */
