@@ -14,6 +14,8 @@ import { deviceColour, layoutTree, visibleWindow, type TreeNode } from './tree-l
 
 export const TREE_ROW_HEIGHT = 32
 const LANE_WIDTH = 18
+/** the tree's height before it is measured (a window's worth; overscan covers the difference) */
+const OPEN_HEIGHT_GUESS = 600
 
 export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: {
   dag: ConversationDag
@@ -46,7 +48,9 @@ export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: 
   const [active, setActive] = useState(current)
   const [naming, setNaming] = useState<TreeNode | undefined>()
   const [nameError, setNameError] = useState<string | undefined>()
-  const [view, setView] = useState({ top: 0, height: 600 })
+  // the first render already draws the rows around the shown branch's turn (where the view opens),
+  // so the layout effect's measured view keeps them rather than replacing a screenful from the top
+  const [view, setView] = useState(() => ({ top: Math.max(0, current * TREE_ROW_HEIGHT - OPEN_HEIGHT_GUESS / 2), height: OPEN_HEIGHT_GUESS }))
   const ref = useRef<HTMLDivElement>(null)
 
   // open at the shown branch's last turn, in the middle of the view
