@@ -125,8 +125,9 @@ async function openTimes (page: Page, big: BigConversation, small: BigConversati
     ratio: round(tree.median / smallTreeMs),
     treeTurns: big.userTurns + 1,
     runs: OPEN_RUNS,
-    target: 500,
-    ok: tree.median < 500 && tree.p90 < 500
+    // issue 15: the tree of 10,000 entries opens in under 50 ms (median)
+    target: 50,
+    ok: tree.median < 50
   })
 }
 

@@ -2,6 +2,7 @@
 // (ApiService), and ApiMethods in api.ts infers the params' TypeScript types from them.
 // Pure (no node:*): the renderer imports only the types, the node runs the checks.
 import { z } from 'zod'
+import { BRANCH_NAME_MAX } from './branch-name'
 import { HEX32 } from './hex32'
 import { MAX_IMPORT_CHARS } from './import-limit'
 
@@ -93,7 +94,9 @@ export const API_PARAMS = {
   'conversation.import': z.strictObject({
     format: z.enum(['pi', 'claude-code', 'auto']),
     text: z.string().max(MAX_IMPORT_CHARS, `is longer than ${MAX_IMPORT_CHARS / 1024 / 1024} MiB: larger sessions are not imported`)
-  })
+  }),
+  /** names the branch starting at `entry` ('' clears the name): a `branch.name:<entry>` meta setting */
+  'branch.name': z.strictObject({ conversation: ref, entry: entryId, name: z.string().max(BRANCH_NAME_MAX, `is longer than ${BRANCH_NAME_MAX} characters`) })
 }
 
 export type ApiParamMethod = keyof typeof API_PARAMS

@@ -194,6 +194,8 @@ export interface ApiMethods {
    * not at all (its tool calls are history: never run); `problems`: what was skipped or changed, by line
    */
   'conversation.import': { params: P<'conversation.import'>; result: { id: string; format: 'pi' | 'claude-code'; entries: number; problems: string[] } }
+  /** names (or, with '', unnames) the branch starting at an entry, for every device: the `meta` entry written */
+  'branch.name': { params: P<'branch.name'>; result: { entry: Entry } }
 }
 
 export type ApiMethod = keyof ApiMethods

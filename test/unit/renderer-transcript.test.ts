@@ -195,3 +195,39 @@ describe('groupTurns', () => {
     ])
   })
 })
+
+describe('a compaction in the transcript', () => {
+  it('says what it folded: the range\'s entries, and its messages a line each', () => {
+    const { dag, root, add } = tree()
+    const u1 = add(root, { kind: 'user', body: { text: 'first   question\nwith two lines' } })
+    const a1 = add(u1, { kind: 'assistant', body: { text: 'x'.repeat(300) } })
+    const n = add(a1, { kind: 'note', body: { text: 'a note' } })
+    const u2 = add(n, { kind: 'user', body: { text: 'second' } })
+    const c = add(u2, { kind: 'compaction', body: { summary: 'they asked twice', folded: { from: root.id, to: n.id }, model: 'm', tokens: 9 } })
+    const items = buildTranscript(dag.branch(c.id), kids(dag), { running: false })
+    const notice = items.find(i => i.id === c.id) as TranscriptItem & { kind: 'notice' }
+    expect(notice.detail).toBe('they asked twice')
+    expect(notice.folded?.entries).toBe(4)
+    expect(notice.folded?.lines.map(l => [l.id, l.who])).toEqual([[u1.id, 'user'], [a1.id, 'agent']])
+    expect(notice.folded?.lines[0]?.text).toBe('first question with two lines')
+    expect(notice.folded?.lines[1]?.text).toHaveLength(160)
+    // a range that is not above it on the branch (a peer may write anything): nothing folded
+    const odd = add(c, { kind: 'compaction', body: { summary: 's', folded: { from: u2.id, to: u1.id }, model: 'm', tokens: 1 } })
+    const oddItem = buildTranscript(dag.branch(odd.id), kids(dag), { running: false }).find(i => i.id === odd.id) as TranscriptItem & { kind: 'notice' }
+    expect(oddItem.folded).toEqual({ entries: 0, lines: [], more: 0 })
+  })
+})
+
+describe('named branches at a fork', () => {
+  it('the switcher knows the names of this branch and its neighbours', () => {
+    const { dag, root, add } = tree()
+    const a = add(root, { kind: 'user', body: { text: 'a' } })
+    const b = add(root, { kind: 'user', body: { text: 'b' } })
+    const c = add(root, { kind: 'user', body: { text: 'c' } })
+    const names = new Map([[a.id, 'Plan A'], [c.id, 'Plan C']])
+    expect(forkAt([root, b], 1, kids(dag), id => names.get(id))?.names).toEqual({ prev: 'Plan A', next: 'Plan C' })
+    expect(forkAt([root, a], 1, kids(dag), id => names.get(id))?.names).toEqual({ at: 'Plan A' })
+    expect(forkAt([root, a], 1, kids(dag))?.names).toBeUndefined()
+    expect(buildTranscript([root, b], kids(dag), { running: false, branchName: id => names.get(id) }).find(i => i.id === b.id)?.forks[0]?.names).toEqual({ prev: 'Plan A', next: 'Plan C' })
+  })
+})

@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
-import { DEVICE_COLOURS, deviceColour, layoutTree, shortLabel, visibleWindow } from '../../src/renderer/tree/tree-layout'
+import { DEVICE_COLOURS, deviceColour, layoutTree, shortLabel, visibleWindow, type TreeNode } from '../../src/renderer/tree/tree-layout'
+import { ariaParent, canFold, foldRows, hiddenText, shownIndexOf, unfoldPathTo } from '../../src/renderer/tree/tree-fold'
+import { ariaPositions } from '../../src/renderer/tree/tree-aria'
+import { BRANCH_NAME_MAX, branchName, branchNameKey } from '../../src/shared/branch-name'
 import { expectLinear } from '../helpers/linear-growth'
 
 const A = 'a'.repeat(64)
@@ -67,6 +70,37 @@ function forks (turns: number): { dag: ConversationDag; selected: string } {
     tip = turn(tip, `message ${i}`).last
   }
   return { dag, selected }
+}
+
+/**
+ * The connectors join up: a line going on reaches the next row, and a line arriving comes from
+ * the row above (or hangs from it: its first child at a fork).
+ */
+function expectConnectorsJoin (rows: readonly TreeNode[]): void {
+  rows.forEach((r, i) => {
+    expect(r.guide.length).toBe(r.lane)
+    const next = rows[i + 1]
+    for (let k = 0; k < r.lane; k++) {
+      if ('│├'.includes(r.guide[k] as string)) expect('│├└').toContain(next?.guide[k] ?? 'none')
+    }
+    if (next !== undefined) {
+      for (let k = 0; k < next.lane; k++) {
+        if ('│├└'.includes(next.guide[k] as string)) expect(r.lane === k || '│├'.includes(r.guide[k] ?? ' ')).toBe(true)
+      }
+    }
+  })
+}
+
+/** A random DAG of user messages and notes: each op hangs a new entry under an earlier one. */
+const shapes = fc.array(fc.tuple(fc.nat(), fc.boolean()), { maxLength: 60 })
+function randomTree (ops: Array<[number, boolean]>): { dag: ConversationDag; all: Entry[]; root: Entry } {
+  const { root, dag, add } = tree()
+  const all: Entry[] = [root]
+  for (const [pick, user] of ops) {
+    const parent = all[pick % all.length] as Entry
+    all.push(user ? add(parent, { kind: 'user', body: { text: 'u' } }) : add(parent, { kind: 'note', body: { text: 'n' } }))
+  }
+  return { dag, all, root }
 }
 
 describe('layoutTree', () => {
@@ -136,13 +170,8 @@ describe('layoutTree', () => {
   })
 
   it('every turn appears once, parents before children, whatever the shape', () => {
-    fc.assert(fc.property(fc.array(fc.tuple(fc.nat(), fc.boolean()), { maxLength: 60 }), ops => {
-      const { root, dag, add } = tree()
-      const all: Entry[] = [root]
-      for (const [pick, user] of ops) {
-        const parent = all[pick % all.length] as Entry
-        all.push(user ? add(parent, { kind: 'user', body: { text: 'u' } }) : add(parent, { kind: 'note', body: { text: 'n' } }))
-      }
+    fc.assert(fc.property(shapes, ops => {
+      const { root, dag, all } = randomTree(ops)
       const { rows } = layoutTree(dag)
       const users = all.filter(e => e.kind === 'user').map(e => e.id)
       expect(rows.map(r => r.id).sort()).toEqual([root.id, ...users].sort())
@@ -154,25 +183,121 @@ describe('layoutTree', () => {
         expect(r.depth).toBe((p?.depth ?? -1) + 1)
         expect(r.lane - (p?.lane ?? 0)).toBe((p?.childCount ?? 0) > 1 ? 1 : 0)
       })
-      // the connectors join up: a line going on reaches the next row, and a line arriving
-      // comes from the row above (or hangs from it: its first child at a fork)
-      rows.forEach((r, i) => {
-        expect(r.guide.length).toBe(r.lane)
-        const next = rows[i + 1]
-        for (let k = 0; k < r.lane; k++) {
-          if ('│├'.includes(r.guide[k] as string)) expect('│├└').toContain(next?.guide[k] ?? 'none')
-        }
-        if (next !== undefined) {
-          for (let k = 0; k < next.lane; k++) {
-            if ('│├└'.includes(next.guide[k] as string)) expect(r.lane === k || '│├'.includes(r.guide[k] ?? ' ')).toBe(true)
-          }
-        }
-      })
+      expectConnectorsJoin(rows)
       // pre-order: a row's subtree is contiguous
       const end = rows.map((_, i) => i)
       for (let i = rows.length - 1; i > 0; i--) { const p = (rows[i] as { parent: number }).parent; end[p] = Math.max(end[p] as number, end[i] as number) }
       rows.forEach((r, i) => { if (i > 0) expect(i).toBeLessThanOrEqual(end[r.parent] as number) })
     }), { numRuns: 100 })
+  })
+})
+
+describe('folded subtrees', () => {
+  it('hides a folded fork\'s subtree and says what it holds', () => {
+    const { root, dag, turn } = tree()
+    const t1 = turn(root, 'First')
+    const t2 = turn(t1.last, 'Warm')
+    turn(t2.last, 'Spain')
+    turn(t1.last, 'Cold', B)
+    const t1b = turn(root, 'Edited')
+    const { rows, current } = layoutTree(dag, t1b.user.id)
+    // root forks (t1, t1b); t1 forks (warm, cold)
+    expect(rows.map(r => [r.span, r.subtreeEntries, r.subtreeTips])).toEqual([[5, 15, 3], [3, 9, 2], [1, 3, 1], [0, 0, 1], [0, 0, 1], [0, 0, 1]])
+    const shown = foldRows(rows, new Set([t1.user.id]))
+    expect(shown.map(r => r.label)).toEqual(['Trip', 'First', 'Edited'])
+    expect(hiddenText(rows[1] as TreeNode)).toBe('9 entries, 2 branches folded')
+    // a fold of a row that is not a fork, or of no row at all, changes nothing
+    expect(foldRows(rows, new Set([t2.user.id, 'nothing']))).toEqual(rows)
+    // the shown branch's last turn stays shown when the tree opens: its ancestors unfold
+    expect([...unfoldPathTo(rows, current, new Set([root.id, t1.user.id]))]).toEqual([t1.user.id])
+    // a row a fold hides is found at the fold
+    expect(shownIndexOf(rows, shown, 3)).toBe(1)
+    expect(shownIndexOf(rows, shown, 5)).toBe(2)
+    expect(ariaParent(rows, 3)).toBe(1)
+    expect(ariaParent(rows, 0)).toBe(-1)
+  })
+
+  it('rows of a folded layout are the full rows less exactly the folded forks\' descendants; connectors and ARIA sets still hold (property)', () => {
+    fc.assert(fc.property(shapes, fc.array(fc.nat(), { maxLength: 8 }), (ops, picks) => {
+      const { dag } = randomTree(ops)
+      const { rows } = layoutTree(dag)
+      const folds = new Set(picks.map(p => (rows[p % rows.length] as TreeNode).id))
+      const shown = foldRows(rows, folds)
+      // the reference: a row is hidden when a proper ancestor is a folded fork
+      const hidden = (i: number): boolean => {
+        for (let p = (rows[i] as TreeNode).parent; p >= 0; p = (rows[p] as TreeNode).parent) {
+          const a = rows[p] as TreeNode
+          if (canFold(a) && folds.has(a.id)) return true
+        }
+        return false
+      }
+      expect(shown).toEqual(rows.filter((_, i) => !hidden(i)))
+      expectConnectorsJoin(shown)
+      // every ARIA set still counts 1..size
+      const { pos, size } = ariaPositions(shown)
+      for (let i = 0; i < shown.length; i++) expect(pos[i]).toBeLessThanOrEqual(size[i] as number)
+      // what a folded row says it hides is what went
+      for (const r of shown) {
+        if (!canFold(r) || !folds.has(r.id)) continue
+        const at = rows.indexOf(r)
+        const gone = rows.slice(at + 1, at + 1 + r.span)
+        expect(gone.every(g => hidden(rows.indexOf(g)))).toBe(true)
+        expect(r.subtreeEntries).toBe(gone.reduce((n, g) => n + g.entries, 0))
+        expect(r.subtreeTips).toBe(gone.filter(g => g.childCount === 0).length)
+      }
+    }), { numRuns: 200 })
+  })
+})
+
+describe('named branches and compactions in the layout', () => {
+  it('shows the name given to a turn (newest by clock), cleaned and capped, and marks a compaction with what it folded', () => {
+    const { root, dag, add, turn } = tree()
+    const t1 = turn(root, 'First')
+    const t2 = turn(t1.last, 'Second')
+    const name = (value: unknown, wall: number, device = A): Entry => add(t2.last, { kind: 'meta', body: { key: branchNameKey(t1.user.id), value, hlc: { wall, counter: 0, device } } }, device)
+    name('Plan A', 10)
+    name('Plan \u001b[31mB\n\u202eagain', 20, B)
+    name('older', 5)
+    const c = add(t2.last, { kind: 'compaction', body: { summary: 's', folded: { from: root.id, to: t1.last.id }, model: 'm', tokens: 1 } })
+    const { rows } = layoutTree(dag)
+    expect(rows[1]?.name).toBe('Plan [31mB again')
+    expect(rows[2]?.name).toBeUndefined()
+    // root, t1's user, started, assistant: four entries folded
+    expect(rows[2]?.compactions).toEqual([4])
+    expect(rows[1]?.compactions).toBeUndefined()
+    // a range not on the compaction's path folds nothing it can count
+    add(c, { kind: 'compaction', body: { summary: 's', folded: { from: t2.user.id, to: 'f'.repeat(64) }, model: 'm', tokens: 1 } })
+    expect(layoutTree(dag).rows[2]?.compactions).toEqual([4, 0])
+  })
+
+  it('a peer\'s pile of compactions with ranges not on their path costs no walk of the branch each', () => {
+    expectLinear('compactions naming ranges elsewhere', n => {
+      const { root, dag, add, turn } = tree()
+      let tip: Entry = root
+      for (let i = 0; i < n; i++) tip = turn(tip, `m ${i}`).last
+      for (let i = 0; i < n; i++) tip = add(tip, { kind: 'compaction', body: { summary: 's', folded: { from: 'e'.repeat(64), to: tip.id }, model: 'm', tokens: 1 } })
+      const asked = { n: 0 }
+      const { rows } = layoutTree(countedAsks(dag, asked))
+      expect(rows.at(-1)?.compactions).toHaveLength(n)
+      expect(rows.at(-1)?.compactions?.every(c => c === 0)).toBe(true)
+      return asked.n
+    }, [200, 400, 800])
+  })
+
+  it('branchName: one line, no controls, capped; anything else is no name', () => {
+    expect(branchName('  a\tb  ')).toBe('a b')
+    expect(branchName('')).toBeUndefined()
+    expect(branchName(' \u0007 ')).toBeUndefined()
+    expect(branchName(42)).toBeUndefined()
+    expect(branchName({ name: 'x' })).toBeUndefined()
+    fc.assert(fc.property(fc.string({ maxLength: 300, unit: 'binary' }), s => {
+      const n = branchName(s)
+      if (n === undefined) return
+      expect(Array.from(n).length).toBeLessThanOrEqual(BRANCH_NAME_MAX)
+      expect(n).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/) // eslint-disable-line no-control-regex
+      expect(n).toBe(n.trim())
+      expect(branchName(n)).toBe(n)
+    }))
   })
 })
 
@@ -188,6 +313,18 @@ describe('deviceColour, shortLabel and visibleWindow', () => {
   it('shortens labels to the first words', () => {
     expect(shortLabel('  hello   world ')).toBe('hello world')
     expect(shortLabel('x'.repeat(100)).length).toBe(60)
+    // reading only the first words gives what splitting the whole text gave
+    const whole = (text: string): string => {
+      const words = text.trim().split(/\s+/).filter(Boolean)
+      let out = words.slice(0, 8).join(' ')
+      if (out.length > 60) out = out.slice(0, 59).trimEnd() + '…'
+      else if (words.length > 8) out += ' …'
+      return out
+    }
+    fc.assert(fc.property(fc.array(fc.oneof(fc.constantFrom(' ', '\n', '\t', '  ', 'a', 'word', 'é', '\u00a0'), fc.string({ maxLength: 12 })), { maxLength: 40 }), parts => {
+      const text = parts.join('')
+      expect(shortLabel(text)).toBe(whole(text))
+    }), { numRuns: 500 })
   })
 
   it('draws only the rows in view, plus overscan', () => {

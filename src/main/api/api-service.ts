@@ -11,6 +11,7 @@ import type { ArborNode } from '../node'
 import { ARBOR_VERSION } from '../../shared/app-version'
 import { AgentLocations } from './agent-locations'
 import { agentHandlers } from './handlers/agents'
+import { branchHandlers } from './handlers/branches'
 import { compactionHandlers } from './handlers/compaction'
 import { conversationHandlers } from './handlers/conversations'
 import { deviceHandlers } from './handlers/devices'
@@ -69,7 +70,8 @@ export class ApiService {
       ...settingsHandlers(c, opts.detectLocalServers),
       ...retryHandlers(c),
       ...forkHandlers(c),
-      ...importHandlers(c)
+      ...importHandlers(c),
+      ...branchHandlers(c)
     }
   }
 

@@ -1,3 +1,4 @@
+import { branchName, branchNameKey } from '../../shared/branch-name'
 import type { ConversationDag } from '../../shared/conversation-dag'
 import type { Entry } from '../../shared/entry'
 import { entryLine } from '../../shared/entry-text'
@@ -23,7 +24,9 @@ export function asciiTree (dag: ConversationDag, opts: TreeOptions = {}): string
   const label = (e: Entry): string => {
     const mark = opts.branch?.has(e.id) === true ? '*' : ' '
     const who = opts.device !== undefined && e.author.device !== opts.device ? ` @${e.author.device.slice(0, 6)}` : ''
-    return `${mark} ${e.id.slice(0, 8)} ${e.kind.padEnd(13)} ${entryLine(e, width)}${who}`
+    // a branch's name (anyone's words: branchName makes it one plain line, runCli terminal-safe)
+    const name = branchName(dag.meta(branchNameKey(e.id))?.value)
+    return `${mark} ${e.id.slice(0, 8)} ${e.kind.padEnd(13)} ${name !== undefined ? `[${name}] ` : ''}${entryLine(e, width)}${who}`
   }
   // Each frame: an entry to print, the prefix for its line, and the prefix for what follows it.
   const stack: Array<{ e: Entry; head: string; rest: string }> = [{ e: root, head: '', rest: '' }]

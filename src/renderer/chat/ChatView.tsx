@@ -1,6 +1,7 @@
 // The chat screen: the conversation's title and usage, the agent bar, the transcript (or the
 // tree), what the agent is doing below it, and the message box; it sends, resumes and switches.
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX } from 'react'
+import { branchName, branchNameKey } from '../../shared/branch-name'
 import type { RemoteAgentDto } from '../../shared/api'
 import type { Entry } from '../../shared/entry'
 import { AgentBar } from './AgentBar'
@@ -50,7 +51,7 @@ export function ChatView ({ store, connected, device, onOpen, titleOf }: {
     client.call('conversation.window', { conversation: store.id }).then(w => { if (live) setContextWindow(w?.tokens) }, () => { if (live) setContextWindow(undefined) })
     return () => { live = false }
   }, [client, store.id, running])
-  const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running, self: device, name: nameOf }), [branch, dag, running, device, nameOf])
+  const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running, self: device, name: nameOf, branchName: id => branchName(dag.meta(branchNameKey(id))?.value) }), [branch, dag, running, device, nameOf])
   const turns = useMemo(() => groupTurns(items), [items])
   const headCount = useMemo(() => dag.headIds().length, [dag, size])
   const runningTool = useMemo(() => items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending')), [items])

@@ -5,6 +5,7 @@ import type { ContinuePoint } from '../chat/continue-from'
 import { formatCount } from '../common/format'
 import { Markdown } from '../markdown/Markdown'
 import { Forks } from './BranchSwitcher'
+import { CompactionBlock } from './CompactionBlock'
 import { ToolCard } from './ToolCard'
 import type { TranscriptActions } from './transcript-actions'
 import { withLiveStatus, type LiveToolStatus, type TranscriptItem, type Turn } from './transcript-items'
@@ -67,6 +68,7 @@ const AgentItem = memo(function AgentItem ({ item, toolOutput, toolStatus, onSwi
         </div>
       )
     case 'notice':
+      if (item.folded !== undefined) return <CompactionBlock item={item} folded={item.folded} forks={item.forks.length > 0 ? forks : null} />
       return (
         <div className={`notice ${item.tone}${item.system === true ? ' system' : ''}`} role="note">
           <span className="notice-icon" aria-hidden="true">{item.tone === 'error' ? '⚠' : item.tone === 'warn' ? '!' : 'i'}</span>

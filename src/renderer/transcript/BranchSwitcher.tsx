@@ -23,11 +23,12 @@ export function BranchSwitcher ({ fork, onSwitch, focusAt }: { fork: Fork } & Pi
     if (e.key === 'ArrowRight' && fork.next !== undefined) { e.preventDefault(); onSwitch(fork.next, 1) }
   }
   return (
-    <div className="branch-switch" role="group" aria-label={`Branch ${fork.index + 1} of ${fork.count}`} onKeyDown={onKey}>
+    <div className="branch-switch" role="group" aria-label={`Branch ${fork.index + 1} of ${fork.count}`} title={fork.names?.at !== undefined ? `This branch: ${fork.names.at}` : undefined} onKeyDown={onKey}>
       <button
         ref={prevRef}
         type="button"
         aria-label="Previous branch"
+        title={fork.names?.prev !== undefined ? `Previous branch: ${fork.names.prev}` : undefined}
         disabled={fork.prev === undefined}
         onClick={() => fork.prev !== undefined && onSwitch(fork.prev, -1)}
       >‹
@@ -37,6 +38,7 @@ export function BranchSwitcher ({ fork, onSwitch, focusAt }: { fork: Fork } & Pi
         ref={nextRef}
         type="button"
         aria-label="Next branch"
+        title={fork.names?.next !== undefined ? `Next branch: ${fork.names.next}` : undefined}
         disabled={fork.next === undefined}
         onClick={() => fork.next !== undefined && onSwitch(fork.next, 1)}
       >›

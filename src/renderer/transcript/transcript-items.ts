@@ -1,7 +1,7 @@
 // The shown branch as things to draw: messages, tool calls joined with their intents and
 // results, and notices for lifecycle entries worth seeing. Pure: entries in, items out.
 import type { EffectClass, Entry, EntryOf } from '../../shared/entry'
-import { forksOf, type ChildrenOf, type Fork } from './branch-nav'
+import { forksOf, type BranchNameOf, type ChildrenOf, type Fork } from './branch-nav'
 import { noticeFor, type NoticeContext, type NoticeTone } from './notices'
 
 export type ToolStatus = 'pending' | 'running' | 'ok' | 'error' | 'unknown' | 'cancelled' | 'interrupted'
@@ -40,7 +40,35 @@ export type TranscriptItem =
   | ItemBase & { kind: 'assistant'; text: string; reasoning?: string; tools: ToolCallView[]; usage?: { input: number; output: number }; model?: string }
   | ItemBase & { kind: 'tool'; tool: ToolCallView }
   /** `system`: a lifecycle line (the agent moved, gave way, restarted), drawn compact */
-  | ItemBase & { kind: 'notice'; tone: NoticeTone; text: string; detail?: string; system?: true }
+  | ItemBase & { kind: 'notice'; tone: NoticeTone; text: string; detail?: string; system?: true; folded?: FoldedRange }
+
+/** What a compaction stands for on the branch: its entries, and the messages among them in a line each. */
+export interface FoldedRange { entries: number; lines: Array<{ id: string; who: 'user' | 'agent'; text: string }>; more: number }
+
+const FOLDED_LINES = 200
+const FOLDED_LINE_CHARS = 160
+
+/** The range a compaction at branch[i] folded, read off the branch above it (empty when it is not there). */
+export function foldedRange (branch: readonly Entry[], i: number, folded: { from: string; to: string }): FoldedRange {
+  let to = -1
+  let from = -1
+  for (let j = i - 1; j >= 0 && from === -1; j--) {
+    const id = (branch[j] as Entry).id
+    if (to === -1 && id === folded.to) to = j
+    if (to !== -1 && id === folded.from) from = j
+  }
+  const out: FoldedRange = { entries: 0, lines: [], more: 0 }
+  if (from === -1) return out
+  out.entries = to - from + 1
+  for (let j = from; j <= to; j++) {
+    const e = branch[j] as Entry
+    if ((e.kind !== 'user' && e.kind !== 'assistant') || e.body.text.trim() === '') continue
+    if (out.lines.length === FOLDED_LINES) { out.more++; continue }
+    const text = e.body.text.replace(/\s+/g, ' ').trim()
+    out.lines.push({ id: e.id, who: e.kind === 'user' ? 'user' : 'agent', text: text.length <= FOLDED_LINE_CHARS ? text : text.slice(0, FOLDED_LINE_CHARS - 1) + '…' })
+  }
+  return out
+}
 
 export interface Turn {
   id: string
@@ -51,11 +79,13 @@ export interface Turn {
 export interface TranscriptOptions extends NoticeContext {
   /** whether an agent is working on the conversation now (tool calls without results are running) */
   running: boolean
+  /** the names given to branches, for the switchers' tooltips */
+  branchName?: BranchNameOf
 }
 
 /** The items of a branch (root → tip), with the forks along it. */
 export function buildTranscript (branch: readonly Entry[], children: ChildrenOf, opts: TranscriptOptions): TranscriptItem[] {
-  const forks = forksOf(branch, children)
+  const forks = forksOf(branch, children, opts.branchName)
   const intents = new Map<string, EntryOf<'tool.intent'>>()
   const results = new Map<string, EntryOf<'tool.result'>>()
   for (const e of branch) {
@@ -116,7 +146,7 @@ export function buildTranscript (branch: readonly Entry[], children: ChildrenOf,
       }
       default: {
         const n = noticeFor(e, opts)
-        if (n !== undefined) item = { ...base(), kind: 'notice', ...n }
+        if (n !== undefined) item = { ...base(), kind: 'notice', ...n, ...(e.kind === 'compaction' ? { folded: foldedRange(branch, i, e.body.folded) } : {}) }
       }
     }
     if (item === undefined) {

@@ -3,6 +3,7 @@
 // each path); the root (and anything before the first user message) is the first turn.
 // Entries hang under their first parent, as in ConversationDag.pathTo. Iterative throughout:
 // a chain of 10,000 entries must not use 10,000 stack frames.
+import { branchName, branchNameKey } from '../../shared/branch-name'
 import type { ConversationDag } from '../../shared/conversation-dag'
 import type { Entry } from '../../shared/entry'
 
@@ -46,6 +47,16 @@ export interface TreeNode {
   select: string
   /** the turn's newest last entry (where "continue from here" would attach a message) */
   last: string
+  /** rows in this turn's subtree, itself left out: they follow it in the list (pre-order) */
+  span: number
+  /** entries in the turns of its subtree, itself left out */
+  subtreeEntries: number
+  /** branch tips (turns without children) in its subtree, itself counted if it is one */
+  subtreeTips: number
+  /** the name given to the branch starting at this turn (`branch.name:<id>` meta, LWW), if any */
+  name?: string
+  /** the `compaction` entries in the turn: how many entries each folded, oldest first */
+  compactions?: number[]
 }
 
 export interface TreeLayout {
@@ -59,7 +70,10 @@ const LABEL_CHARS = 60
 
 /** The first words of a message, on one line. */
 export function shortLabel (text: string): string {
-  const words = text.trim().split(/\s+/).filter(Boolean)
+  // the first LABEL_WORDS + 1 words only (one more tells whether there are more): a message may be pages long
+  const words: string[] = []
+  const re = /\S+/g
+  for (let m = re.exec(text); m !== null && words.length <= LABEL_WORDS; m = re.exec(text)) words.push(m[0])
   let out = words.slice(0, LABEL_WORDS).join(' ')
   if (out.length > LABEL_CHARS) out = out.slice(0, LABEL_CHARS - 1).trimEnd() + '…'
   else if (words.length > LABEL_WORDS) out += ' …'
@@ -90,7 +104,10 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
       label,
       onBranch: shown.has(e.id),
       select: e.id,
-      last: e.id
+      last: e.id,
+      span: 0,
+      subtreeEntries: 0,
+      subtreeTips: 0
     })
     if (p !== undefined) p.childCount++
     return rows.length - 1
@@ -98,28 +115,46 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
   newNode(root, -1, title === '' ? 'Start' : shortLabel(title))
   // entry pre-order walk: a turn is created when its user entry is reached, so turns come
   // out in pre-order too (a turn's subtree is walked before its later siblings)
-  const stack: Array<{ e: Entry; owner: number }> = []
-  const pushKids = (e: Entry, owner: number): void => {
+  // the walk's stack as two parallel arrays (an object per entry was most of its garbage)
+  const stackE: Entry[] = []
+  const stackOwner: number[] = []
+  const stackDepth: number[] = []
+  // the entries from the root to the one being walked (path[d] at depth d): a compaction's range is
+  // found on it natively (lastIndexOf), so even a peer's pile of compactions costs no walks
+  const path: string[] = [root.id]
+  /** per row, the wall time of its `last` entry */
+  const lastTs: number[] = [root.ts]
+  const pushKids = (e: Entry, owner: number, depth: number): void => {
     const kids = dag.children(e.id)
     for (let i = kids.length - 1; i >= 0; i--) {
       const k = kids[i] as Entry
-      if (k.parents[0] === e.id) stack.push({ e: k, owner })
+      if (k.parents[0] === e.id) { stackE.push(k); stackOwner.push(owner); stackDepth.push(depth + 1) }
     }
   }
-  pushKids(root, 0)
-  while (stack.length > 0) {
-    const { e, owner } = stack.pop() as { e: Entry; owner: number }
+  pushKids(root, 0, 0)
+  while (stackE.length > 0) {
+    const e = stackE.pop() as Entry
+    const owner = stackOwner.pop() as number
+    const depth = stackDepth.pop() as number
+    path[depth] = e.id
     if (e.kind === 'user') {
-      pushKids(e, newNode(e, owner, shortLabel(e.body.text) || '(empty message)'))
+      const at = newNode(e, owner, shortLabel(e.body.text) || '(empty message)')
+      lastTs[at] = e.ts
+      pushKids(e, at, depth)
       continue
     }
     const node = rows[owner] as TreeNode
     node.entries++
+    if (e.kind === 'compaction') {
+      // its folded range, counted on its path (it ends on the branch before it); 0 when the range is not there
+      const to = depth > 0 ? path.lastIndexOf(e.body.folded.to, depth - 1) : -1
+      const from = to >= 0 ? path.lastIndexOf(e.body.folded.from, to) : -1
+      ;(node.compactions ??= []).push(from >= 0 ? to - from + 1 : 0)
+    }
     if (node.agentDevice === undefined && e.author.agent !== undefined && e.author.device !== node.device) node.agentDevice = e.author.device
     // the newest last entry: entries come oldest-first within a turn's walk, so keep the latest
-    const prev = dag.get(node.last)
-    if (prev === undefined || prev.ts <= e.ts) node.last = e.id
-    pushKids(e, owner)
+    if ((lastTs[owner] as number) <= e.ts) { node.last = e.id; lastTs[owner] = e.ts }
+    pushKids(e, owner, depth)
   }
   // parents come before children, so one forward pass sets lanes, guides and sibling counts;
   // carry[i]: what row i's descendants draw in the lanes up to row i's own
@@ -143,6 +178,18 @@ export function layoutTree (dag: ConversationDag, selected?: string): TreeLayout
       }
     }
     if (n.onBranch && (current === -1 || n.depth > (rows[current] as TreeNode).depth)) current = i
+  }
+  // children come after their parents, so one backward pass sums each subtree into its root
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const n = rows[i] as TreeNode
+    if (n.childCount === 0) n.subtreeTips++
+    const name = branchName(dag.meta(branchNameKey(n.id))?.value)
+    if (name !== undefined) n.name = name
+    const p = rows[n.parent]
+    if (p === undefined) continue
+    p.span += n.span + 1
+    p.subtreeEntries += n.subtreeEntries + n.entries
+    p.subtreeTips += n.subtreeTips
   }
   return { rows, current }
 }
