@@ -7,7 +7,7 @@ import net from 'node:net'
 import path from 'node:path'
 import { ArborNode } from '../../src/main/node'
 import { memoryLogger } from '../../src/shared/logger'
-import { runCli } from '../../src/main/cli/run-cli'
+import { capturedCli, type CliRun } from '../helpers/captured-cli'
 import { perTest } from '../helpers/per-test'
 
 const { dirs, defer } = perTest('arbor-cli-api-')
@@ -20,12 +20,7 @@ async function startNode (): Promise<{ node: ArborNode; dir: string }> {
   return { node, dir }
 }
 
-async function arbor (dir: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = ''
-  let err = ''
-  const code = await runCli(argv, { out: t => { out += t }, err: t => { err += t }, env: { ARBOR_DATA: dir }, cwd: dir })
-  return { code, out, err }
-}
+const arbor = (dir: string, ...args: string[]): Promise<CliRun> => capturedCli(args, { ARBOR_DATA: dir }, dir)
 
 /** Writes `frames` on the socket and collects the lines the node answers until `done` says so (5 s at most). */
 function exchange (sock: string, frames: unknown[], done: (lines: Array<Record<string, unknown>>) => boolean): Promise<Array<Record<string, unknown>>> {

@@ -8,18 +8,13 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { ArborNode } from '../../src/main/node'
 import { memoryLogger } from '../../src/shared/logger'
-import { runCli } from '../../src/main/cli/run-cli'
+import { capturedCli, type CliRun } from '../helpers/captured-cli'
 import type { Entry } from '../../src/shared/entry'
 import { perTest } from '../helpers/per-test'
 
 const { dirs, defer } = perTest('arbor-cli-command-node-')
 
-async function arbor (dir: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = ''
-  let err = ''
-  const code = await runCli(argv, { out: t => { out += t }, err: t => { err += t }, env: { ARBOR_DATA: dir, HOME: dir }, cwd: dir })
-  return { code, out, err }
-}
+const arbor = (dir: string, ...args: string[]): Promise<CliRun> => capturedCli(args, { ARBOR_DATA: dir, HOME: dir }, dir)
 
 const stateFile = (dir: string): string => path.join(dir, 'runtime', 'agents.json')
 

@@ -6,7 +6,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { ArborNode } from '../../src/main/node'
 import { memoryLogger } from '../../src/shared/logger'
-import { runCli } from '../../src/main/cli/run-cli'
+import { capturedCli, type CliRun } from '../helpers/captured-cli'
 import { validateEntry } from '../../src/main/history/entry-codec'
 import { perTest } from '../helpers/per-test'
 
@@ -21,12 +21,7 @@ async function startNode (): Promise<{ node: ArborNode; dir: string }> {
   return { node, dir }
 }
 
-async function arbor (dir: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = ''
-  let err = ''
-  const code = await runCli(argv, { out: t => { out += t }, err: t => { err += t }, env: { ARBOR_DATA: dir }, cwd: FIXTURES })
-  return { code, out, err }
-}
+const arbor = (dir: string, ...args: string[]): Promise<CliRun> => capturedCli(args, { ARBOR_DATA: dir }, FIXTURES)
 
 describe('arbor import', () => {
   it('imports a Pi session as a conversation of this device, its branches kept, the file\'s leaf shown', async () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import { runCli } from '../../src/main/cli/run-cli'
+import { capturedCli, type CliRun } from '../helpers/captured-cli'
 import { tempDirs } from '../helpers/temp-dir'
 
 // `arbor retry` and `arbor fork` in process, each command opening the data directory's node
@@ -10,12 +10,7 @@ import { tempDirs } from '../helpers/temp-dir'
 const dirs = tempDirs()
 afterEach(() => dirs.cleanup())
 
-async function arbor (data: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = ''
-  let err = ''
-  const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env: { ARBOR_DATA: data, HOME: data }, cwd: data })
-  return { code, out, err }
-}
+const arbor = (data: string, ...args: string[]): Promise<CliRun> => capturedCli(args, { ARBOR_DATA: data, HOME: data }, data)
 
 describe('arbor retry and arbor fork', () => {
   it('retry answers again as a sibling branch (with another model), printing the new reply; fork copies the branch into a new conversation', async () => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { runCli } from '../../src/main/cli/run-cli'
+import { capturedCli, type CliRun } from '../helpers/captured-cli'
 import { dataDir } from '../../src/main/disk/data-dir'
 import { tempDirs } from '../helpers/temp-dir'
 import { HistoryStore } from '../../src/main/history/history-store'
@@ -13,12 +13,7 @@ const dirs = tempDirs()
 afterEach(() => dirs.cleanup())
 
 /** Runs `arbor ...args` in process against a data directory. */
-async function arbor (data: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = ''
-  let err = ''
-  const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env: { ARBOR_DATA: data }, cwd: data })
-  return { code, out, err }
-}
+const arbor = (data: string, ...args: string[]): Promise<CliRun> => capturedCli(args, { ARBOR_DATA: data }, data)
 
 describe('arbor CLI', () => {
   it('new, post, branch, ls, tree, show and export a conversation', async () => {
