@@ -17,6 +17,8 @@ const PROBE = path.join(import.meta.dirname, 'lib', 'ui-probe.js')
 /** the Chromium the UI tests use (ARBOR_CHROMIUM, else Debian's) */
 const CHROMIUM = chromiumPath()
 const OPEN_RUNS = 12
+const HUGE_RUNS = 5
+const HUGE_ENTRIES = 100_000
 const REPLIES = 2
 const say = (m: string): void => { process.stderr.write(`bench ui: ${m}\n`) }
 
@@ -130,6 +132,45 @@ async function openTimes (page: Page, big: BigConversation, small: BigConversati
   })
 }
 
+// ---------------------------------------------------------------- a'. open a 100,000-entry conversation
+
+async function hugeOpenTimes (page: Page, huge: BigConversation, big: BigConversation, small: BigConversation): Promise<void> {
+  const hugeOpen: number[] = []
+  const bigOpen: number[] = []
+  const raw: number[] = []
+  for (let i = 0; i <= HUGE_RUNS; i++) {
+    // each opened from the small conversation, the 100k and the 10k interleaved
+    await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A short chat', LOG, small.last.text)
+    const h = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A huge project', LOG, huge.last.text)
+    await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A short chat', LOG, small.last.text)
+    const b = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A long project', LOG, big.last.text)
+    const r = await probe<number>(page, 'rawOpen', huge.conversation)
+    if (i === 0) continue
+    hugeOpen.push(h)
+    bigOpen.push(b)
+    raw.push(r)
+    say(`100k open run ${i}/${HUGE_RUNS}: transcript ${round(h)} ms (10k ${round(b)} ms), raw conversation.open ${round(r)} ms`)
+  }
+  const open = summary(hugeOpen)
+  const bigMs = median(bigOpen)
+  emit({
+    name: 'ui.open.transcript.100000',
+    value: open.median,
+    unit: 'ms',
+    p90: open.p90,
+    baseline: round(bigMs),
+    baselineName: `the same click on the ${big.entries}-entry conversation, interleaved`,
+    ratio: round(open.median / bigMs),
+    rawOpen: round(median(raw)),
+    rawOpenName: 'conversation.open of the 100,000-entry conversation on a bare WebSocket: request to response parsed',
+    entries: huge.entries,
+    shownTurns: huge.mainTurns,
+    runs: HUGE_RUNS,
+    target: 500,
+    ok: open.median < 500
+  })
+}
+
 // ---------------------------------------------------------------- b. one streamed token
 
 async function tokenTimes (page: Page, big: BigConversation): Promise<void> {
@@ -180,11 +221,13 @@ try {
   const data = path.join(tmp, 'data')
   await fs.mkdir(data)
   const script = path.join(tmp, 'stream-script.json')
-  await fs.writeFile(script, JSON.stringify({ rules: [{ match: 'stream-bench', reply: { text: STREAM_TEXT, chunkSize: CHUNK, delayMsPerChunk: CHUNK_DELAY_MS } }] }))
+  // a window the 10,000-entry branch fits in: the streamed reply, not a compaction, is measured
+  await fs.writeFile(script, JSON.stringify({ contextWindow: 1_000_000_000, rules: [{ match: 'stream-bench', reply: { text: STREAM_TEXT, chunkSize: CHUNK, delayMsPerChunk: CHUNK_DELAY_MS } }] }))
   const t0 = performance.now()
   const big = await buildBigConversation(data, { title: 'A long project', llm: { provider: 'fake', script } })
   const small = await buildBigConversation(data, { title: 'A short chat', entries: 10, branches: 0 })
-  say(`built ${big.entries} + ${small.entries} entries in ${round((performance.now() - t0) / 1000, 1)} s (${big.userTurns} turns, ${big.mainTurns} on the shown branch)`)
+  const huge = process.env.ARBOR_BENCH_UI_HUGE === '0' ? undefined : await buildBigConversation(data, { title: 'A huge project', entries: HUGE_ENTRIES, branches: 3000 })
+  say(`built ${big.entries} + ${small.entries}${huge !== undefined ? ` + ${huge.entries}` : ''} entries in ${round((performance.now() - t0) / 1000, 1)} s (${big.userTurns} turns, ${big.mainTurns} on the shown branch)`)
   served = await startServe(data, { name: 'bench-ui' })
   context = await launchChromium(path.join(tmp, 'chromium'))
   await context.addInitScript({ path: PROBE })
@@ -194,6 +237,7 @@ try {
   await page.goto(served.url)
   await page.locator(NAV_BUTTON, { hasText: 'A long project' }).waitFor({ timeout: 30_000 })
   await openTimes(page, big, small)
+  if (huge !== undefined) await hugeOpenTimes(page, huge, big, small)
   await tokenTimes(page, big)
   if (errors.length > 0) throw new Error(`the page threw: ${errors.join('; ')}`)
 } finally {
