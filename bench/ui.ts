@@ -19,6 +19,9 @@ const CHROMIUM = chromiumPath()
 const OPEN_RUNS = 12
 const HUGE_RUNS = 5
 const HUGE_ENTRIES = 100_000
+/** what the UI asks conversation.open for (src/renderer/chat/conversation-store.ts OPEN_TAIL) */
+const OPEN_TAIL = 600
+const WHOLE = `document.querySelector('.chat[data-window]') === null`
 const REPLIES = 2
 const say = (m: string): void => { process.stderr.write(`bench ui: ${m}\n`) }
 
@@ -80,22 +83,27 @@ async function openTimes (page: Page, big: BigConversation, small: BigConversati
   const smallOpen: number[] = []
   const smallTree: number[] = []
   const raw: number[] = []
+  const rawWhole: number[] = []
   for (let i = 0; i <= OPEN_RUNS; i++) {
     // the small conversation first: the big one is then opened from another open conversation
     const so = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A short chat', LOG, small.last.text)
     const st = await probe<number>(page, 'clickUntil', TREE_BUTTON, '', TREE_CURRENT, '')
     await closeTree(page)
     const bo = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A long project', LOG, big.last.text)
+    // the open draws the end of the branch and loads the rest behind it: the tree is timed once that is in
+    await until(page, WHOLE, 'the whole conversation to load')
     const bt = await probe<number>(page, 'clickUntil', TREE_BUTTON, '', TREE_CURRENT, '')
     await closeTree(page)
-    const r = await probe<number>(page, 'rawOpen', big.conversation)
+    const r = await probe<number>(page, 'rawOpen', big.conversation, OPEN_TAIL)
+    const w = await probe<number>(page, 'rawOpen', big.conversation)
     if (i === 0) continue // warm-up: code paths compiled, the node's caches filled
     bigOpen.push(bo)
     bigTree.push(bt)
     smallOpen.push(so)
     smallTree.push(st)
     raw.push(r)
-    say(`open run ${i}/${OPEN_RUNS}: transcript ${round(bo)} ms, tree ${round(bt)} ms, raw ${round(r)} ms`)
+    rawWhole.push(w)
+    say(`open run ${i}/${OPEN_RUNS}: transcript ${round(bo)} ms, tree ${round(bt)} ms, raw ${round(r)} ms (whole ${round(w)} ms)`)
   }
   const open = summary(bigOpen)
   const rawMs = median(raw)
@@ -105,8 +113,10 @@ async function openTimes (page: Page, big: BigConversation, small: BigConversati
     unit: 'ms',
     p90: open.p90,
     baseline: round(rawMs),
-    baselineName: 'conversation.open of the same conversation on a bare WebSocket: request to response parsed, nothing drawn',
+    baselineName: `conversation.open of the same conversation with tail ${OPEN_TAIL} (the UI's request) on a bare WebSocket: request to response parsed, nothing drawn`,
     ratio: round(open.median / rawMs),
+    rawWhole: round(median(rawWhole)),
+    rawWholeName: 'the same without tail: every entry',
     small: round(median(smallOpen)),
     smallName: `the same click on a ${small.entries}-entry conversation`,
     entries: big.entries,
@@ -144,7 +154,7 @@ async function hugeOpenTimes (page: Page, huge: BigConversation, big: BigConvers
     const h = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A huge project', LOG, huge.last.text)
     await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A short chat', LOG, small.last.text)
     const b = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A long project', LOG, big.last.text)
-    const r = await probe<number>(page, 'rawOpen', huge.conversation)
+    const r = await probe<number>(page, 'rawOpen', huge.conversation, OPEN_TAIL)
     if (i === 0) continue
     hugeOpen.push(h)
     bigOpen.push(b)
@@ -162,7 +172,7 @@ async function hugeOpenTimes (page: Page, huge: BigConversation, big: BigConvers
     baselineName: `the same click on the ${big.entries}-entry conversation, interleaved`,
     ratio: round(open.median / bigMs),
     rawOpen: round(median(raw)),
-    rawOpenName: 'conversation.open of the 100,000-entry conversation on a bare WebSocket: request to response parsed',
+    rawOpenName: `conversation.open of the 100,000-entry conversation with tail ${OPEN_TAIL} on a bare WebSocket: request to response parsed`,
     entries: huge.entries,
     shownTurns: huge.mainTurns,
     runs: HUGE_RUNS,
@@ -175,6 +185,7 @@ async function hugeOpenTimes (page: Page, huge: BigConversation, big: BigConvers
 
 async function tokenTimes (page: Page, big: BigConversation): Promise<void> {
   await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A long project', LOG, big.last.text)
+  await until(page, WHOLE, 'the whole conversation to load')
   const composer = page.getByRole('textbox', { name: 'Message' })
   const latencies: number[] = []
   const frames: number[] = []
