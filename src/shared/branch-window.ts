@@ -13,34 +13,49 @@ export interface BranchWindow {
 }
 
 /**
- * At least `tail` entries of `branch`'s end (root first, as ConversationDag.branch gives it),
+ * At least `tail` entries of the end of the branch shown for `selected` (ConversationDag.branch),
  * from the user message that begins the turn they start in; the siblings of each, so forks
- * along it show; the root and every joined `meta` entry (title, settings). The branch is the
- * window's from its tip (the last entry).
+ * along it show; the root and every `meta` entry that counts (title, settings). The branch is
+ * the window's from its tip. Walks only the window (up from the tip), not the whole branch.
+ * Undefined when there is no branch (the root has not arrived).
  */
-export function branchWindow (dag: ConversationDag, branch: readonly Entry[], tail: number): BranchWindow {
-  if (branch.length === 0) throw new Error('a window of an empty branch')
-  let start = Math.max(1, branch.length - tail)
-  while (start > 1 && (branch[start] as Entry).kind !== 'user') start--
+export function branchWindow (dag: ConversationDag, selected: string | undefined, tail: number): BranchWindow | undefined {
+  const newest = dag.heads().at(-1)
+  const tip = selected !== undefined && dag.has(selected) && dag.isJoined(selected) ? dag.tipFrom(selected) : newest
+  const root = dag.root
+  if (tip === undefined || root === undefined) return undefined
+  // the branch's end, tip first: `tail` entries, then on up to a user message (or the root's child)
+  const end: Entry[] = []
+  for (let e: Entry | undefined = tip; e !== undefined && e.id !== root.id;) {
+    end.push(e)
+    if (end.length >= tail && e.kind === 'user') break
+    const p: string | undefined = e.parents[0]
+    e = p === undefined ? undefined : dag.get(p)
+  }
   const held = new Set<string>()
   const entries: Entry[] = []
   const put = (e: Entry): void => { if (!held.has(e.id)) { held.add(e.id); entries.push(e) } }
-  const root = branch[0]
-  if (root !== undefined) put(root)
-  for (let i = start; i < branch.length; i++) put(branch[i] as Entry)
-  for (const e of dag.entries()) if (e.kind === 'meta' && dag.isJoined(e.id)) put(e)
-  // the siblings of every branch entry held with its parent (a meta entry may join the tail to more of the branch)
-  for (let i = 1; i < branch.length; i++) {
-    const e = branch[i] as Entry
-    const parent = branch[i - 1] as Entry
-    if (!held.has(e.id) || !held.has(parent.id)) continue
+  put(root)
+  for (let i = end.length - 1; i >= 0; i--) put(end[i] as Entry)
+  for (const m of dag.metaEntries()) put(m)
+  // held meta entries just above the window are on the branch too: the path held goes on up through them
+  const path = [...end].reverse()
+  for (let p: string | undefined = path[0]?.parents[0]; p !== undefined && held.has(p) && p !== root.id;) {
+    const e = dag.get(p) as Entry
+    path.unshift(e)
+    p = e.parents[0]
+  }
+  if (path[0]?.parents[0] === root.id) path.unshift(root)
+  // the siblings of every branch entry held with its parent
+  for (let i = 1; i < path.length; i++) {
+    const e = path[i] as Entry
+    const parent = path[i - 1] as Entry
     for (const sibling of dag.children(parent.id)) if (sibling.id !== e.id) put(sibling)
   }
-  // a meta entry above may name a parent put after it: parents first, by a stable topological pass
   const ordered = parentsFirst(entries, held)
   const assumed = new Set<string>()
   for (const e of ordered) for (const p of e.parents) if (!held.has(p)) assumed.add(p)
-  return { entries: ordered, assumed: [...assumed], tip: (branch[branch.length - 1] as Entry).id }
+  return { entries: ordered, assumed: [...assumed], tip: tip.id }
 }
 
 /** The entries with each after those of its parents that are among them (input order otherwise). */

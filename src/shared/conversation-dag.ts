@@ -146,6 +146,24 @@ export class ConversationDag {
     }
   }
 
+  /** The joined `meta` entries whose clock counts (names their author), without a walk of every entry. */
+  metaEntries (): Array<EntryOf<'meta'>> {
+    const out: Array<EntryOf<'meta'>> = []
+    for (const list of this.metaByKey.values()) out.push(...list)
+    return out
+  }
+
+  /** The branch's tip from `start` on down through the newest child (branch's descent, without the walk from the root). */
+  tipFrom (start: string): Entry | undefined {
+    let tip = this.isJoined(start) ? this.all.get(start) : undefined
+    for (let next = tip; next !== undefined;) {
+      tip = next
+      const kids = this.kids.get(next.id)
+      next = kids === undefined || !Array.isArray(kids) ? kids : kids[kids.length - 1]
+    }
+    return tip
+  }
+
   /** Ids of the heads, in no particular order (cheap: for counts and summaries). */
   headIds (): string[] {
     return [...this.headSet]

@@ -37,7 +37,8 @@ const pick = fc.record({ back: fc.oneof({ weight: 6, arbitrary: fc.constant(0) }
 function dtoOf (dag: ConversationDag, selected: string | undefined, tail?: number): ConversationDto {
   const base = { id: C, title: dag.title(), running: false, agents: [], usage: { input: 0, output: 0 }, ...(selected !== undefined ? { selected } : {}) }
   if (tail === undefined || dag.size <= tail) return { ...base, entries: orderedEntries(dag), waiting: dag.waiting() }
-  const w = branchWindow(dag, dag.branch(selected), tail)
+  const w = branchWindow(dag, selected, tail)
+  if (w === undefined) throw new Error('no branch')
   return { ...base, entries: w.entries, window: { assumed: w.assumed, tip: w.tip, entries: dag.size, heads: dag.headIds().length } }
 }
 

@@ -54,9 +54,8 @@ async function open (c: HandlerContext, ref: string, tail: number | undefined): 
   const { node } = c
   const id = c.resolve(ref)
   const dag = await node.history.open(id)
-  const selected = node.history.selected(id) ?? dag.branch().at(-1)?.id
-  const shown = tail !== undefined && dag.size > tail ? dag.branch(selected) : []
-  const win = tail !== undefined && shown.length > 0 ? branchWindow(dag, shown, tail) : undefined
+  const win = tail !== undefined && dag.size > tail ? branchWindow(dag, node.history.selected(id), tail) : undefined
+  const selected = node.history.selected(id) ?? win?.tip ?? dag.branch().at(-1)?.id
   // as this version understands them: the UI shows an unknown entry as one, not as what it claims to be
   const entries = win?.entries ?? orderedEntries(dag)
   const usage = usageTotal(win === undefined ? entries : joinedEntries(dag))
