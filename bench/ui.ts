@@ -17,6 +17,11 @@ const PROBE = path.join(import.meta.dirname, 'lib', 'ui-probe.js')
 /** the Chromium the UI tests use (ARBOR_CHROMIUM, else Debian's) */
 const CHROMIUM = chromiumPath()
 const OPEN_RUNS = 12
+const HUGE_RUNS = 5
+const HUGE_ENTRIES = 100_000
+/** what the UI asks conversation.open for (src/renderer/chat/conversation-store.ts OPEN_TAIL) */
+const OPEN_TAIL = 600
+const WHOLE = `document.querySelector('.chat[data-window]') === null`
 const REPLIES = 2
 const say = (m: string): void => { process.stderr.write(`bench ui: ${m}\n`) }
 
@@ -78,22 +83,27 @@ async function openTimes (page: Page, big: BigConversation, small: BigConversati
   const smallOpen: number[] = []
   const smallTree: number[] = []
   const raw: number[] = []
+  const rawWhole: number[] = []
   for (let i = 0; i <= OPEN_RUNS; i++) {
     // the small conversation first: the big one is then opened from another open conversation
     const so = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A short chat', LOG, small.last.text)
     const st = await probe<number>(page, 'clickUntil', TREE_BUTTON, '', TREE_CURRENT, '')
     await closeTree(page)
     const bo = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A long project', LOG, big.last.text)
+    // the open draws the end of the branch and loads the rest behind it: the tree is timed once that is in
+    await until(page, WHOLE, 'the whole conversation to load')
     const bt = await probe<number>(page, 'clickUntil', TREE_BUTTON, '', TREE_CURRENT, '')
     await closeTree(page)
-    const r = await probe<number>(page, 'rawOpen', big.conversation)
+    const r = await probe<number>(page, 'rawOpen', big.conversation, OPEN_TAIL)
+    const w = await probe<number>(page, 'rawOpen', big.conversation)
     if (i === 0) continue // warm-up: code paths compiled, the node's caches filled
     bigOpen.push(bo)
     bigTree.push(bt)
     smallOpen.push(so)
     smallTree.push(st)
     raw.push(r)
-    say(`open run ${i}/${OPEN_RUNS}: transcript ${round(bo)} ms, tree ${round(bt)} ms, raw ${round(r)} ms`)
+    rawWhole.push(w)
+    say(`open run ${i}/${OPEN_RUNS}: transcript ${round(bo)} ms, tree ${round(bt)} ms, raw ${round(r)} ms (whole ${round(w)} ms)`)
   }
   const open = summary(bigOpen)
   const rawMs = median(raw)
@@ -103,8 +113,10 @@ async function openTimes (page: Page, big: BigConversation, small: BigConversati
     unit: 'ms',
     p90: open.p90,
     baseline: round(rawMs),
-    baselineName: 'conversation.open of the same conversation on a bare WebSocket: request to response parsed, nothing drawn',
+    baselineName: `conversation.open of the same conversation with tail ${OPEN_TAIL} (the UI's request) on a bare WebSocket: request to response parsed, nothing drawn`,
     ratio: round(open.median / rawMs),
+    rawWhole: round(median(rawWhole)),
+    rawWholeName: 'the same without tail: every entry',
     small: round(median(smallOpen)),
     smallName: `the same click on a ${small.entries}-entry conversation`,
     entries: big.entries,
@@ -131,10 +143,50 @@ async function openTimes (page: Page, big: BigConversation, small: BigConversati
   })
 }
 
+// ---------------------------------------------------------------- a'. open a 100,000-entry conversation
+
+async function hugeOpenTimes (page: Page, huge: BigConversation, big: BigConversation, small: BigConversation): Promise<void> {
+  const hugeOpen: number[] = []
+  const bigOpen: number[] = []
+  const raw: number[] = []
+  for (let i = 0; i <= HUGE_RUNS; i++) {
+    // each opened from the small conversation, the 100k and the 10k interleaved
+    await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A short chat', LOG, small.last.text)
+    const h = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A huge project', LOG, huge.last.text)
+    await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A short chat', LOG, small.last.text)
+    const b = await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A long project', LOG, big.last.text)
+    const r = await probe<number>(page, 'rawOpen', huge.conversation, OPEN_TAIL)
+    if (i === 0) continue
+    hugeOpen.push(h)
+    bigOpen.push(b)
+    raw.push(r)
+    say(`100k open run ${i}/${HUGE_RUNS}: transcript ${round(h)} ms (10k ${round(b)} ms), raw conversation.open ${round(r)} ms`)
+  }
+  const open = summary(hugeOpen)
+  const bigMs = median(bigOpen)
+  emit({
+    name: 'ui.open.transcript.100000',
+    value: open.median,
+    unit: 'ms',
+    p90: open.p90,
+    baseline: round(bigMs),
+    baselineName: `the same click on the ${big.entries}-entry conversation, interleaved`,
+    ratio: round(open.median / bigMs),
+    rawOpen: round(median(raw)),
+    rawOpenName: `conversation.open of the 100,000-entry conversation with tail ${OPEN_TAIL} on a bare WebSocket: request to response parsed`,
+    entries: huge.entries,
+    shownTurns: huge.mainTurns,
+    runs: HUGE_RUNS,
+    target: 500,
+    ok: open.median < 500
+  })
+}
+
 // ---------------------------------------------------------------- b. one streamed token
 
 async function tokenTimes (page: Page, big: BigConversation): Promise<void> {
   await probe<number>(page, 'clickUntil', NAV_BUTTON, 'A long project', LOG, big.last.text)
+  await until(page, WHOLE, 'the whole conversation to load')
   const composer = page.getByRole('textbox', { name: 'Message' })
   const latencies: number[] = []
   const frames: number[] = []
@@ -148,7 +200,8 @@ async function tokenTimes (page: Page, big: BigConversation): Promise<void> {
     // text locator would search the whole page every frame, in the page being measured)
     await until(page, `document.querySelector('.badge.running') !== null`, 'the agent to start')
     await until(page, `document.querySelector('.badge.running') === null`, 'the agent to finish', 60_000)
-    if (!(await page.locator(LOG).textContent() ?? '').includes('That is the end of the streamed reply.')) throw new Error('the recorded reply is not shown')
+    const shownText = await page.locator('.chat').textContent() ?? ''
+    if (!shownText.includes('That is the end of the streamed reply.')) throw new Error(`the recorded reply is not shown; the chat ends: ${shownText.slice(-600)}`)
     const got = await probe<Array<number | null>>(page, 'tokenLatencies')
     const shown = got.filter((x): x is number => typeof x === 'number' && Number.isFinite(x))
     lost += got.length - shown.length
@@ -181,11 +234,13 @@ try {
   const data = path.join(tmp, 'data')
   await fs.mkdir(data)
   const script = path.join(tmp, 'stream-script.json')
-  await fs.writeFile(script, JSON.stringify({ rules: [{ match: 'stream-bench', reply: { text: STREAM_TEXT, chunkSize: CHUNK, delayMsPerChunk: CHUNK_DELAY_MS } }] }))
+  // a window the 10,000-entry branch fits in: the streamed reply, not a compaction, is measured
+  await fs.writeFile(script, JSON.stringify({ contextWindow: 1_000_000_000, rules: [{ match: 'stream-bench', reply: { text: STREAM_TEXT, chunkSize: CHUNK, delayMsPerChunk: CHUNK_DELAY_MS } }] }))
   const t0 = performance.now()
   const big = await buildBigConversation(data, { title: 'A long project', llm: { provider: 'fake', script } })
   const small = await buildBigConversation(data, { title: 'A short chat', entries: 10, branches: 0 })
-  say(`built ${big.entries} + ${small.entries} entries in ${round((performance.now() - t0) / 1000, 1)} s (${big.userTurns} turns, ${big.mainTurns} on the shown branch)`)
+  const huge = process.env.ARBOR_BENCH_UI_HUGE === '0' ? undefined : await buildBigConversation(data, { title: 'A huge project', entries: HUGE_ENTRIES, branches: 3000 })
+  say(`built ${big.entries} + ${small.entries}${huge !== undefined ? ` + ${huge.entries}` : ''} entries in ${round((performance.now() - t0) / 1000, 1)} s (${big.userTurns} turns, ${big.mainTurns} on the shown branch)`)
   served = await startServe(data, { name: 'bench-ui' })
   context = await launchChromium(path.join(tmp, 'chromium'))
   await context.addInitScript({ path: PROBE })
@@ -194,7 +249,8 @@ try {
   page.on('pageerror', e => errors.push(String(e)))
   await page.goto(served.url)
   await page.locator(NAV_BUTTON, { hasText: 'A long project' }).waitFor({ timeout: 30_000 })
-  await openTimes(page, big, small)
+  if (process.env.ARBOR_BENCH_UI_OPEN !== '0') await openTimes(page, big, small)
+  if (huge !== undefined) await hugeOpenTimes(page, huge, big, small)
   await tokenTimes(page, big)
   if (errors.length > 0) throw new Error(`the page threw: ${errors.join('; ')}`)
 } finally {

@@ -100,8 +100,8 @@
       })
       return t1 - t0
     },
-    /** ms from sending `conversation.open` on a bare WebSocket to its response parsed: no rendering. */
-    async rawOpen (id) {
+    /** ms from sending `conversation.open` (with `tail`, if given) on a bare WebSocket to its response parsed: no rendering. */
+    async rawOpen (id, tail) {
       const ws = await rawSocket()
       const my = rawId++
       return await new Promise((resolve, reject) => {
@@ -113,7 +113,7 @@
           if (!Array.isArray(msg.result?.entries)) { reject(new Error('no entries in the response')); return }
           resolve(performance.now() - t0)
         }
-        ws.send(JSON.stringify({ id: my, method: 'conversation.open', params: { id } }))
+        ws.send(JSON.stringify({ id: my, method: 'conversation.open', params: tail === undefined ? { id } : { id, tail } }))
       })
     },
     /** `n` bare frame round trips from a timer task at a random phase to after the next paint. */

@@ -27,7 +27,8 @@ const orClear = <T extends z.ZodType>(t: T) => z.union([t, z.literal('')])
 export const API_PARAMS = {
   hello: none,
   'conversations.list': z.strictObject({ query: z.string().max(1000).optional() }),
-  'conversation.open': z.strictObject({ id: ref }),
+  // tail: only the end of the shown branch (at least this many entries, from a user message), what a view draws first
+  'conversation.open': z.strictObject({ id: ref, tail: z.number().int().min(1).max(1_000_000).optional() }),
   'conversation.create': z.strictObject({
     title: z.string().max(1000).optional(),
     cwd: absolutePath.optional(),

@@ -38,7 +38,7 @@ export interface ConversationSummaryDto {
 export interface ConversationDto {
   id: string
   title: string
-  /** every entry held, in an order where parents come before children */
+  /** every entry held (a window of them when `window` is set), in an order where parents come before children */
   entries: Entry[]
   /** the entry this device looks at (its branch is shown) */
   selected?: string
@@ -49,6 +49,15 @@ export interface ConversationDto {
   cwd?: string
   /** entries held whose parents have not arrived (not in `entries`; a lossless export keeps them) */
   waiting?: Entry[]
+  /**
+   * Asked with `tail` and the conversation is longer: `entries` is a window — the root, every
+   * `meta` entry, the shown branch's last entries and the siblings along them — and these
+   * are the ids its entries name as parents that it leaves out (ConversationDag's `assumed`),
+   * with the shown branch's tip (`selected` may lie before the window: the branch through the
+   * tip is the same) and the counts of the whole (`waiting` is then left out). Open without
+   * `tail` for all.
+   */
+  window?: { assumed: string[]; tip: string; entries: number; heads: number }
 }
 
 export interface DeviceDto {

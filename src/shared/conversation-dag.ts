@@ -18,6 +18,12 @@ export interface DagSnapshot {
 export interface DagOptions {
   /** the reader's clock, against which peers' hybrid-clock timestamps are bounded (default Date.now) */
   now?: () => number
+  /**
+   * Ids taken as joined without being held: a window of a larger conversation (the end of a
+   * branch sent by conversation.open with `tail`) whose ancestors the node holds. An entry
+   * naming one as its parent joins; walks up the branch stop there.
+   */
+  assumed?: Iterable<string>
 }
 
 /**
@@ -40,12 +46,20 @@ export class ConversationDag {
   private readonly metaByKey = new Map<string, Array<EntryOf<'meta'>>>()
   private lastTs = 0
   private readonly clock: () => number
+  private assumedIds: Set<string> | undefined
 
   constructor (conversation: string, entries: Iterable<Entry> = [], opts: DagOptions = {}) {
     this.conversation = conversation
     this.clock = opts.now ?? Date.now
+    if (opts.assumed !== undefined) this.assumedIds = new Set(opts.assumed)
     for (const e of entries) this.add(e)
   }
+
+  /** Whether some ancestors are only assumed (a window): see DagOptions.assumed. */
+  get windowed (): boolean { return this.assumedIds !== undefined && this.assumedIds.size > 0 }
+
+  /** Drops the assumed ids once their entries were added (the whole conversation arrived). */
+  forgetAssumed (): void { this.assumedIds = undefined }
 
   get size (): number { return this.all.size }
   get joinedSize (): number { return this.all.size - this.waitingIds.size }
@@ -58,7 +72,7 @@ export class ConversationDag {
 
   has (id: string): boolean { return this.all.has(id) }
   get (id: string): Entry | undefined { return this.all.get(id) }
-  isJoined (id: string): boolean { return this.all.has(id) && !this.waitingIds.has(id) }
+  isJoined (id: string): boolean { return this.all.has(id) ? !this.waitingIds.has(id) : this.assumedIds?.has(id) === true }
   entries (): IterableIterator<Entry> { return this.all.values() }
 
   /**
@@ -115,7 +129,8 @@ export class ConversationDag {
   }
 
   private join (e: Entry): void {
-    this.headSet.add(e.id)
+    // an assumed entry arriving after its children is no head
+    if (!this.kids.has(e.id)) this.headSet.add(e.id)
     // A clock naming another device than the entry's author never counts (it would steal the tie-break).
     if (e.kind === 'meta' && honestHlc(e.body.hlc, e.author.device)) {
       let list = this.metaByKey.get(e.body.key)
@@ -129,6 +144,24 @@ export class ConversationDag {
       else if (Array.isArray(kids)) insertSorted(kids, e)
       else this.kids.set(p, compareEntries(kids, e) < 0 ? [kids, e] : [e, kids])
     }
+  }
+
+  /** The joined `meta` entries whose clock counts (names their author), without a walk of every entry. */
+  metaEntries (): Array<EntryOf<'meta'>> {
+    const out: Array<EntryOf<'meta'>> = []
+    for (const list of this.metaByKey.values()) out.push(...list)
+    return out
+  }
+
+  /** The branch's tip from `start` on down through the newest child (branch's descent, without the walk from the root). */
+  tipFrom (start: string): Entry | undefined {
+    let tip = this.isJoined(start) ? this.all.get(start) : undefined
+    for (let next = tip; next !== undefined;) {
+      tip = next
+      const kids = this.kids.get(next.id)
+      next = kids === undefined || !Array.isArray(kids) ? kids : kids[kids.length - 1]
+    }
+    return tip
   }
 
   /** Ids of the heads, in no particular order (cheap: for counts and summaries). */
@@ -158,9 +191,9 @@ export class ConversationDag {
     return [...this.waitingOn.keys()].filter(id => !this.all.has(id)).sort()
   }
 
-  /** root → id, following each entry's first parent. Empty if id is not in the tree. */
+  /** root → id, following each entry's first parent (in a window: from the first held one). Empty if id is not in the tree. */
   pathTo (id: string): Entry[] {
-    if (!this.isJoined(id)) return []
+    if (!this.all.has(id) || !this.isJoined(id)) return []
     const path: Entry[] = []
     let cur = this.all.get(id)
     while (cur !== undefined) {
@@ -177,7 +210,7 @@ export class ConversationDag {
    * Without a selection (or a selection not in the tree) it shows the newest head.
    */
   branch (selected?: string): Entry[] {
-    let start = selected !== undefined && this.isJoined(selected) ? selected : undefined
+    let start = selected !== undefined && this.all.has(selected) && this.isJoined(selected) ? selected : undefined
     if (start === undefined) {
       const heads = this.heads()
       const newest = heads[heads.length - 1]

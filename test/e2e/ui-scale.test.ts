@@ -59,6 +59,8 @@ beforeAll(async () => {
   await page.goto(served.url)
   await page.getByRole('navigation', { name: 'Conversation list' }).getByText('A long project').click()
   await transcript().getByText(big.last.text).waitFor({ timeout: 30_000 })
+  // it opens as a window of the branch's end and loads the rest behind that: wait for the whole
+  await page.locator('.chat:not([data-window])').waitFor({ timeout: 30_000 })
 }, 90_000)
 
 afterAll(async () => {

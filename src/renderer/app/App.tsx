@@ -5,7 +5,7 @@ import { errorText, useApi, useConnectionStatus } from '../api-context'
 import { ChatView } from '../chat/ChatView'
 import { ConnectionBanner } from './ConnectionBanner'
 import { applyListEvent } from '../sidebar/conversation-list'
-import { ConversationStore } from '../chat/conversation-store'
+import { ConversationStore, OPEN_TAIL } from '../chat/conversation-store'
 import { DevicesView } from '../devices/DevicesView'
 import { useNetState } from '../devices/net-state'
 import { SettingsView } from '../settings/SettingsView'
@@ -59,9 +59,10 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
     const seq = ++openSeq.current
     openRef.current = { id, seq, buffer: [] }
     setOpened(prev => prev.state === 'open' && prev.store.id === id ? prev : { state: 'loading', id })
-    client.call('conversation.open', { id }).then(dto => {
+    // the end of the shown branch first; the rest when the view needs it (ConversationStore.loadAll)
+    client.call('conversation.open', { id, tail: OPEN_TAIL }).then(dto => {
       if (openSeq.current !== seq) return
-      const store = new ConversationStore(dto)
+      const store = new ConversationStore(dto, { loadAll: () => client.call('conversation.open', { id }) })
       const pending = openRef.current?.seq === seq ? openRef.current.buffer : []
       openRef.current = undefined
       for (const ev of pending) store.apply(ev)

@@ -53,7 +53,7 @@ export function ChatView ({ store, connected, device, onOpen, titleOf }: {
   }, [client, store.id, running])
   const items = useMemo(() => buildTranscript(branch, id => dag.children(id), { running, self: device, name: nameOf, branchName: id => branchName(dag.meta(branchNameKey(id))?.value) }), [branch, dag, running, device, nameOf])
   const turns = useMemo(() => groupTurns(items), [items])
-  const headCount = useMemo(() => dag.headIds().length, [dag, size])
+  const headCount = useMemo(() => store.headCount(), [store, size, snap.window])
   const runningTool = useMemo(() => items.some(i => (i.kind === 'assistant' ? i.tools : i.kind === 'tool' ? [i.tool] : []).some(t => t.status === 'running' || t.status === 'pending')), [items])
   const tip = branch[branch.length - 1]
   const [error, setError] = useState<string | undefined>()
@@ -63,6 +63,19 @@ export function ChatView ({ store, connected, device, onOpen, titleOf }: {
   const composerRef = useRef<HTMLTextAreaElement>(null)
   const [showTree, setShowTree] = useState(false)
   const treeToggleRef = useRef<HTMLButtonElement>(null)
+  // Opened as a window (the end of the shown branch): the rest comes when the view needs it —
+  // the tree, the start of the branch, another branch — or, for a conversation small enough,
+  // once the window is drawn.
+  const windowed = snap.window !== undefined
+  const loadAll = useCallback((): void => {
+    store.loadAll().catch(err => setError(`Could not load the whole conversation: ${errorText(err)}`))
+  }, [store])
+  useEffect(() => {
+    if (!store.loadsInBackground) return
+    const t = setTimeout(loadAll, 0)
+    return () => clearTimeout(t)
+  }, [store, loadAll])
+  useEffect(() => { if (showTree && windowed) loadAll() }, [showTree, windowed, loadAll])
   // "continue from here": the next message attaches there instead of at the tip
   const [continueFrom, setContinueFrom] = useState<ContinuePoint | undefined>()
   const continueAt = useMemo(() => continuePoints(turns), [turns])
@@ -191,6 +204,8 @@ export function ChatView ({ store, connected, device, onOpen, titleOf }: {
   const onScroll = (): void => {
     const el = scrollRef.current
     if (el !== null && el.clientHeight > 0) stick.current = nearBottom(el.scrollHeight, el.scrollTop, el.clientHeight)
+    // a screen from the window's start: what came before is wanted
+    if (windowed && el !== null && el.clientHeight > 0 && el.scrollTop < el.clientHeight) loadAll()
   }
   const follow = useCallback((): void => {
     const el = scrollRef.current
@@ -215,7 +230,7 @@ export function ChatView ({ store, connected, device, onOpen, titleOf }: {
   const sentHere = useMemo(() => sent !== undefined && stillWaiting(branch, sent.entry, sent.agent) ? sent.agent : undefined, [sent, branch])
 
   return (
-    <div className="chat">
+    <div className="chat" data-window={windowed ? 'partial' : undefined}>
       <header className="chat-head">
         <div className="chat-title">
           <h2>{snap.title || 'Untitled'}</h2>

@@ -1,8 +1,8 @@
 // The reply being streamed, below the transcript: it alone re-renders per token (the rest of the
-// chat waits for the entries that record it).
+// chat waits for the entries that record it), and of it only the blocks still growing.
 import { useLayoutEffect, useSyncExternalStore, type JSX } from 'react'
 import type { ConversationStore } from './conversation-store'
-import { Markdown } from '../markdown/Markdown'
+import { StreamingMarkdown } from '../markdown/Markdown'
 
 /** The reply being streamed: re-renders per token on its own, then keeps the end in view. */
 export function StreamingReply ({ store, thinking, onFollow }: { store: ConversationStore; thinking: string; onFollow: () => void }): JSX.Element {
@@ -14,7 +14,7 @@ export function StreamingReply ({ store, thinking, onFollow }: { store: Conversa
         {thinking !== ''
           ? <details className="reasoning" open><summary>Thinking…</summary><div className="reasoning-text">{thinking}</div></details>
           : null}
-        {text !== '' ? <Markdown text={text} /> : null}
+        {text !== '' ? <StreamingMarkdown text={text} /> : null}
         <span className="caret" aria-hidden="true" />
       </article>
     </section>

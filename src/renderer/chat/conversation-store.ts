@@ -30,6 +30,8 @@ export interface ConversationSnapshot {
   /** call id → how a running tool stands per the agent's live events, until its result is recorded */
   toolStatus: ReadonlyMap<string, LiveToolStatus>
   dag: ConversationDag
+  /** only a window is held (the end of the shown branch): the whole conversation's counts, until loadAll brought the rest */
+  window?: { entries: number; heads: number }
 }
 
 /**
@@ -38,6 +40,17 @@ export interface ConversationSnapshot {
  * subscribes to `streamingText` on its own).
  */
 export type ConversationView = Omit<ConversationSnapshot, 'streaming'> & { hasStreaming: boolean }
+
+/** Entries of the shown branch's end a conversation opens with (a hundred turns or so: screens of them). */
+export const OPEN_TAIL = 600
+
+/** A windowed conversation up to this size is loaded whole in the background once drawn; a larger one when the view needs it. */
+export const BACKGROUND_LOAD_MAX = 20_000
+
+export interface ConversationStoreOptions {
+  /** the whole conversation (conversation.open without `tail`), for a store opened with a window */
+  loadAll?: () => Promise<ConversationDto>
+}
 
 export class ConversationStore {
   readonly id: string
@@ -58,10 +71,16 @@ export class ConversationStore {
   private snap: ConversationSnapshot
   private viewSnap: ConversationView
   private readonly listeners = new Set<() => void>()
+  /** `picked`: an entry was selected here since (until then the node's selection may lie before the window) */
+  private window: { entries: number; heads: number; headsHeld: number; tip: string; picked: boolean } | undefined
+  private readonly fetchAll: (() => Promise<ConversationDto>) | undefined
+  private loading: Promise<void> | undefined
 
-  constructor (dto: ConversationDto) {
+  constructor (dto: ConversationDto, opts: ConversationStoreOptions = {}) {
     this.id = dto.id
-    this.dag = new ConversationDag(dto.id, dto.entries)
+    this.dag = new ConversationDag(dto.id, dto.entries, dto.window !== undefined ? { assumed: dto.window.assumed } : {})
+    this.fetchAll = opts.loadAll
+    if (dto.window !== undefined) this.window = { entries: dto.window.entries, heads: dto.window.heads, headsHeld: this.dag.headIds().length, tip: dto.window.tip, picked: false }
     this.selected = dto.selected
     this.running = dto.running
     this.agents = dto.agents ?? []
@@ -136,29 +155,32 @@ export class ConversationStore {
   /** Adds entries (from events or our own requests); idempotent. */
   addEntries (entries: readonly Entry[]): void {
     let changed = false
-    for (const e of entries) {
-      if (e.conversation !== this.id || this.dag.has(e.id)) continue
-      this.dag.add(e)
-      changed = true
-      if (e.kind === 'assistant') {
-        if (this.streamEndsAt(e)) this.endStream()
-        if (e.body.usage !== undefined) {
-          this.usage = { input: this.usage.input + e.body.usage.input, output: this.usage.output + e.body.usage.output }
-        }
-      } else if (e.kind === 'tool.result' && this.toolOutput.has(e.body.callId)) {
-        const next = new Map(this.toolOutput)
-        next.delete(e.body.callId)
-        this.toolOutput = next
-      } else if (e.kind === 'agent.stopped') {
-        if (this.streamEndsAt(e)) this.endStream()
-      }
-      if (e.kind === 'tool.result' && this.toolStatus.has(e.body.callId)) {
-        const next = new Map(this.toolStatus)
-        next.delete(e.body.callId)
-        this.toolStatus = next
-      }
-    }
+    for (const e of entries) if (this.addOne(e)) changed = true
     if (changed) this.changed()
+  }
+
+  /** Adds one entry and what it ends (a stream, live tool output); whether it was new. */
+  private addOne (e: Entry): boolean {
+    if (e.conversation !== this.id || this.dag.has(e.id)) return false
+    this.dag.add(e)
+    if (e.kind === 'assistant') {
+      if (this.streamEndsAt(e)) this.endStream()
+      if (e.body.usage !== undefined) {
+        this.usage = { input: this.usage.input + e.body.usage.input, output: this.usage.output + e.body.usage.output }
+      }
+    } else if (e.kind === 'tool.result' && this.toolOutput.has(e.body.callId)) {
+      const next = new Map(this.toolOutput)
+      next.delete(e.body.callId)
+      this.toolOutput = next
+    } else if (e.kind === 'agent.stopped') {
+      if (this.streamEndsAt(e)) this.endStream()
+    }
+    if (e.kind === 'tool.result' && this.toolStatus.has(e.body.callId)) {
+      const next = new Map(this.toolStatus)
+      next.delete(e.body.callId)
+      this.toolStatus = next
+    }
+    return true
   }
 
   /** Whether `e` records the end of the streamed message (it hangs where the stream would). */
@@ -172,16 +194,60 @@ export class ConversationStore {
     this.stream = undefined
   }
 
-  /** Shows the branch through `entry` (the caller tells the node). */
+  /** Shows the branch through `entry` (the caller tells the node); one outside the window loads the rest. */
   select (entry: string): void {
+    if (this.window !== undefined) {
+      if (!this.branch().some(e => e.id === entry)) this.loadAll().catch(() => undefined) // the view's own call reports a failure
+      this.window.picked = true
+    }
     if (this.selected === entry) return
     this.selected = entry
     this.changed()
   }
 
+  /** Whether only a window is held, and it is small enough to load whole unasked. */
+  get loadsInBackground (): boolean {
+    return this.window !== undefined && this.window.entries <= BACKGROUND_LOAD_MAX
+  }
+
+  /** Heads of the whole conversation (a window holds the root and siblings as if they were). */
+  headCount (): number {
+    const held = this.dag.headIds().length
+    return this.window === undefined ? held : this.window.heads + held - this.window.headsHeld
+  }
+
+  /**
+   * Brings the whole conversation into a store opened with a window (once; entries that
+   * arrived as events meanwhile are kept: adding is idempotent). Without a window, nothing.
+   */
+  loadAll (): Promise<void> {
+    if (this.window === undefined) return Promise.resolve()
+    const fetchAll = this.fetchAll
+    if (fetchAll === undefined) return Promise.reject(new Error('this conversation was opened as a window, with no way to load the rest'))
+    this.loading ??= fetchAll().then(dto => this.complete(dto), err => { this.loading = undefined; throw err })
+    return this.loading
+  }
+
+  /** Adds the whole conversation's entries (conversation.open without `tail`) to the window. */
+  complete (dto: ConversationDto): void {
+    if (this.window === undefined || dto.id !== this.id) return
+    for (const e of dto.entries) this.addOne(e)
+    for (const e of dto.waiting ?? []) this.addOne(e)
+    this.dag.forgetAssumed()
+    this.window = undefined
+    if (dto.usage !== undefined) this.usage = { ...dto.usage }
+    this.changed()
+  }
+
   /** The entries of the shown branch, root first. */
   branch (): Entry[] {
-    return this.dag.branch(this.selected)
+    return this.dag.branch(this.shownSelection())
+  }
+
+  /** The selection to draw: in a window, the tip of the branch the node showed, until one is picked here and held. */
+  private shownSelection (): string | undefined {
+    const w = this.window
+    return w !== undefined && (!w.picked || this.selected === undefined || !this.dag.has(this.selected)) ? w.tip : this.selected
   }
 
   /** `tokenOnly`: only the streamed text grew, which the view leaves out. */
@@ -206,8 +272,10 @@ export class ConversationStore {
       dag: this.dag
     }
     if (this.stream !== undefined) s.streamParent = this.stream.parent
+    if (this.window !== undefined) s.window = { entries: this.window.entries, heads: this.window.heads }
     if (this.cwd !== undefined) s.cwd = this.cwd
-    if (this.selected !== undefined) s.selected = this.selected
+    const selected = this.shownSelection()
+    if (selected !== undefined) s.selected = selected
     return s
   }
 }

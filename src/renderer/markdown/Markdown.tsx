@@ -3,27 +3,50 @@
 // by token: no HTML string is ever built from model output. Raw HTML in the text shows as text,
 // link targets go through safeHref, and images are links the reader may open, never loaded by
 // themselves (a remote image in a reply a prompt injection wrote would carry the conversation
-// out in its URL). marked over remark: ~9x faster, and a streaming reply is read again per token.
-import { Fragment, memo, useMemo, useState, type JSX, type ReactNode } from 'react'
-import { Lexer, type Token, type Tokens } from 'marked'
+// out in its URL). marked over remark: ~9x faster; a streaming reply's last blocks are read again per token.
+import { Fragment, memo, useMemo, useRef, useState, type JSX, type ReactNode } from 'react'
+import type { Token, Tokens } from 'marked'
 import { decodeHTML } from 'entities'
-import { highlight, languageOf } from './highlight'
+import { highlight, languageOf, type Token as CodeToken } from './highlight'
+import { lexCached, lexStreaming, type StreamLex } from './markdown-lex'
 import { safeHref } from './safe-href'
 
+/** A finished text (a recorded message): lexed once, its tokens cached across mounts (markdown-lex.ts). */
 export const Markdown = memo(function Markdown ({ text }: { text: string }): JSX.Element {
-  const content = useMemo(() => {
-    // the lexer slows down past a few hundred nested containers; no reply means that many
-    if (nestedTooDeep(text)) return <p className="md-plain">{text}</p>
-    try {
-      return blocks(Lexer.lex(text, { gfm: true }))
-    } catch (err) {
-      // nesting deeper than the stack: the words, unformatted
-      if (err instanceof RangeError) return <p className="md-plain">{text}</p>
-      throw err
-    }
-  }, [text])
+  const content = useMemo(() => readSafely(text, () => blocks(lexCached(text))), [text])
   return <div className="md">{content}</div>
 })
+
+/**
+ * A text being streamed: per token only its last blocks are lexed again and drawn again; the
+ * settled blocks before them keep their token objects, so their memoised elements are kept.
+ */
+export function StreamingMarkdown ({ text }: { text: string }): JSX.Element {
+  const last = useRef<StreamLex | undefined>(undefined)
+  const content = useMemo(() => readSafely(text, () => {
+    const lex = lexStreaming(last.current, text)
+    last.current = lex
+    return lex.tokens.map((t, i) => <Block key={i} token={t} />)
+  }), [text])
+  return <div className="md">{content}</div>
+}
+
+const Block = memo(function Block ({ token }: { token: Token }): ReactNode {
+  return block(token, 0)
+})
+
+/** The rendering, or the words unformatted where the nesting is too deep for the lexer. */
+function readSafely (text: string, render: () => ReactNode): ReactNode {
+  // the lexer slows down past a few hundred nested containers; no reply means that many
+  if (nestedTooDeep(text)) return <p className="md-plain">{text}</p>
+  try {
+    return render()
+  } catch (err) {
+    // nesting deeper than the stack: the words, unformatted
+    if (err instanceof RangeError) return <p className="md-plain">{text}</p>
+    throw err
+  }
+}
 
 /** How many quote and list markers may open one line before the text is shown unformatted. */
 export const MAX_NESTING = 16
@@ -138,7 +161,7 @@ function inline (t: Token, key: number): ReactNode {
 export function CodeBlock ({ lang, text }: { lang: string; text: string }): JSX.Element {
   const id = languageOf(lang)
   // tokens are text with a class: React escapes them like any other string
-  const tokens = useMemo(() => highlight(text, id), [text, id])
+  const tokens = useMemo(() => highlightCached(text, id), [text, id])
   return (
     <div className="code-block">
       <div className="code-head">
@@ -153,6 +176,23 @@ export function CodeBlock ({ lang, text }: { lang: string; text: string }): JSX.
       </pre>
     </div>
   )
+}
+
+/** Highlighted code kept across mounts, as lexCached keeps tokens: a code block scrolled back is not read again. */
+const HIGHLIGHT_CACHE_ENTRIES = 200
+const highlighted = new Map<string, CodeToken[] | undefined>()
+function highlightCached (text: string, lang: string | undefined): CodeToken[] | undefined {
+  const key = `${lang ?? ''}\n${text}`
+  if (highlighted.has(key)) {
+    const hit = highlighted.get(key)
+    highlighted.delete(key)
+    highlighted.set(key, hit)
+    return hit
+  }
+  const tokens = highlight(text, lang)
+  highlighted.set(key, tokens)
+  if (highlighted.size > HIGHLIGHT_CACHE_ENTRIES) highlighted.delete(highlighted.keys().next().value as string)
+  return tokens
 }
 
 export function CopyButton ({ text, label }: { text: string; label: string }): JSX.Element {

@@ -2,6 +2,8 @@
 import path from 'node:path'
 import type { ApiMethods, ConversationDto, ConversationSummaryDto } from '../../../shared/api'
 import type { ApiParamsOut } from '../../../shared/api-params'
+import { branchWindow } from '../../../shared/branch-window'
+import type { ConversationDag } from '../../../shared/conversation-dag'
 import { orderedEntries } from '../../../shared/conversation-export'
 import type { Entry } from '../../../shared/entry'
 import { entryByRef } from '../../../shared/entry-ref'
@@ -16,7 +18,7 @@ export function conversationHandlers (c: HandlerContext): HandlersOf<Conversatio
   const { node } = c
   return {
     'conversations.list': async p => list(c, p.query),
-    'conversation.open': async p => open(c, p.id),
+    'conversation.open': async p => open(c, p.id, p.tail),
     'conversation.create': async p => create(c, p),
     'conversation.select': async p => {
       const id = c.resolve(p.id)
@@ -48,14 +50,15 @@ function list (c: HandlerContext, query: string | undefined): ConversationSummar
     })
 }
 
-async function open (c: HandlerContext, ref: string): Promise<ConversationDto> {
+async function open (c: HandlerContext, ref: string, tail: number | undefined): Promise<ConversationDto> {
   const { node } = c
   const id = c.resolve(ref)
   const dag = await node.history.open(id)
+  const win = tail !== undefined && dag.size > tail ? branchWindow(dag, node.history.selected(id), tail) : undefined
+  const selected = node.history.selected(id) ?? win?.tip ?? dag.branch().at(-1)?.id
   // as this version understands them: the UI shows an unknown entry as one, not as what it claims to be
-  const entries = orderedEntries(dag)
-  const usage = usageTotal(entries)
-  const selected = node.history.selected(id) ?? dag.branch().at(-1)?.id
+  const entries = win?.entries ?? orderedEntries(dag)
+  const usage = usageTotal(win === undefined ? entries : joinedEntries(dag))
   const agents = c.locations.of(id)
   return {
     id,
@@ -66,8 +69,13 @@ async function open (c: HandlerContext, ref: string): Promise<ConversationDto> {
     agents,
     usage: { input: usage.input, output: usage.output },
     cwd: await node.workingDirectory(id),
-    waiting: dag.waiting()
+    ...(win === undefined ? { waiting: dag.waiting() } : { window: { assumed: win.assumed, tip: win.tip, entries: dag.size, heads: dag.headIds().length } })
   }
+}
+
+/** The joined entries in no order (the usage counts them all; ordering them is what costs). */
+function * joinedEntries (dag: ConversationDag): Iterable<Entry> {
+  for (const e of dag.entries()) if (dag.isJoined(e.id)) yield e
 }
 
 async function create (c: HandlerContext, p: ApiParamsOut<'conversation.create'>): Promise<{ id: string }> {
