@@ -76,7 +76,9 @@ export const API_PARAMS = {
     /** the model's context window in tokens, where the server does not say it (0 clears it) */
     contextWindow: z.number().int().min(0).max(100_000_000).optional()
   }),
-  'settings.detect': none
+  'settings.detect': none,
+  /** full-text search of every conversation and branch (words all match, the last as a prefix); `cursor` from the previous answer */
+  'search.query': z.strictObject({ text: z.string().max(1000), limit: z.number().int().min(1).max(200).optional(), cursor: z.string().max(100).optional() })
 }
 
 export type ApiParamMethod = keyof typeof API_PARAMS

@@ -180,9 +180,22 @@ export interface ApiMethods {
   'settings.set': { params: P<'settings.set'>; result: SettingsDto }
   /** OpenAI-compatible servers answering on this node's machine (Ollama, llama.cpp, LM Studio, vLLM) */
   'settings.detect': { params: P<'settings.detect'>; result: Array<{ name: string; baseURL: string; models: string[] }> }
+  /** entries matching the words, newest first; `cursor` (when more match) asks for the next page */
+  'search.query': { params: P<'search.query'>; result: { hits: SearchHitDto[]; cursor?: string } }
 }
 
 export type ApiMethod = keyof ApiMethods
+
+/** An entry found by search.query: where it is, its conversation's title, and an excerpt around the match. */
+export interface SearchHitDto {
+  conversation: string
+  entry: string
+  title: string
+  ts: number
+  snippet: string
+  /** where the matching word is in the snippet, [start, end) */
+  match: [number, number] | null
+}
 
 /**
  * What an agent streams while it works, from this device's agents or a connected device's:

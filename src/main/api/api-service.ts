@@ -17,6 +17,7 @@ import { deviceHandlers } from './handlers/devices'
 import { ApiEvents } from './handlers/events'
 import { ApiError, conversationResolver, type CallContext, type HandlerContext, type HandlersOf } from './handlers/handler-context'
 import { settingsHandlers } from './handlers/settings'
+import { searchHandlers } from './handlers/search'
 
 export { AGENT_BUSY_MESSAGE, ApiError, type CallContext } from './handlers/handler-context'
 
@@ -63,7 +64,8 @@ export class ApiService {
       ...agentHandlers(c),
       ...compactionHandlers(c),
       ...deviceHandlers(c, opts.version ?? ARBOR_VERSION),
-      ...settingsHandlers(c, opts.detectLocalServers)
+      ...settingsHandlers(c, opts.detectLocalServers),
+      ...searchHandlers(c)
     }
   }
 

@@ -26,6 +26,7 @@ export const OPTIONS = {
   'auto-revival': { type: 'boolean' },
   offline: { type: 'boolean' },
   sandbox: { type: 'boolean' },
+  limit: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' }
 } satisfies ParseArgsConfig['options']
@@ -55,6 +56,7 @@ export const COMMAND_OPTIONS = {
   resume: [],
   compact: [],
   status: [],
+  search: ['json', 'limit'],
   help: []
 } as const satisfies Record<string, readonly OptionName[]>
 
