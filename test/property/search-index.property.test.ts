@@ -1,8 +1,8 @@
 // The full-text index answers exactly what a scan of the joined entries answers: for random
 // DAGs of several conversations whose entries arrive in random order (children before their
 // parents), random queries (words, the last a prefix), paged with random limits; and again
-// after a restart, after entries joined while the index was closed, and after its log lost a
-// random tail.
+// after a restart (from the snapshot of the postings), after entries joined while the index was
+// closed, after its log lost a random tail, and after its snapshot was damaged.
 import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -153,6 +153,16 @@ describe('search index', () => {
         await fsp.truncate(file, cut % (size + 1))
         index = new SearchIndex({ source: history, dir, log: silent })
         await index.open()
+        await check(index)
+        await index.close()
+        // a damaged snapshot: the log is read whole instead
+        const snap = await fsp.readFile(index.snapshotFile)
+        const flip = cut % snap.length
+        snap[flip] = (snap[flip] as number) ^ 0xff
+        await fsp.writeFile(index.snapshotFile, snap)
+        index = new SearchIndex({ source: history, dir, log: silent })
+        await index.open()
+        expect(index.stats.fromSnapshot).toBe(false)
         await check(index)
         await index.close()
       }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
 import type { ConversationDag } from '../../shared/conversation-dag'
@@ -6,7 +7,7 @@ import type { Logger } from '../../shared/logger'
 import { storageError } from '../disk/storage-error'
 import type { EntriesEvent } from './conversation-index'
 import { SearchPostings, type DocHit } from './search-postings'
-import { FRAME_HEAD, SEARCH_PREFIX, decodeFrames, encodeRecord, frameLength, searchLogStart, startProblem, type SearchRecord } from './search-log'
+import { FRAME_HEAD, SEARCH_PREFIX, decodeFrames, decodeSnapshot, encodeRecord, encodeSnapshot, frameLength, logNonce, searchLogStart, startProblem, type SearchRecord } from './search-log'
 import { parseQuery, searchableText, snippet, terms, type SearchQuery } from './search-text'
 
 /** What the index reads of the history (HistoryStore has it all). */
@@ -59,6 +60,11 @@ const MAX_QUERY_WORDS = 16
  */
 export class SearchIndex {
   readonly file: string
+  /** the postings as they were at a length of the log, so a start reads only the log past it */
+  readonly snapshotFile: string
+  private nonce: Buffer = Buffer.alloc(16)
+  /** the log's length the snapshot on disk covers (0: none) */
+  private snapshotAt = 0
   private postings = new SearchPostings()
   private readonly queue: EntriesEvent[] = []
   private drainScheduled = false
@@ -75,10 +81,11 @@ export class SearchIndex {
   private opened: Promise<void> | null = null
   private readonly flushMs: number
   /** measured while opening: for benchmarks and the log */
-  readonly stats = { loadMs: 0, records: 0, reindexed: 0 }
+  readonly stats = { loadMs: 0, records: 0, reindexed: 0, fromSnapshot: false }
 
   constructor (private readonly opts: SearchIndexOptions) {
     this.file = path.join(opts.dir, 'search.log')
+    this.snapshotFile = path.join(opts.dir, 'search.snap')
     this.flushMs = opts.flushMs ?? 250
   }
 
@@ -113,8 +120,8 @@ export class SearchIndex {
     this.fh = fh
     const size = (await fh.stat()).size
     const head = Buffer.alloc(SEARCH_PREFIX)
-    await fh.read(head, 0, SEARCH_PREFIX, 0)
-    const problem = startProblem(head)
+    const { bytesRead: headBytes } = await fh.read(head, 0, SEARCH_PREFIX, 0)
+    const problem = startProblem(head.subarray(0, headBytes))
     if (problem !== null) {
       log.warn(`rebuilding the search index: ${problem}`)
       await fh.close()
@@ -122,7 +129,8 @@ export class SearchIndex {
       await this.startLog()
       return
     }
-    let pos = SEARCH_PREFIX
+    this.nonce = Buffer.from(logNonce(head))
+    let pos = await this.loadSnapshot(size)
     let buf = Buffer.alloc(Math.min(READ_CHUNK, Math.max(0, size - pos)))
     let damaged = false
     while (pos < size && !this.closing) {
@@ -157,10 +165,40 @@ export class SearchIndex {
     this.written = pos
   }
 
-  private async startLog (): Promise<void> {
+  /** The postings of the snapshot, if it is of this log and whole; returns where the log is to be read from. */
+  private async loadSnapshot (logSize: number): Promise<number> {
+    let buf: Buffer
     try {
+      buf = await fsp.readFile(this.snapshotFile)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return SEARCH_PREFIX
+      throw storageError(err, this.opts.dir)
+    }
+    const snap = decodeSnapshot(buf, this.nonce)
+    const problem = typeof snap === 'string' ? snap : snap.logBytes > logSize ? 'the search log is shorter than its snapshot' : null
+    if (problem === null && typeof snap !== 'string') {
+      try {
+        this.postings = SearchPostings.decode(snap.postings)
+        this.snapshotAt = snap.logBytes
+        this.stats.fromSnapshot = true
+        return snap.logBytes
+      } catch (err) {
+        this.opts.log.warn(`reading the search log whole: its snapshot is unreadable (${(err as Error).message})`)
+        this.postings = new SearchPostings()
+        return SEARCH_PREFIX
+      }
+    }
+    this.opts.log.warn(`reading the search log whole: ${problem ?? ''}`)
+    return SEARCH_PREFIX
+  }
+
+  private async startLog (): Promise<void> {
+    this.nonce = randomBytes(16)
+    this.snapshotAt = 0
+    try {
+      await fsp.rm(this.snapshotFile, { force: true })
       const fh = this.fh = await fsp.open(this.file, 'w+')
-      const start = searchLogStart()
+      const start = searchLogStart(this.nonce)
       await fh.write(start, 0, start.length, 0)
       this.written = start.length
     } catch (err) {
@@ -280,6 +318,21 @@ export class SearchIndex {
     this.written += buf.length
   }
 
+  /** Writes the postings as a snapshot of the log as it is (on disk first), if the log grew since the last. */
+  private async saveSnapshot (): Promise<void> {
+    const fh = this.fh
+    if (fh === null || !this.loaded || this.pending.length > 0 || this.written === this.snapshotAt) return
+    try {
+      await fh.sync()
+      const { writeStateFile } = await import('../disk/state-file')
+      await writeStateFile(this.snapshotFile, encodeSnapshot(this.nonce, this.written, this.postings.encode()))
+      this.snapshotAt = this.written
+    } catch (err) {
+      // the log is whole: the next start reads more of it, that is all
+      this.opts.log.warn(`could not write the search snapshot: ${storageError(err, this.opts.dir).message}`)
+    }
+  }
+
   /** A record at an offset: in the file, or still pending. */
   private async readRecord (at: number): Promise<SearchRecord | null> {
     let frame: Buffer | null = null
@@ -337,6 +390,7 @@ export class SearchIndex {
     this.drain()
     try {
       await this.flush()
+      await this.saveSnapshot()
     } finally {
       await this.fh?.close()
       this.fh = null

@@ -164,8 +164,63 @@ export class SearchPostings {
     return top.reverse()
   }
 
+  /**
+   * Everything, as bytes (search.snap): a JSON head naming the conversations and terms, then the
+   * document table and the postings as they are in memory.
+   */
+  encode (): Buffer {
+    const terms = [...this.postings.keys()]
+    const ps = terms.map(t => this.postings.get(t) as Posting)
+    const head = Buffer.from(JSON.stringify({ docs: this.docs, convs: this.convIds, terms, lens: ps.map(p => p.len), lasts: ps.map(p => p.last) }))
+    const n = this.docs
+    const parts: Uint8Array[] = [u32(head.length), head, bytesOf(this.docTs, n * 8), bytesOf(this.docAt, n * 8), bytesOf(this.docConv, n * 4), this.dropped.subarray(0, n), bytesOf(this.seenCounts, this.convIds.length * 4)]
+    for (const p of ps) parts.push(p.bytes.subarray(0, p.len))
+    return Buffer.concat(parts)
+  }
+
+  /** What encode wrote; throws on bytes that are not (the caller then reads the log instead). */
+  static decode (buf: Buffer): SearchPostings {
+    const headLen = buf.readUInt32LE(0)
+    const head = JSON.parse(buf.subarray(4, 4 + headLen).toString('utf8')) as { docs: number; convs: string[]; terms: string[]; lens: number[]; lasts: number[] }
+    const s = new SearchPostings()
+    const n = head.docs
+    let at = 4 + headLen
+    const take = (len: number): Buffer => {
+      if (at + len > buf.length) throw new Error('search snapshot is cut short')
+      const b = buf.subarray(at, at + len)
+      at += len
+      return b
+    }
+    const cap = Math.max(1024, n)
+    s.docTs = new Float64Array(cap); fill(s.docTs, take(n * 8))
+    s.docAt = new Float64Array(cap); fill(s.docAt, take(n * 8))
+    s.docConv = new Uint32Array(cap); fill(s.docConv, take(n * 4))
+    s.dropped = new Uint8Array(cap); s.dropped.set(take(n))
+    s.docs = n
+    for (const id of head.convs) s.conv(id)
+    fill(s.seenCounts, take(head.convs.length * 4))
+    for (const [i, term] of head.terms.entries()) {
+      const len = head.lens[i] as number
+      const bytes = new Uint8Array(Math.max(4, len))
+      bytes.set(take(len))
+      s.postings.set(term, { bytes, len, last: head.lasts[i] as number })
+      const start = term.slice(0, 2)
+      const list = s.byStart.get(start)
+      if (list === undefined) s.byStart.set(start, [term])
+      else list.push(term)
+      s.postingBytes += bytes.length
+    }
+    if (at !== buf.length) throw new Error('search snapshot has bytes past its end')
+    return s
+  }
+
   /** Estimated bytes held: the document table and the postings. */
   get bytes (): number {
     return this.docTs.length * 21 + this.postingBytes + this.postings.size * 80
   }
 }
+
+function u32 (n: number): Buffer { const b = Buffer.alloc(4); b.writeUInt32LE(n); return b }
+function bytesOf (a: Float64Array | Uint32Array, len: number): Uint8Array { return new Uint8Array(a.buffer, a.byteOffset, len) }
+/** Copies bytes into a typed array (the bytes need not be aligned). */
+function fill (a: Float64Array | Uint32Array, b: Buffer): void { new Uint8Array(a.buffer, a.byteOffset, b.length).set(b) }
