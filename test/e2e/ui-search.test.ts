@@ -81,6 +81,13 @@ describe('search in the web UI', () => {
     expect(await hit.textContent()).not.toContain('You said')
     expect(await hit.isVisible()).toBe(true)
     await shot('landed')
+    // opened again from the list: the old branch stays shown (the node keeps the selection), the outline does not come back
+    const nav = page.getByRole('navigation', { name: 'Conversation list' })
+    await nav.getByRole('button', { name: /Elsewhere/ }).click()
+    await page.getByRole('heading', { name: 'Elsewhere' }).waitFor({ timeout: 10_000 })
+    await nav.getByRole('button', { name: /Travel/ }).click()
+    await page.getByText('You said: What about the zeppelin?', { exact: true }).waitFor({ state: 'visible', timeout: 10_000 })
+    expect(await page.locator('.turn-slot.search-hit').count()).toBe(0)
 
     // Escape closes the palette without going anywhere
     await page.keyboard.press('Meta+k')

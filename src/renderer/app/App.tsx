@@ -166,7 +166,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
           list={list}
           error={listError}
           activeId={activeId}
-          onSelect={select}
+          onSelect={id => { setLanding(undefined); select(id) }}
           onCreated={onCreated}
           onRetry={refreshList}
           defaultCwd={defaultCwd}
