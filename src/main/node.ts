@@ -2,6 +2,8 @@ import { EventEmitter } from 'node:events'
 import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
+import { indexDir } from './history/history-index'
+import { SearchIndex } from './history/search-index'
 import { conversationCwd, readNodeSettings, resolveAgentConfig } from './runtime/agent/agent-config'
 import { AgentHost, type AgentConfig, type RunOverrides, type StartOptions } from './runtime/agent/agent-host'
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
@@ -101,6 +103,8 @@ export interface NodeAgentEvents {
 export class ArborNode {
   readonly dataDir: string
   readonly history: HistoryStore
+  /** full-text search of every conversation and branch (derived from the history) */
+  readonly search: SearchIndex
   readonly cluster: ClusterStore
   readonly sync: SyncNode
   /** the long-lived host of the agents started on this node (from the UI, through the API) */
@@ -125,6 +129,7 @@ export class ArborNode {
     this.log = opts.log ?? consoleLogger('node')
     this.secrets = opts.secrets ?? new FileSecretStore(this.dataDir)
     this.history = new HistoryStore({ dir: this.dataDir, log: this.logFor('history') })
+    this.search = new SearchIndex({ source: this.history, dir: indexDir(this.dataDir), log: this.logFor('search') })
     this.cluster = new ClusterStore({ file: path.join(this.dataDir, 'sync', 'cluster.json'), ...(opts.name !== undefined ? { name: opts.name } : {}), log: this.logFor('cluster') })
     this.sync = new SyncNode({
       history: this.history,
@@ -214,6 +219,8 @@ export class ArborNode {
 
   private async open (): Promise<void> {
     await this.history.ready()
+    // loaded (or built) behind the node's start; a node for one command loads it only if asked to search
+    if (this.opts.forCommand !== true) this.search.open().catch(err => { this.log.error(`the search index could not open: ${(err as Error).message}`) })
     const registry = this.opts.registryDir ?? defaultRegistryDir((this.opts.env ?? process.env).HOME ?? os.homedir())
     try {
       registerDataDir(this.dataDir, registry)
@@ -266,6 +273,7 @@ export class ArborNode {
     await this.pairing?.close()
     await this.sync.close()
     await this.cluster.close()
+    await this.search.close()
     await this.history.close()
   }
 

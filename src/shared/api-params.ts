@@ -97,7 +97,9 @@ export const API_PARAMS = {
     text: z.string().max(MAX_IMPORT_CHARS, `is longer than ${MAX_IMPORT_CHARS / 1024 / 1024} MiB: larger sessions are not imported`)
   }),
   /** names the branch starting at `entry` ('' clears the name): a `branch.name:<entry>` meta setting */
-  'branch.name': z.strictObject({ conversation: ref, entry: entryId, name: z.string().max(BRANCH_NAME_MAX, `is longer than ${BRANCH_NAME_MAX} characters`) })
+  'branch.name': z.strictObject({ conversation: ref, entry: entryId, name: z.string().max(BRANCH_NAME_MAX, `is longer than ${BRANCH_NAME_MAX} characters`) }),
+  /** full-text search of every conversation and branch (words all match, the last as a prefix); `cursor` from the previous answer */
+  'search.query': z.strictObject({ text: z.string().max(1000), limit: z.number().int().min(1).max(200).optional(), cursor: z.string().max(100).optional() })
 }
 
 export type ApiParamMethod = keyof typeof API_PARAMS

@@ -205,9 +205,22 @@ export interface ApiMethods {
   'conversation.import': { params: P<'conversation.import'>; result: { id: string; format: 'pi' | 'claude-code'; entries: number; problems: string[] } }
   /** names (or, with '', unnames) the branch starting at an entry, for every device: the `meta` entry written */
   'branch.name': { params: P<'branch.name'>; result: { entry: Entry } }
+  /** entries matching the words, newest first; `cursor` (when more match) asks for the next page */
+  'search.query': { params: P<'search.query'>; result: { hits: SearchHitDto[]; cursor?: string } }
 }
 
 export type ApiMethod = keyof ApiMethods
+
+/** An entry found by search.query: where it is, its conversation's title, and an excerpt around the match. */
+export interface SearchHitDto {
+  conversation: string
+  entry: string
+  title: string
+  ts: number
+  snippet: string
+  /** where the matching word is in the snippet, [start, end) */
+  match: [number, number] | null
+}
 
 /**
  * What an agent streams while it works, from this device's agents or a connected device's:

@@ -21,6 +21,7 @@ import { settingsHandlers } from './handlers/settings'
 import { retryHandlers } from './handlers/retry'
 import { forkHandlers } from './handlers/fork'
 import { importHandlers } from './handlers/import'
+import { searchHandlers } from './handlers/search'
 
 export { AGENT_BUSY_MESSAGE, ApiError, type CallContext } from './handlers/handler-context'
 
@@ -71,7 +72,8 @@ export class ApiService {
       ...retryHandlers(c),
       ...forkHandlers(c),
       ...importHandlers(c),
-      ...branchHandlers(c)
+      ...branchHandlers(c),
+      ...searchHandlers(c)
     }
   }
 

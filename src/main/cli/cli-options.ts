@@ -28,6 +28,7 @@ export const OPTIONS = {
   'auto-revival': { type: 'boolean' },
   offline: { type: 'boolean' },
   sandbox: { type: 'boolean' },
+  limit: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' }
 } satisfies ParseArgsConfig['options']
@@ -60,6 +61,7 @@ export const COMMAND_OPTIONS = {
   retry: ['model'],
   fork: ['title'],
   import: ['format'],
+  search: ['json', 'limit'],
   help: []
 } as const satisfies Record<string, readonly OptionName[]>
 

@@ -13,7 +13,7 @@ import { NodeLostError } from './node-lost'
 import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
 import { dataDir } from '../disk/data-dir'
 import { nodeMaySocket } from '../api/socket-path'
-import { terminalJson, terminalSafeWriter } from './terminal-text'
+import { oneLine, terminalJson, terminalSafeWriter } from './terminal-text'
 // Only what `ls` needs is imported here; every other command imports its modules when it runs
 // (the entry schema alone, zod, takes longer to load than listing 10,000 conversations).
 
@@ -77,6 +77,9 @@ const USAGE = `usage: arbor <command> [options]
   import <file> [--format pi|claude-code|auto]
                                         a Pi or Claude Code session (JSONL) as a new conversation;
                                         prints its id (its tool calls are history: never run)
+  search <text> [--json] [--limit N]    entries of every conversation and branch with all the words
+                                        (the last one as a prefix), newest first: conversation, entry,
+                                        title, excerpt (\`arbor show <conv> --leaf <entry>\` shows it)
 
   Each command takes only the options shown beside it (and --data).
   <conv> is a conversation id or any unique prefix of it; ID an entry id or prefix.
@@ -225,6 +228,19 @@ async function nodeCommand (c: Command, command: 'serve' | 'invite' | 'join' | '
 }
 
 const COMMANDS: Record<string, Handler> = {
+  // ---------------------------------------------------------------- search
+  async search ({ args, values, io, api }) {
+    need(args, 1, 'words: arbor search <text>')
+    const text = args.join(' ')
+    if (text.trim() === '') throw new CliError('the search text is empty', 2)
+    const limit = values.limit === undefined ? 20 : Number(values.limit)
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 200) throw new CliError('--limit must be a whole number from 1 to 200', 2)
+    const { hits } = await (await api()).call('search.query', { text, limit })
+    if (values.json === true) { io.out(terminalJson(hits) + '\n'); return }
+    if (hits.length === 0) { io.out(`no entry matches "${oneLine(text)}"\n`); return }
+    for (const h of hits) io.out(`${h.conversation.slice(0, 8)}  ${h.entry.slice(0, 8)}  ${oneLine(h.title) || '(untitled)'}: ${oneLine(h.snippet)}\n`)
+  },
+
   serve: c => nodeCommand(c, 'serve'),
   invite: c => nodeCommand(c, 'invite'),
   join: c => nodeCommand(c, 'join'),

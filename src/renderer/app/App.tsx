@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type JSX } from 'react'
 import type { ArborBridge } from '../../shared/desktop-bridge'
-import type { ApiEvent, ApiMethods, ConversationSummaryDto } from '../../shared/api'
+import type { ApiEvent, ApiMethods, ConversationSummaryDto, SearchHitDto } from '../../shared/api'
 import { errorText, useApi, useConnectionStatus } from '../api-context'
 import { ChatView } from '../chat/ChatView'
 import { ConnectionBanner } from './ConnectionBanner'
@@ -9,6 +9,7 @@ import { ConversationStore, OPEN_TAIL } from '../chat/conversation-store'
 import { DevicesView } from '../devices/DevicesView'
 import { useNetState } from '../devices/net-state'
 import { SettingsView } from '../settings/SettingsView'
+import { SearchPalette } from '../search/SearchPalette'
 import { Sidebar } from '../sidebar/Sidebar'
 
 declare global {
@@ -40,6 +41,9 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
   const [defaultCwd, setDefaultCwd] = useState<string | undefined>()
   const [view, setView] = useState<View>('chat')
   const [firstRun, setFirstRun] = useState(false)
+  const [searching, setSearching] = useState(false)
+  // the entry a search landed on: its conversation opens on its branch, scrolled to it
+  const [landing, setLanding] = useState<{ conversation: string; entry: string; seq: number } | undefined>()
 
   // Events that arrive while a conversation is being opened are kept and applied after.
   const openRef = useRef<{ id: string; seq: number; buffer: ApiEvent[] } | undefined>(undefined)
@@ -132,6 +136,27 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
     select(id)
   }, [refreshList, select])
 
+  // Ctrl+K (Cmd+K) anywhere opens the search palette
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent): void => {
+      if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k') {
+        e.preventDefault()
+        setSearching(true)
+      }
+    }
+    window.addEventListener('keydown', onKey)
+    return () => { window.removeEventListener('keydown', onKey) }
+  }, [])
+
+  const pickHit = useCallback((hit: SearchHitDto) => {
+    setSearching(false)
+    // selected on the node first: the conversation opens on the hit's branch
+    client.call('conversation.select', { id: hit.conversation, entry: hit.entry }).catch(() => undefined).finally(() => {
+      setLanding(prev => ({ conversation: hit.conversation, entry: hit.entry, seq: (prev?.seq ?? 0) + 1 }))
+      select(hit.conversation)
+    })
+  }, [client, select])
+
   const activeSummary = list?.find(c => c.id === activeId)
   const titleOf = useCallback((id: string) => list?.find(c => c.id === id)?.title, [list])
   // a fork made here, or a fork's source at the entry its copy ends at (its branch then shown)
@@ -149,7 +174,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
           list={list}
           error={listError}
           activeId={activeId}
-          onSelect={select}
+          onSelect={id => { setLanding(undefined); select(id) }}
           onCreated={onCreated}
           onRetry={refreshList}
           defaultCwd={defaultCwd}
@@ -165,7 +190,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
             : view === 'devices'
               ? <DevicesView net={net} onClose={() => setView('chat')} />
               : opened.state === 'open' && opened.store.id === activeId
-            ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} device={node?.device} onOpen={openAt} titleOf={titleOf} />
+            ? <ChatView key={opened.store.id} store={opened.store} connected={status.state === 'open'} device={node?.device} onOpen={openAt} titleOf={titleOf} landing={landing?.conversation === opened.store.id ? landing : undefined} />
             : activeId === undefined
               ? <EmptyState />
               : opened.state === 'error' && opened.id === activeId
@@ -178,6 +203,7 @@ export function App ({ hasToken }: { hasToken: boolean }): JSX.Element {
                 : <div className="placeholder" role="status"><p>Opening{activeSummary !== undefined ? ` “${activeSummary.title || 'Untitled'}”` : ''}…</p></div>}
         </main>
       </div>
+      {searching ? <SearchPalette onPick={pickHit} onClose={() => setSearching(false)} /> : null}
     </div>
   )
 }

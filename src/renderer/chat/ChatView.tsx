@@ -20,7 +20,7 @@ import { buildTranscript, groupTurns } from '../transcript/transcript-items'
 import { nearBottom } from '../transcript/transcript-window'
 import { useAgentStatus } from './use-agent-status'
 
-export function ChatView ({ store, connected, device, onOpen, titleOf }: {
+export function ChatView ({ store, connected, device, onOpen, titleOf, landing }: {
   store: ConversationStore
   connected: boolean
   /** this device's key */
@@ -29,6 +29,8 @@ export function ChatView ({ store, connected, device, onOpen, titleOf }: {
   onOpen?: ((conversation: string, entry?: string) => void) | undefined
   /** a conversation's title as the list has it (undefined: not held here) */
   titleOf?: ((conversation: string) => string | undefined) | undefined
+  /** an entry a search landed on (a new seq each time): shown in its branch, scrolled to, highlighted */
+  landing?: { entry: string; seq: number } | undefined
 }): JSX.Element {
   const client = useApi()
   // not per streamed token: StreamingReply alone re-renders for those
@@ -177,6 +179,34 @@ export function ChatView ({ store, connected, device, onOpen, titleOf }: {
     requestAnimationFrame(() => composerRef.current?.focus())
     client.call('conversation.select', { id: store.id, entry }).catch(err => setError(`Could not save the branch choice: ${errorText(err)}`))
   }, [client, store])
+
+  // a search hit: its branch shown, its turn scrolled to and outlined until the next one
+  const [hitTurn, setHitTurn] = useState<string | undefined>()
+  useEffect(() => {
+    if (landing === undefined || !dag.isJoined(landing.entry)) return
+    store.select(landing.entry)
+    setShowTree(false)
+    stick.current = false
+    setReveal({ id: landing.entry })
+  }, [landing?.seq]) // each landing once, not as the DAG grows
+  useEffect(() => {
+    if (landing === undefined) return
+    const turn = turns.find(t => t.id === landing.entry || t.items.some(i => i.id === landing.entry))
+    setHitTurn(turn?.id)
+  }, [landing?.seq, turns]) // landing is new with each seq
+  // the transcript draws turns as they scroll into view (on its own renders): outline the hit's whenever it is drawn
+  useEffect(() => {
+    const el = scrollRef.current
+    if (el === null || hitTurn === undefined) return
+    const mark = (): void => { el.querySelector(`.turn-slot[data-turn="${CSS.escape(hitTurn)}"]`)?.classList.add('search-hit') }
+    mark()
+    const watch = new MutationObserver(mark)
+    watch.observe(el, { childList: true, subtree: true })
+    return () => {
+      watch.disconnect()
+      for (const prev of el.querySelectorAll('.turn-slot.search-hit')) prev.classList.remove('search-hit')
+    }
+  }, [hitTurn])
 
   const startContinue = useCallback((at: ContinuePoint) => {
     setContinueFrom(at)

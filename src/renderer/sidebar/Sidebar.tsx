@@ -37,18 +37,6 @@ export function Sidebar (props: SidebarProps): JSX.Element {
     return () => clearInterval(t)
   }, [])
 
-  // Ctrl/Cmd+K: search conversations
-  useEffect(() => {
-    const onKey = (e: globalThis.KeyboardEvent): void => {
-      if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k') {
-        e.preventDefault()
-        searchRef.current?.focus()
-        searchRef.current?.select()
-      }
-    }
-    window.addEventListener('keydown', onKey)
-    return () => window.removeEventListener('keydown', onKey)
-  }, [])
 
   const shown = useMemo(() => list === null ? [] : filterConversations(sortConversations(list), query), [list, query])
 
@@ -108,7 +96,7 @@ export function Sidebar (props: SidebarProps): JSX.Element {
         <input
           ref={searchRef}
           type="search"
-          placeholder="Search titles (Ctrl+K)"
+          placeholder="Filter titles (Ctrl+K searches all)"
           aria-label="Search conversations by title"
           aria-controls="conversation-list"
           value={query}

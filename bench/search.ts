@@ -1,0 +1,87 @@
+// Full-text search at scale (issue 15, "search"): the index of the laptop's history in bench/scale's
+// cached data set (ARBOR_BENCH_SCALE=small: 1,000 conversations, 100,000 entries; else 10,000 and
+// 1,000,000; skipped when it is not generated), built from nothing, read back after a restart,
+// queried. The store is opened on a copy of the device's directory (the data set stays as it is);
+// the search log goes beside it. Run with --expose-gc for the RSS lines (they are null without):
+// `node --expose-gc --import tsx bench/search.ts`. Lines: search.build (from nothing: every
+// conversation read from its entry cache; RSS includes the DAG cache it fills), search.query,
+// search.restart (a fresh store, then the index from its snapshot: the RSS the index adds).
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { HistoryStore } from '../src/main/history/history-store'
+import { SearchIndex } from '../src/main/history/search-index'
+import { FULL, SMALL, datasetDir, deviceDir, readMeta } from './lib/scale-dataset'
+import { benchLog, emit, median, round } from './lib/util'
+
+const note = (m: string): void => { process.stderr.write(`bench search: ${m}\n`) }
+const scale = process.env.ARBOR_BENCH_SCALE === 'small' ? SMALL : FULL
+const source = deviceDir(datasetDir(scale), 0)
+const QUERIES = ['error', 'expected actual', 'instal', 'missing version fix', 'should could would change update', 'zzzz']
+const gc = (globalThis as { gc?: () => void }).gc
+const rssMb = (): number | null => { if (gc === undefined) return null; gc(); return round(process.memoryUsage().rss / 2 ** 20, 1) }
+/** live JS heap and typed arrays after a full GC (MB): what a part holds, even where RSS keeps pages an earlier part freed */
+const liveMb = (): number | null => { if (gc === undefined) return null; gc(); const m = process.memoryUsage(); return round((m.heapUsed + m.arrayBuffers) / 2 ** 20, 1) }
+
+const meta = await readMeta(datasetDir(scale))
+if (meta === null) {
+  emit({ name: 'search.build', value: 0, unit: 'ms', skipped: `no data set at ${datasetDir(scale)}: run \`npm run bench -- scale\` first` })
+  process.exit(0)
+}
+const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'arbor-bench-search-'))
+try {
+  const dir = path.join(tmp, 'device')
+  note(`copying ${source}`)
+  await fs.cp(source, dir, { recursive: true })
+  await fs.rm(path.join(dir, 'corestore', 'CORESTORE')) // as bench/scale's append: Corestore refuses a copy with the original's device file
+  const searchDir = path.join(tmp, 'search')
+  // in a function of its own: nothing of the first store and index is held once it returns
+  const build = async (): Promise<void> => {
+    const history = new HistoryStore({ dir, watchPeers: false, log: benchLog })
+    await history.ready()
+    const entries = history.list().reduce((n, s) => n + s.size, 0)
+    const before = rssMb()
+    const first = new SearchIndex({ source: history, dir: searchDir, log: benchLog })
+    const t0 = performance.now()
+    await first.open()
+    const buildMs = performance.now() - t0
+    const built = rssMb()
+    const size = first.size
+    emit({ name: 'search.build', value: round(buildMs), unit: 'ms', conversations: history.list().length, entries, docs: size.docs, fileBytes: size.fileBytes, memoryEstimateBytes: size.memoryBytes, rssBeforeMb: before, rssAfterMb: built, rssAddedMb: before === null || built === null ? null : round(built - before, 1), loadAverage: os.loadavg().map(x => round(x)) })
+
+    const times: Record<string, { medianMs: number; hits: number }> = {}
+    for (const q of QUERIES) {
+      const ms: number[] = []
+      let hits = 0
+      for (let i = 0; i < 7; i++) {
+        const q0 = performance.now()
+        hits = (await first.query(q, { limit: 20 })).hits.length
+        ms.push(performance.now() - q0)
+      }
+      times[q] = { medianMs: round(median(ms.slice(1))), hits }
+    }
+    emit({ name: 'search.query', value: Math.max(...Object.values(times).map(t => t.medianMs)), unit: 'ms', note: 'the slowest query\'s median of 6 after a warm-up, limit 20', queries: times, docs: size.docs })
+
+    await first.close()
+    await history.close()
+  }
+  await build()
+  // a restart: a fresh store (no conversation opened), then the index from its snapshot
+  const again = new HistoryStore({ dir, watchPeers: false, log: benchLog })
+  await again.ready()
+  const ready = rssMb()
+  const liveReady = liveMb()
+  const index = new SearchIndex({ source: again, dir: searchDir, log: benchLog })
+  const t1 = performance.now()
+  await index.open()
+  const restartMs = performance.now() - t1
+  const reopened = rssMb()
+  const liveOpen = liveMb()
+  let snapshotBytes = 0
+  try { snapshotBytes = (await fs.stat(index.snapshotFile)).size } catch { /* none written */ }
+  emit({ name: 'search.restart', value: round(restartMs), unit: 'ms', fromSnapshot: index.stats.fromSnapshot, reindexed: index.stats.reindexed, records: index.stats.records, snapshotBytes, rssReadyMb: ready, rssMb: reopened, rssAddedMb: ready === null || reopened === null ? null : round(reopened - ready, 1), liveAddedMb: liveReady === null || liveOpen === null ? null : round(liveOpen - liveReady, 1) })
+  await index.close()
+  await again.close()
+} finally {
+  await fs.rm(tmp, { recursive: true, force: true })
+}

@@ -1,0 +1,171 @@
+// The full-text index answers exactly what a scan of the joined entries answers: for random
+// DAGs of several conversations whose entries arrive in random order (children before their
+// parents), random queries (words, the last a prefix), paged with random limits; and again
+// after a restart (from the snapshot of the postings), after entries joined while the index was
+// closed, after its log lost a random tail, and after its snapshot was damaged.
+import fsp from 'node:fs/promises'
+import path from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { ConversationDag } from '../../src/shared/conversation-dag'
+import type { Entry, EntryDraft } from '../../src/shared/entry'
+import { makeEntry } from '../../src/main/history/entry-codec'
+import type { EntriesEvent } from '../../src/main/history/conversation-index'
+import { SearchIndex, type SearchSource } from '../../src/main/history/search-index'
+import { parseQuery, searchableText, textMatches } from '../../src/main/history/search-text'
+import { tempDirs } from '../helpers/temp-dir'
+
+const dirs = tempDirs('arbor-search-prop-')
+afterAll(async () => { await dirs.cleanup() })
+
+const DEVICE = 'd'.repeat(64)
+const WORDS = ['alpha', 'alps', 'beta', 'Bête', 'gamma', 'gam', 'delta', 'ünïcode', 'x1', 'foo-bar', '東京']
+const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined }
+
+/** A history of DAGs fed entry by entry, emitting what ConversationIndex emits. */
+class DagHistory implements SearchSource {
+  readonly dags = new Map<string, ConversationDag>()
+  private readonly fns = new Set<(ev: EntriesEvent) => void>()
+  subscribe (fn: (ev: EntriesEvent) => void): () => void { this.fns.add(fn); return () => { this.fns.delete(fn) } }
+  list (): Array<{ id: string; title: string; size: number; waiting: number }> {
+    return [...this.dags.values()].filter(d => d.root !== undefined).map(d => ({ id: d.conversation, title: d.title(), size: d.size, waiting: d.size - d.joinedSize }))
+  }
+
+  summary (c: string): { title: string } | undefined { const d = this.dags.get(c); return d === undefined ? undefined : { title: d.title() } }
+  async open (c: string): Promise<ConversationDag> { return this.dags.get(c) as ConversationDag }
+  deliver (e: Entry): void {
+    let d = this.dags.get(e.conversation)
+    if (d === undefined) { d = new ConversationDag(e.conversation); this.dags.set(e.conversation, d) }
+    if (d.has(e.id)) return
+    const joined = d.add(e)
+    const ev: EntriesEvent = { conversation: e.conversation, joined, waiting: joined.includes(e) ? [] : [e], feed: 'f', local: false }
+    for (const fn of this.fns) fn(ev)
+  }
+
+  /** What the index must answer: every joined entry whose text matches, newest first. */
+  scan (text: string): Array<{ id: string; ts: number }> {
+    const q = parseQuery(text)
+    const out: Array<{ id: string; ts: number }> = []
+    for (const d of this.dags.values()) {
+      for (const e of d.entries()) {
+        const t = searchableText(e)
+        if (d.isJoined(e.id) && t !== null && textMatches(t, q)) out.push({ id: e.id, ts: e.ts })
+      }
+    }
+    return out.sort((a, b) => b.ts - a.ts)
+  }
+}
+
+interface Step { conv: number; parent: number; kind: 'user' | 'assistant' | 'tool.result' | 'agent.started' | 'compaction'; words: number[]; ts: number }
+const stepArb: fc.Arbitrary<Step> = fc.record({
+  conv: fc.nat({ max: 2 }),
+  parent: fc.nat(),
+  kind: fc.constantFrom('user', 'assistant', 'tool.result', 'agent.started', 'compaction'),
+  words: fc.array(fc.nat({ max: WORDS.length - 1 }), { maxLength: 6 }),
+  ts: fc.nat({ max: 30 })
+})
+const queryArb = fc.record({ words: fc.array(fc.nat({ max: WORDS.length - 1 }), { minLength: 1, maxLength: 3 }), cut: fc.nat({ max: 4 }), limit: fc.integer({ min: 1, max: 7 }) })
+  .map(({ words, cut, limit }) => {
+    const ws = words.map(i => WORDS[i] as string)
+    const last = ws.pop() as string
+    return { text: [...ws, last.slice(0, Math.max(1, last.length - cut))].join(' '), limit }
+  })
+
+function draft (s: Step, parent: string): EntryDraft {
+  const text = s.words.map(i => WORDS[i]).join(' ')
+  switch (s.kind) {
+    case 'user': return { kind: 'user', body: { text }, parents: [parent] }
+    case 'assistant': return { kind: 'assistant', body: { text }, parents: [parent] }
+    case 'tool.result': return { kind: 'tool.result', body: { callId: 'c', status: 'ok', output: text }, parents: [parent] }
+    case 'compaction': return { kind: 'compaction', body: { summary: text, folded: { from: parent, to: parent }, model: 'm', tokens: 1 }, parents: [parent] }
+    // a kind without searchable text: counted, never found
+    case 'agent.started': return { kind: 'agent.started', body: { epoch: 1, reason: 'user' }, parents: [parent] }
+  }
+}
+
+/** Three conversations' entries in creation order (roots first), each with a parent made before it. */
+function build (steps: Step[], titles: number[]): Entry[] {
+  const roots = [0, 1, 2].map(i => makeEntry({ kind: 'conversation', parents: [], body: { title: `${WORDS[titles[i] ?? 0]} chat`, nonce: `n${i}` } }, { conversation: null, device: DEVICE, ts: i }))
+  const per: Entry[][] = roots.map(r => [r])
+  for (const s of steps) {
+    const list = per[s.conv] as Entry[]
+    const parent = list[s.parent % list.length] as Entry
+    list.push(makeEntry(draft(s, parent.id), { conversation: (list[0] as Entry).id, device: DEVICE, ts: s.ts }))
+  }
+  return per.flat()
+}
+
+async function all (index: SearchIndex, text: string, limit: number): Promise<Array<{ id: string; ts: number }>> {
+  const out: Array<{ id: string; ts: number }> = []
+  let cursor: string | undefined
+  for (let page = 0; page < 200; page++) {
+    const r = await index.query(text, { limit, ...(cursor !== undefined ? { cursor } : {}) })
+    out.push(...r.hits.map(h => ({ id: h.entry, ts: h.ts })))
+    if (r.cursor === undefined) return out
+    cursor = r.cursor
+  }
+  throw new Error('paging did not end')
+}
+
+/** Same entries, newest first (entries of one time in any order), none twice. */
+function expectSame (got: Array<{ id: string; ts: number }>, want: Array<{ id: string; ts: number }>): void {
+  for (let i = 1; i < got.length; i++) expect((got[i - 1] as { ts: number }).ts).toBeGreaterThanOrEqual((got[i] as { ts: number }).ts)
+  expect(new Set(got.map(h => h.id)).size).toBe(got.length)
+  expect(got.map(h => h.id).sort()).toEqual(want.map(h => h.id).sort())
+}
+
+describe('search index', () => {
+  it('answers what a scan of the joined entries answers, live, after a restart, after entries joined while closed and after a torn log', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(stepArb, { maxLength: 30 }), fc.array(fc.nat({ max: WORDS.length - 1 }), { minLength: 3, maxLength: 3 }),
+      fc.array(fc.nat(), { maxLength: 40 }), fc.nat({ max: 100 }), fc.nat(), fc.array(queryArb, { minLength: 1, maxLength: 4 }),
+      async (steps, titles, order, split, cut, queries) => {
+        const entries = build(steps, titles)
+        // a random arrival order: children often before their parents (they wait, then join)
+        const arrival = [...entries]
+        for (const [i, o] of order.entries()) {
+          const a = i % arrival.length
+          const b = o % arrival.length;
+          [arrival[a], arrival[b]] = [arrival[b] as Entry, arrival[a] as Entry]
+        }
+        const dir = await dirs.make()
+        const history = new DagHistory()
+        const at = Math.floor(arrival.length * split / 100)
+        const check = async (index: SearchIndex): Promise<void> => {
+          for (const q of queries) expectSame(await all(index, q.text, q.limit), history.scan(q.text))
+        }
+        let index = new SearchIndex({ source: history, dir, log: silent, flushMs: 1 })
+        await index.open()
+        for (const e of arrival.slice(0, at)) history.deliver(e)
+        await check(index)
+        await index.close()
+        // joined while no index ran: the restart finds the conversations behind and indexes them again
+        for (const e of arrival.slice(at, at + Math.ceil((arrival.length - at) / 2))) history.deliver(e)
+        index = new SearchIndex({ source: history, dir, log: silent })
+        await index.open()
+        await check(index)
+        for (const e of arrival.slice(at + Math.ceil((arrival.length - at) / 2))) history.deliver(e)
+        await check(index)
+        await index.close()
+        // a crash cut the log anywhere: what is left is used, what is lost is indexed again
+        const file = path.join(dir, 'search.log')
+        const size = (await fsp.stat(file)).size
+        await fsp.truncate(file, cut % (size + 1))
+        index = new SearchIndex({ source: history, dir, log: silent })
+        await index.open()
+        await check(index)
+        await index.close()
+        // a damaged snapshot: the log is read whole instead
+        const snap = await fsp.readFile(index.snapshotFile)
+        const flip = cut % snap.length
+        snap[flip] = (snap[flip] as number) ^ 0xff
+        await fsp.writeFile(index.snapshotFile, snap)
+        index = new SearchIndex({ source: history, dir, log: silent })
+        await index.open()
+        expect(index.stats.fromSnapshot).toBe(false)
+        await check(index)
+        await index.close()
+      }
+    ), { numRuns: Number(process.env.ARBOR_RUNS ?? 60), verbose: 1 })
+  }, 120_000)
+})
