@@ -33,7 +33,7 @@ beforeAll(async () => {
   // a CSP refusal (an inline style or script the strict policy blocks) is a bug too
   page.on('console', m => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text()) })
   await page.goto(url)
-  await page.getByRole('button', { name: 'New conversation' }).first().click()
+  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
   await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Branching')
   await page.getByRole('button', { name: 'Create' }).click()
 }, 60_000)

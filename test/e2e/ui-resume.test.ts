@@ -111,7 +111,7 @@ describe('moving the agent with /resume in the web UI', () => {
     await shot('auto-revival')
 
     // a new conversation can start with auto-revival on
-    await page.getByRole('button', { name: 'New conversation' }).click()
+    await page.getByRole('button', { name: 'New conversation', exact: true }).click()
     const form = page.getByRole('form', { name: 'New conversation' })
     await form.getByLabel('Title').fill('Keep it alive')
     await form.getByRole('checkbox', { name: 'Auto-revival' }).check()

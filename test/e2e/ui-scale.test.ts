@@ -78,7 +78,7 @@ describe('a 10,000-entry conversation in the web UI', () => {
     expect(await turns.count()).toBeLessThan(120)
     expect(big.mainTurns * 2).toBeGreaterThan(1500)
     // a tool call opened near the end stays open after it was scrolled out of the drawn window and back
-    const cards = transcript().locator('button[aria-expanded]')
+    const cards = transcript().locator('.tool-card > button[aria-expanded]') // the tool cards' heads (other buttons fold too)
     await scrollUpUntil(async () => await cards.count() > 0)
     const card = cards.last()
     const cardText = (await card.textContent() ?? '').replace(/^[▸▾]/, '') // the chevron turns when opened

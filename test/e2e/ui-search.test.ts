@@ -20,7 +20,7 @@ async function say (text: string, reply: string): Promise<void> {
 }
 
 async function create (title: string): Promise<void> {
-  await page.getByRole('button', { name: 'New conversation' }).first().click()
+  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
   await page.getByRole('textbox', { name: 'Title', exact: true }).fill(title)
   await page.getByRole('button', { name: 'Create' }).click()
   await page.getByRole('heading', { name: title }).waitFor({ timeout: 10_000 })

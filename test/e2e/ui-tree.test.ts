@@ -38,7 +38,7 @@ beforeAll(async () => {
   page.on('pageerror', e => problems.push(String(e)))
   page.on('console', m => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text()) })
   await page.goto(served.url)
-  await page.getByRole('button', { name: 'New conversation' }).first().click()
+  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
   await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Trees')
   await page.getByRole('button', { name: 'Create' }).click()
   // First → Second → Third, and First → Other second (shown)

@@ -18,7 +18,7 @@ const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-${name}`)
 /** The app opened afresh, a conversation created with `title` and shown. */
 async function newConversation (title: string): Promise<void> {
   await page.goto(url)
-  await page.getByRole('button', { name: 'New conversation' }).first().click()
+  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
   await page.getByRole('textbox', { name: 'Title', exact: true }).fill(title)
   await page.getByRole('button', { name: 'Create' }).click()
   await page.getByRole('heading', { name: title, level: 2 }).waitFor({ timeout: 10_000 })
@@ -141,7 +141,7 @@ describe('the web UI served by arbor serve, in Chromium', () => {
     const errors: string[] = []
     page.on('pageerror', e => errors.push(String(e)))
     await page.goto(url)
-    await page.getByRole('button', { name: 'New conversation' }).first().click()
+    await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
     await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Tools')
     await page.getByRole('textbox', { name: 'Model', exact: true }).fill('scripted-tools')
     await page.getByRole('button', { name: 'Create' }).click()
