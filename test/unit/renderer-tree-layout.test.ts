@@ -6,6 +6,7 @@ import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { DEVICE_COLOURS, deviceColour, layoutTree, shortLabel, visibleWindow, type TreeNode } from '../../src/renderer/tree/tree-layout'
 import { ariaParent, canFold, foldRows, hiddenText, shownIndexOf, unfoldPathTo } from '../../src/renderer/tree/tree-fold'
 import { ariaPositions } from '../../src/renderer/tree/tree-aria'
+import { treeLayoutOf } from '../../src/renderer/tree/layout-cache'
 import { BRANCH_NAME_MAX, branchName, branchNameKey } from '../../src/shared/branch-name'
 import { expectLinear } from '../helpers/linear-growth'
 
@@ -337,5 +338,26 @@ describe('deviceColour, shortLabel and visibleWindow', () => {
       expect(w.end).toBeLessThanOrEqual(n)
       expect(w.end - w.start).toBeLessThanOrEqual(Math.ceil(Math.max(h, 30) / 30) + 17)
     }))
+  })
+})
+
+describe('the kept layout (layout-cache.ts)', () => {
+  it('is laid out again exactly when the DAG grew or the selection moved, and always equals layoutTree', () => {
+    const { root, dag, turn } = tree()
+    const one = turn(root, 'one')
+    const other = turn(root, 'other')
+    const first = treeLayoutOf(dag, dag.size, one.last.id)
+    expect(treeLayoutOf(dag, dag.size, one.last.id)).toBe(first) // nothing changed: no walk
+    expect(first).toEqual(layoutTree(dag, one.last.id))
+    const moved = treeLayoutOf(dag, dag.size, other.last.id)
+    expect(moved).not.toBe(first)
+    expect(moved).toEqual(layoutTree(dag, other.last.id))
+    turn(other.last, 'more')
+    const grown = treeLayoutOf(dag, dag.size, other.last.id)
+    expect(grown).not.toBe(moved)
+    expect(grown).toEqual(layoutTree(dag, other.last.id))
+    // another DAG of the same conversation (opened again) keeps nothing of this one's
+    const again = new ConversationDag(root.id, dag.entries())
+    expect(treeLayoutOf(again, again.size, other.last.id)).not.toBe(grown)
   })
 })

@@ -15,6 +15,7 @@ import { formatCount, placesText } from '../common/format'
 import type { ConversationStore } from './conversation-store'
 import { StreamingReply } from './StreamingReply'
 import { Transcript } from '../transcript/Transcript'
+import { warmTreeLayout } from '../tree/layout-cache'
 import { TreeView } from '../tree/TreeView'
 import { buildTranscript, groupTurns } from '../transcript/transcript-items'
 import { nearBottom } from '../transcript/transcript-window'
@@ -78,6 +79,8 @@ export function ChatView ({ store, connected, device, onOpen, titleOf, landing }
     return () => clearTimeout(t)
   }, [store, loadAll])
   useEffect(() => { if (showTree && windowed) loadAll() }, [showTree, windowed, loadAll])
+  // the whole conversation held and the tree not shown: its layout is made in idle time, ready for a click
+  useEffect(() => (showTree || windowed ? undefined : warmTreeLayout(dag, size, selected)), [showTree, windowed, dag, size, selected])
   // "continue from here": the next message attaches there instead of at the tip
   const [continueFrom, setContinueFrom] = useState<ContinuePoint | undefined>()
   const continueAt = useMemo(() => continuePoints(turns), [turns])

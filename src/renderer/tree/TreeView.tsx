@@ -10,7 +10,8 @@ import { continuePointOf, type ContinuePoint } from '../chat/continue-from'
 import { ariaPositions } from './tree-aria'
 import { ariaParent, canFold, foldRows, hiddenText, shownIndexOf, unfoldPathTo } from './tree-fold'
 import { loadFolds, saveFolds } from './tree-fold-store'
-import { deviceColour, layoutTree, visibleWindow, type TreeNode } from './tree-layout'
+import { treeLayoutOf } from './layout-cache'
+import { deviceColour, visibleWindow, type TreeNode } from './tree-layout'
 
 export const TREE_ROW_HEIGHT = 32
 const LANE_WIDTH = 18
@@ -36,7 +37,7 @@ export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: 
     return () => { live = false }
   }, [client])
 
-  const { rows: all, current: currentAll } = useMemo(() => layoutTree(dag, selected), [dag, size, selected])
+  const { rows: all, current: currentAll } = useMemo(() => treeLayoutOf(dag, size, selected), [dag, size, selected])
   // the folds kept from last time, except those that would hide the shown branch: the tree
   // opens on it. Folding an ancestor of it later is the user's choice, and the fold shows it
   // (the folded row is on the shown branch, so it is marked current and takes the highlight).
