@@ -47,6 +47,8 @@ export const API_PARAMS = {
   'agent.cancel': z.strictObject({ conversation: ref }),
   'agent.resume': z.strictObject({ conversation: ref }),
   'agent.status': z.strictObject({ conversation: ref }),
+  /** the limits this device's agent of the conversation runs under, and what its budget has spent */
+  'agent.limits': z.strictObject({ conversation: ref }),
   /** `arbor chat --provider … --model … --base-url … --script … --sandbox|--no-sandbox`; the provider's own words refuse a bad one */
   'agent.configure': z.strictObject({
     conversation: ref,

@@ -133,6 +133,17 @@ export interface AgentStatusDto {
   names: Record<string, string>
 }
 
+/** The limits this device's agent of a conversation runs under (agent.configure sets them). */
+export interface AgentLimitsDto {
+  /** model steps a turn may take, and whose number it is: this conversation's, the Settings' or the default */
+  maxSteps: number
+  maxStepsFrom: 'conversation' | 'settings' | 'default'
+  /** the conversation's token budget on this device, if it has one */
+  tokenBudget?: number
+  /** tokens this device's agent has used in the conversation (every branch), what the budget counts */
+  tokensSpent: number
+}
+
 export interface SettingsDto {
   provider: 'openai' | 'fake'
   baseURL?: string
@@ -178,6 +189,7 @@ export interface ApiMethods {
    */
   'agent.configure': { params: P<'agent.configure'>; result: { conversation: string; warnings: string[]; sandboxed: boolean } }
   'agent.status': { params: P<'agent.status'>; result: AgentStatusDto }
+  'agent.limits': { params: P<'agent.limits'>; result: AgentLimitsDto }
   /** turns auto-revival on or off for the conversation (a setting in its history, so every device follows it) */
   'agent.autoRevival': { params: P<'agent.autoRevival'>; result: AgentStatusDto }
   'devices.list': { params: P<'devices.list'>; result: DeviceDto[] }

@@ -158,6 +158,15 @@ describe('ApiService', () => {
 
     // a new conversation works in the default directory
     const { id } = await api.request('conversation.create', {})
+    // its limits: the default, then the Settings', then its own; a budget set and cleared
+    expect(await api.request('agent.limits', { conversation: id })).toEqual({ maxSteps: 50, maxStepsFrom: 'default', tokensSpent: 0 })
+    await api.request('settings.set', { maxSteps: 9 })
+    expect(await api.request('agent.limits', { conversation: id })).toEqual({ maxSteps: 9, maxStepsFrom: 'settings', tokensSpent: 0 })
+    await api.request('agent.configure', { conversation: id, limits: { maxSteps: 3, tokenBudget: 500 } }).catch(() => undefined) // no model here: the limits are kept all the same
+    expect(await api.request('agent.limits', { conversation: id })).toEqual({ maxSteps: 3, maxStepsFrom: 'conversation', tokenBudget: 500, tokensSpent: 0 })
+    await api.request('agent.configure', { conversation: id, limits: { maxSteps: 0, tokenBudget: 0 } }).catch(() => undefined)
+    expect(await api.request('agent.limits', { conversation: id })).toEqual({ maxSteps: 9, maxStepsFrom: 'settings', tokensSpent: 0 })
+    await api.request('settings.set', { maxSteps: 0 })
     expect((await api.request('conversation.open', { id })).entries[0]).toMatchObject({ body: { cwd: work } })
 
     expect(await rejection(api.call('settings.set', { baseURL: 'file:///etc/passwd' }))).toMatch(/invalid params for settings\.set: baseURL/)

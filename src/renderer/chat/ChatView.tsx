@@ -9,6 +9,7 @@ import { sentText, stillWaiting, unknownCommandText, type CommandName } from './
 import { errorText, useApi } from '../api-context'
 import { Composer } from './Composer'
 import { ExportMenu } from './ExportMenu'
+import { LimitsMenu } from './LimitsMenu'
 import { continuePoints, type ContinuePoint } from './continue-from'
 import { contextUsed } from './context-used'
 import { formatCount, placesText } from '../common/format'
@@ -274,6 +275,7 @@ export function ChatView ({ store, connected, device, onOpen, titleOf, landing }
           {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
           <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
+          <LimitsMenu conversation={store.id} disabled={!connected} />
           <ExportMenu conversation={store.id} leaf={tip?.id} disabled={!connected} onError={setError} />
           <span
             className="usage"

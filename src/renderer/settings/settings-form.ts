@@ -43,6 +43,9 @@ function countOf (typed: string, what: string, max: number, empty: string): numb
 /** The step limit as settings.set takes it (0: the default). */
 export const maxStepsOf = (typed: string): number | { error: string } => countOf(typed, 'The step limit', 1_000_000, 'the default')
 
+/** A conversation's token budget as agent.configure takes it (0: none). */
+export const tokenBudgetOf = (typed: string): number | { error: string } => countOf(typed, 'The token budget', 1e15, 'none')
+
 /** The context window as settings.set takes it (0: what the server says, a known model's, or the default). */
 export const contextWindowOf = (typed: string): number | { error: string } => countOf(typed, 'The context window', 100_000_000, 'what the server says')
 

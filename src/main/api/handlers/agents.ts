@@ -1,6 +1,6 @@
 // agent.cancel, agent.resume, agent.status, agent.autoRevival, agent.configure: where a conversation's agent runs and with what.
 import path from 'node:path'
-import type { AgentRefDto, AgentStatusDto, ApiMethods } from '../../../shared/api'
+import type { AgentLimitsDto, AgentRefDto, AgentStatusDto, ApiMethods } from '../../../shared/api'
 import type { ApiParamsOut } from '../../../shared/api-params'
 import { agentMoves, moveText } from '../../../shared/agent-moves'
 import { waitText } from '../../../shared/agent-wait'
@@ -8,11 +8,12 @@ import type { Entry } from '../../../shared/entry'
 import { setMeta } from '../../history/set-meta'
 import type { HistoryStore } from '../../history/history-store'
 import type { ConversationDag } from '../../../shared/conversation-dag'
-import { conversationSettings, type LimitsSetting, type LlmSetting } from '../../runtime/agent/agent-config'
+import { conversationSettings, readNodeSettings, turnLimits, type LimitsSetting, type LlmSetting } from '../../runtime/agent/agent-config'
+import { tokensSpent } from '../../runtime/agent/turn-limits'
 import { compareRefs, topRef, workAt, type AgentRef } from '../../runtime/placement/placement'
 import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type HandlerContext, type HandlersOf } from './handler-context'
 
-type AgentMethod = 'agent.cancel' | 'agent.resume' | 'agent.status' | 'agent.autoRevival' | 'agent.configure'
+type AgentMethod = 'agent.cancel' | 'agent.resume' | 'agent.status' | 'agent.autoRevival' | 'agent.configure' | 'agent.limits'
 
 export function agentHandlers (c: HandlerContext): HandlersOf<AgentMethod> {
   const { node } = c
@@ -27,7 +28,8 @@ export function agentHandlers (c: HandlerContext): HandlersOf<AgentMethod> {
     'agent.resume': async p => resume(c, p.conversation),
     'agent.status': async p => agentStatus(c, c.resolve(p.conversation)),
     'agent.autoRevival': async p => setAutoRevival(c, p.conversation, p.on),
-    'agent.configure': async p => configure(c, p)
+    'agent.configure': async p => configure(c, p),
+    'agent.limits': async p => limitsOf(c, c.resolve(p.conversation))
   }
 }
 
@@ -152,6 +154,20 @@ async function configure (c: HandlerContext, p: ApiParamsOut<'agent.configure'>)
   if (p.limits !== undefined) await configureLimits(node.history, dag, p.limits)
   const resolved = await asApiError(node.agentConfig(id))
   return { conversation: id, warnings: resolved.warnings, sandboxed: resolved.sandboxed }
+}
+
+/** The limits the agent would run under here (turnLimits, as agent-config resolves them), and the budget's count so far. */
+async function limitsOf (c: HandlerContext, id: string): Promise<AgentLimitsDto> {
+  const { node } = c
+  const [dag, settings] = await Promise.all([node.history.open(id), readNodeSettings(node.dataDir)])
+  const own = conversationSettings(dag, node.device).limits
+  const limits = turnLimits(own, settings)
+  return {
+    maxSteps: limits.maxSteps,
+    maxStepsFrom: own.maxSteps !== undefined ? 'conversation' : settings?.maxSteps !== undefined ? 'settings' : 'default',
+    ...(limits.tokenBudget !== undefined ? { tokenBudget: limits.tokenBudget } : {}),
+    tokensSpent: tokensSpent(dag.entries(), node.device)
+  }
 }
 
 /** This device's `limits` setting of a conversation, the given values joined to the saved ones (0 clears one). */

@@ -50,10 +50,10 @@ export function tokensSpent (entries: Iterable<Entry>, device: string): number {
 /** The limit the next model step would pass, and what the stop says (which limit, how to go on); else undefined. */
 export function limitReached (limits: TurnLimits, steps: number, tokens: number): { limit: LimitKind; message: string } | undefined {
   if (limits.tokenBudget !== undefined && tokens >= limits.tokenBudget) {
-    return { limit: 'tokens', message: `stopped: the conversation used ${tokens} tokens of its ${limits.tokenBudget}-token budget on this device. To go on, raise the budget (\`arbor chat <conv> --token-budget N\`, 0 for none) and send a message or resume` }
+    return { limit: 'tokens', message: `stopped: the conversation used ${tokens} tokens of its ${limits.tokenBudget}-token budget on this device. To go on, raise the budget (Limits in the conversation's header, or \`arbor chat <conv> --token-budget N\`; 0 for none) and send a message or resume` }
   }
   if (steps >= limits.maxSteps) {
-    return { limit: 'steps', message: `stopped after ${steps} model steps in this turn (this device's limit is ${limits.maxSteps}). Send a message, or resume, to go on with a fresh count; the limit is set in Settings or with \`arbor chat <conv> --max-steps N\`` }
+    return { limit: 'steps', message: `stopped after ${steps} model steps in this turn (this device's limit is ${limits.maxSteps}). Send a message, or resume, to go on with a fresh count; the limit is set in Settings, in the conversation's Limits or with \`arbor chat <conv> --max-steps N\`` }
   }
   return undefined
 }
