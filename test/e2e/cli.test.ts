@@ -47,6 +47,7 @@ describe('arbor CLI', () => {
     expect(showOther).toContain('Somewhere warm')
     expect(showOther).not.toContain('The mountains')
 
+
     const md = (await arbor(data, 'export', p, '--format', 'md')).out
     expect(md).toMatch(/^# Plan the trip/)
     expect(md).toContain('## User')
@@ -55,6 +56,14 @@ describe('arbor CLI', () => {
     expect(all.heads).toHaveLength(2)
     const seen = new Set<string>()
     for (const e of all.entries) { for (const par of e.parents) expect(seen.has(par)).toBe(true); seen.add(e.id) }
+
+    // a branch named from the CLI shows in the tree (the name made one plain line); taken away again
+    const named = await arbor(data, 'name', p, other, 'Beach', 'plan\u001b[31m')
+    expect(named.code).toBe(0)
+    expect((await arbor(data, 'tree', p)).out).toMatch(new RegExp(`${other} user +\\[Beach plan \\[31m\\] Somewhere warm`)) // the escape is a space
+    expect((await arbor(data, 'name', p, other)).code).toBe(0)
+    expect((await arbor(data, 'tree', p)).out).not.toContain('[Beach')
+    expect((await arbor(data, 'name', p, 'zzzz', 'x')).code).not.toBe(0)
   })
 
   it('answers mistakes with one clear line and a non-zero exit', async () => {

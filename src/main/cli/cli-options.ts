@@ -45,6 +45,7 @@ export const COMMAND_OPTIONS = {
   post: ['parent'],
   ls: ['json'],
   tree: [],
+  name: [],
   show: ['leaf'],
   export: ['format', 'leaf'],
   serve: ['bootstrap', 'name', 'port', 'host', 'offline'],

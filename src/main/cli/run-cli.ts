@@ -45,6 +45,8 @@ const USAGE = `usage: arbor <command> [options]
                                         (a new branch if ID is not a tip); chat asks it
   ls [--json]                           list conversations, most recent first
   tree <conv>                           the conversation's branches as a tree
+  name <conv> <ID> [name]               name the branch starting at entry ID for every device (the
+                                        tree shows it); without a name, the name is taken away
   show <conv> [--leaf ID]               the transcript of one branch
   export <conv> --format md|json [--leaf ID]
                                         Markdown of one branch, or every entry as JSON
@@ -367,6 +369,17 @@ const COMMANDS: Record<string, Handler> = {
     const { device } = await a.call('hello', {})
     const { asciiTree } = await import('./ascii-tree')
     io.out(asciiTree(dag, { branch, device }))
+  },
+
+  async name ({ args, io, api }) {
+    need(args, 2, 'conversation and entry: arbor name <conv> <ID> [name]')
+    const ref = await conversationRef(args[0] as string)
+    const a = await api()
+    const { dag } = await openConversation(a, ref)
+    const entry = await resolveEntry(dag, args[1] as string)
+    const name = args.slice(2).join(' ')
+    await a.call('branch.name', { conversation: dag.conversation, entry: entry.id, name })
+    io.err(name.trim() === '' ? `the branch at ${entry.id.slice(0, 8)} has no name now\n` : `named the branch at ${entry.id.slice(0, 8)}\n`)
   },
 
   async show ({ args, values, io, api }) {
