@@ -4,10 +4,12 @@ import { useCallback, useRef, useState, type JSX } from 'react'
 import { conversationDag, conversationJson, exportFileName, transcriptMarkdown } from '../../shared/conversation-export'
 import { errorText, useApi } from '../api-context'
 import { downloadText } from '../common/download'
+import { useDismiss } from '../common/use-dismiss'
 
 export function ExportMenu ({ conversation, leaf, disabled, onError }: { conversation: string; /** the tip of the branch shown */ leaf: string | undefined; disabled: boolean; onError: (text: string) => void }): JSX.Element {
   const client = useApi()
   const menu = useRef<HTMLDetailsElement>(null)
+  useDismiss(menu)
   const [busy, setBusy] = useState(false)
   const run = useCallback(async (format: 'md' | 'json') => {
     if (menu.current !== null) menu.current.open = false

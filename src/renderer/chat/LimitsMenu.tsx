@@ -4,12 +4,14 @@ import { useCallback, useId, useRef, useState, type FormEvent, type JSX } from '
 import type { AgentLimitsDto } from '../../shared/api'
 import { errorText, useApi } from '../api-context'
 import { maxStepsOf, tokenBudgetOf } from '../settings/settings-form'
+import { useDismiss } from '../common/use-dismiss'
 
 const FROM: Record<AgentLimitsDto['maxStepsFrom'], string> = { conversation: 'set here', settings: 'from Settings', default: 'the default' }
 
 export function LimitsMenu ({ conversation, disabled }: { conversation: string; disabled: boolean }): JSX.Element {
   const client = useApi()
   const menu = useRef<HTMLDetailsElement>(null)
+  useDismiss(menu)
   const ids = { steps: useId(), budget: useId() }
   const [limits, setLimits] = useState<AgentLimitsDto | undefined>()
   const [steps, setSteps] = useState('')
