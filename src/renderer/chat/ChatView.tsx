@@ -295,7 +295,7 @@ export function ChatView ({ store, connected, device, onOpen, titleOf, landing }
         working={running}
       />
       {showTree
-        ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onContinue={onTreeContinue} onClose={closeTree} />
+        ? <TreeView dag={dag} size={size} selected={selected} self={device} onPick={onPick} onContinue={onTreeContinue} onClose={closeTree} />
         : null}
       <div className="scroll" ref={scrollRef} onScroll={onScroll} hidden={showTree}>
         {turns.length === 0
