@@ -271,7 +271,8 @@ export function ChatView ({ store, connected, device, onOpen, titleOf, landing }
           <ForkedFrom dag={dag} titleOf={titleOf} onOpen={onOpen} />
         </div>
         <div className="chat-meta">
-          {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
+          {/* no spinner while the reply streams below: the text shows the work, and an endless animation costs every token a frame drawn again (styles.css, .caret) */}
+          {running ? <span className="badge running" role="status">{streamHere ? null : <span className="spinner small" aria-hidden="true" />}agent running{where}</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
           <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
           <ExportMenu conversation={store.id} leaf={tip?.id} disabled={!connected} onError={setError} />
