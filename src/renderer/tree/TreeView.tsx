@@ -11,7 +11,7 @@ import { ariaPositions } from './tree-aria'
 import { ariaParent, canFold, foldRows, hiddenText, shownIndexOf, unfoldPathTo } from './tree-fold'
 import { loadFolds, saveFolds } from './tree-fold-store'
 import { treeLayoutOf } from './layout-cache'
-import { deviceColour, visibleWindow, type TreeNode } from './tree-layout'
+import { deviceColour, laneRuns, visibleWindow, type TreeNode } from './tree-layout'
 
 export const TREE_ROW_HEIGHT = 32
 const LANE_WIDTH = 18
@@ -192,7 +192,6 @@ export function TreeView ({ dag, size, selected, self, onPick, onContinue, onClo
 }
 
 const LANE_CLASS: Record<string, string> = { '│': 'pipe', '├': 'tee', '└': 'elbow', ' ': 'blank' }
-const laneClass = (c: string | undefined): string => LANE_CLASS[c ?? ' '] ?? ''
 
 function TreeRow ({ node: n, index, active, self, pos, setSize, folded, onToggle, onPick, onContinue }: {
   node: TreeNode
@@ -213,13 +212,8 @@ function TreeRow ({ node: n, index, active, self, pos, setSize, folded, onToggle
   const lanes: JSX.Element[] = []
   // fork connectors like `arbor tree`'s ├─ └─ │ (tree-layout's guide); a run of │ or blank lanes is
   // one element: a row deep in forks has up to 40 lanes, and one element each was most of the tree's first paint
-  const depth = Math.min(n.lane, 40)
-  for (let l = 0; l < depth;) {
-    const kind = laneClass(n.guide[l])
-    let k = 1
-    if (kind === 'pipe' || kind === 'blank') while (l + k < depth && laneClass(n.guide[l + k]) === kind) k++
-    lanes.push(<span key={l} className={`tree-lane ${kind}`} style={k > 1 ? { width: k * LANE_WIDTH } : undefined} aria-hidden="true" />)
-    l += k
+  for (const r of laneRuns(n.guide, n.lane)) {
+    lanes.push(<span key={r.at} className={`tree-lane ${LANE_CLASS[r.glyph] ?? ''}`} style={r.count > 1 ? { width: r.count * LANE_WIDTH } : undefined} aria-hidden="true" />)
   }
   return (
     <div
