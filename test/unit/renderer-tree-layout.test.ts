@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
-import { DEVICE_COLOURS, deviceColour, layoutTree, shortLabel, visibleWindow, type TreeNode } from '../../src/renderer/tree/tree-layout'
+import { DEVICE_COLOURS, deviceColour, laneRuns, layoutTree, shortLabel, visibleWindow, type TreeNode } from '../../src/renderer/tree/tree-layout'
 import { ariaParent, canFold, foldRows, hiddenText, shownIndexOf, unfoldPathTo } from '../../src/renderer/tree/tree-fold'
 import { ariaPositions } from '../../src/renderer/tree/tree-aria'
 import { treeLayoutOf } from '../../src/renderer/tree/layout-cache'
@@ -359,5 +359,29 @@ describe('the kept layout (layout-cache.ts)', () => {
     // another DAG of the same conversation (opened again) keeps nothing of this one's
     const again = new ConversationDag(root.id, dag.entries())
     expect(treeLayoutOf(again, again.size, other.last.id)).not.toBe(grown)
+  })
+})
+
+describe('laneRuns', () => {
+  it('draws a row of the tree deep in forks as few elements: runs of │ or blank lanes are one each', () => {
+    expect(laneRuns('│││  │├', 7)).toEqual([
+      { at: 0, glyph: '│', count: 3 }, { at: 3, glyph: ' ', count: 2 }, { at: 5, glyph: '│', count: 1 }, { at: 6, glyph: '├', count: 1 }
+    ])
+    expect(laneRuns('│'.repeat(60) + '└', 61)).toEqual([{ at: 0, glyph: '│', count: 40 }])
+    expect(laneRuns('├├', 2)).toEqual([{ at: 0, glyph: '├', count: 1 }, { at: 1, glyph: '├', count: 1 }])
+  })
+
+  it('covers exactly the drawn lanes, in order, with every │ and blank run maximal (property)', () => {
+    fc.assert(fc.property(fc.array(fc.constantFrom('│', ' ', '├', '└'), { maxLength: 60 }), fc.nat({ max: 70 }), (glyphs, lanes) => {
+      const guide = glyphs.join('')
+      const runs = laneRuns(guide, lanes)
+      const depth = Math.min(lanes, 40)
+      expect(runs.map(r => r.glyph.repeat(r.count)).join('')).toBe(guide.padEnd(depth, ' ').slice(0, depth))
+      runs.forEach((r, i) => {
+        if (r.glyph === '├' || r.glyph === '└') expect(r.count).toBe(1)
+        const next = runs[i + 1]
+        if (next !== undefined) { expect(next.at).toBe(r.at + r.count); if (r.glyph === '│' || r.glyph === ' ') expect(next.glyph).not.toBe(r.glyph) }
+      })
+    }), { verbose: true })
   })
 })

@@ -272,7 +272,8 @@ export function ChatView ({ store, connected, device, onOpen, titleOf, landing }
           <ForkedFrom dag={dag} titleOf={titleOf} onOpen={onOpen} />
         </div>
         <div className="chat-meta">
-          {running ? <span className="badge running" role="status"><span className="spinner small" aria-hidden="true" />agent running{where}</span> : null}
+          {/* no spinner while the reply streams below: the text shows the work, and an endless animation costs every token a frame drawn again (styles.css, .caret) */}
+          {running ? <span className="badge running" role="status">{streamHere ? null : <span className="spinner small" aria-hidden="true" />}agent running{where}</span> : null}
           {headCount > 1 ? <span className="badge">{headCount} branches</span> : null}
           <button ref={treeToggleRef} type="button" className={showTree ? 'tree-toggle on' : 'tree-toggle'} aria-label="Show the conversation tree" aria-pressed={showTree} onClick={() => setShowTree(v => !v)}>Tree</button>
           <LimitsMenu conversation={store.id} disabled={!connected} />
@@ -297,7 +298,7 @@ export function ChatView ({ store, connected, device, onOpen, titleOf, landing }
         working={running}
       />
       {showTree
-        ? <TreeView dag={dag} size={size} selected={selected} onPick={onPick} onContinue={onTreeContinue} onClose={closeTree} />
+        ? <TreeView dag={dag} size={size} selected={selected} self={device} onPick={onPick} onContinue={onTreeContinue} onClose={closeTree} />
         : null}
       <div className="scroll" ref={scrollRef} onScroll={onScroll} hidden={showTree}>
         {turns.length === 0

@@ -2,7 +2,7 @@
 // the shown branch highlighted, each device in its own colour. Virtualised: only the rows
 // in view (plus a few) are drawn, so 10,000 entries scroll smoothly. Forks fold (this
 // device's view state, kept per conversation in localStorage); branches can be named.
-import { useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type JSX, type KeyboardEvent } from 'react'
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type JSX, type KeyboardEvent } from 'react'
 import { BRANCH_NAME_MAX } from '../../shared/branch-name'
 import type { ConversationDag } from '../../shared/conversation-dag'
 import { useApi } from '../api-context'
@@ -11,18 +11,20 @@ import { ariaPositions } from './tree-aria'
 import { ariaParent, canFold, foldRows, hiddenText, shownIndexOf, unfoldPathTo } from './tree-fold'
 import { loadFolds, saveFolds } from './tree-fold-store'
 import { treeLayoutOf } from './layout-cache'
-import { deviceColour, visibleWindow, type TreeNode } from './tree-layout'
+import { deviceColour, laneRuns, visibleWindow, type TreeNode } from './tree-layout'
 
 export const TREE_ROW_HEIGHT = 32
 const LANE_WIDTH = 18
 /** the tree's height before it is measured (a window's worth; overscan covers the difference) */
 const OPEN_HEIGHT_GUESS = 600
 
-export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: {
+export function TreeView ({ dag, size, selected, self, onPick, onContinue, onClose }: {
   dag: ConversationDag
   /** the DAG's size: it stands for its (mutable) contents */
   size: number
   selected: string | undefined
+  /** this device's key (rows by others are marked), as the chat knows it */
+  self: string | undefined
   /** shows the branch through this entry */
   onPick: (entry: string) => void
   /** starts a message that continues from a turn (a new branch when the turn has a continuation) */
@@ -30,12 +32,6 @@ export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: 
   onClose: () => void
 }): JSX.Element {
   const client = useApi()
-  const [self, setSelf] = useState<string | undefined>()
-  useEffect(() => {
-    let live = true
-    client.call('hello', {}).then(r => { if (live) setSelf(r.device) }, () => undefined)
-    return () => { live = false }
-  }, [client])
 
   const { rows: all, current: currentAll } = useMemo(() => treeLayoutOf(dag, size, selected), [dag, size, selected])
   // the folds kept from last time, except those that would hide the shown branch: the tree
@@ -51,7 +47,9 @@ export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: 
   const [nameError, setNameError] = useState<string | undefined>()
   // the first render already draws the rows around the shown branch's turn (where the view opens),
   // so the layout effect's measured view keeps them rather than replacing a screenful from the top
-  const [view, setView] = useState(() => ({ top: Math.max(0, current * TREE_ROW_HEIGHT - OPEN_HEIGHT_GUESS / 2), height: OPEN_HEIGHT_GUESS }))
+  const [view, setViewState] = useState(() => ({ top: Math.max(0, current * TREE_ROW_HEIGHT - OPEN_HEIGHT_GUESS / 2), height: OPEN_HEIGHT_GUESS }))
+  // the same view keeps the same state: the resize observer's first call (and a scroll within a row) draws nothing again
+  const setView = useCallback((v: { top: number; height: number }) => setViewState(p => p.top === v.top && p.height === v.height ? p : v), [])
   const ref = useRef<HTMLDivElement>(null)
 
   // open at the shown branch's last turn, in the middle of the view
@@ -69,7 +67,7 @@ export function TreeView ({ dag, size, selected, onPick, onContinue, onClose }: 
     const ro = new ResizeObserver(() => setView({ top: el.scrollTop, height: el.clientHeight }))
     ro.observe(el)
     return () => ro.disconnect()
-  }, [])
+  }, [setView])
 
   const moveTo = (i: number, count = rows.length): void => {
     const n = Math.max(0, Math.min(count - 1, i))
@@ -212,8 +210,11 @@ function TreeRow ({ node: n, index, active, self, pos, setSize, folded, onToggle
   const compacted = n.compactions?.reduce((a, b) => Math.max(a, b), 0)
   const cls = ['tree-row', n.onBranch ? 'on-branch' : '', active ? 'active' : '', fork ? 'fork' : '', folded ? 'folded' : '', compacted !== undefined ? 'compacted' : ''].filter(Boolean).join(' ')
   const lanes: JSX.Element[] = []
-  // fork connectors like `arbor tree`'s ├─ └─ │ (tree-layout's guide)
-  for (let l = 0; l < Math.min(n.lane, 40); l++) lanes.push(<span key={l} className={`tree-lane ${LANE_CLASS[n.guide[l] ?? ' '] ?? ''}`} aria-hidden="true" />)
+  // fork connectors like `arbor tree`'s ├─ └─ │ (tree-layout's guide); a run of │ or blank lanes is
+  // one element: a row deep in forks has up to 40 lanes, and one element each was most of the tree's first paint
+  for (const r of laneRuns(n.guide, n.lane)) {
+    lanes.push(<span key={r.at} className={`tree-lane ${LANE_CLASS[r.glyph] ?? ''}`} style={r.count > 1 ? { width: r.count * LANE_WIDTH } : undefined} aria-hidden="true" />)
+  }
   return (
     <div
       id={`tree-row-${n.id}`}

@@ -208,6 +208,20 @@ export function deviceColour (device: string): string {
 }
 
 /** The rows [start, end) to draw for a scroll position, with `overscan` rows either side. */
+/** A row's connector lanes as runs to draw: a run of │ or blank lanes is one element, ├ and └ one each (first `max` lanes). */
+export function laneRuns (guide: string, lanes: number, max = 40): Array<{ at: number; glyph: string; count: number }> {
+  const depth = Math.min(lanes, max)
+  const out: Array<{ at: number; glyph: string; count: number }> = []
+  for (let l = 0; l < depth;) {
+    const glyph = guide[l] ?? ' '
+    let count = 1
+    if (glyph === '│' || glyph === ' ') while (l + count < depth && (guide[l + count] ?? ' ') === glyph) count++
+    out.push({ at: l, glyph, count })
+    l += count
+  }
+  return out
+}
+
 export function visibleWindow (count: number, rowHeight: number, scrollTop: number, height: number, overscan = 8): { start: number; end: number } {
   const start = Math.min(count, Math.max(0, Math.floor(scrollTop / rowHeight) - overscan))
   const end = Math.min(count, Math.ceil((scrollTop + Math.max(height, rowHeight)) / rowHeight) + overscan)
