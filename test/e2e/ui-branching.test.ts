@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { tempDirs } from '../helpers/temp-dir'
-import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
+import { launchChromium, newConversation, type Served, shot as screenshot, startServe, watchProblems } from '../helpers/ui-session'
 
 // Branching and reading in the web UI: "continue from here" from the tree and from the
 // transcript, highlighted code in a reply, and both colour schemes. `arbor serve` in a real
@@ -29,13 +29,9 @@ beforeAll(async () => {
   context = await launchChromium(await dirs.make(), { colorScheme: 'light' })
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(url).origin })
   page = await context.newPage()
-  page.on('pageerror', e => problems.push(String(e)))
-  // a CSP refusal (an inline style or script the strict policy blocks) is a bug too
-  page.on('console', m => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text()) })
+  watchProblems(page, problems)
   await page.goto(url)
-  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
-  await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Branching')
-  await page.getByRole('button', { name: 'Create' }).click()
+  await newConversation(page, 'Branching')
 }, 60_000)
 
 afterAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { tempDirs } from '../helpers/temp-dir'
-import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
+import { launchChromium, newConversation, type Served, shot as screenshot, startServe, watchProblems } from '../helpers/ui-session'
 
 // A conversation's limits in the web UI: its token budget set in the header's Limits menu stops
 // the agent once spent (the scripted model reports usage), and the menu says what was used.
@@ -16,11 +16,9 @@ beforeAll(async () => {
   served = await startServe(await dirs.make(), { name: 'ui-limits' })
   context = await launchChromium(await dirs.make(), { colorScheme: 'light' })
   page = await context.newPage()
-  page.on('pageerror', e => problems.push(String(e)))
+  watchProblems(page, problems)
   await page.goto(served.url)
-  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
-  await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Budgeted')
-  await page.getByRole('button', { name: 'Create' }).click()
+  await newConversation(page, 'Budgeted')
 }, 60_000)
 
 afterAll(async () => {

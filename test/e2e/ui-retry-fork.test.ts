@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { tempDirs } from '../helpers/temp-dir'
-import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
+import { launchChromium, newConversation, type Served, shot as screenshot, startServe, watchProblems } from '../helpers/ui-session'
 
 // Retry and fork in the web UI: `arbor serve` in a real process, Debian's Chromium, the fake
 // model with a script whose answer names the model it was asked as. Screenshots go to test-results/.
@@ -22,12 +22,9 @@ beforeAll(async () => {
   served = await startServe(data, { name: 'ui-retry' })
   context = await launchChromium(await dirs.make(), { colorScheme: 'light' })
   page = await context.newPage()
-  page.on('pageerror', e => problems.push(String(e)))
-  page.on('console', m => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text()) })
+  watchProblems(page, problems)
   await page.goto(served.url)
-  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
-  await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Colours')
-  await page.getByRole('button', { name: 'Create' }).click()
+  await newConversation(page, 'Colours')
 }, 60_000)
 
 afterAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright-core'
 import { tempDirs } from '../helpers/temp-dir'
-import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
+import { launchChromium, newConversation, type Served, shot as screenshot, startServe, watchProblems } from '../helpers/ui-session'
 
 // Ctrl+K in the web UI: a word written only in an old branch of another conversation is found,
 // and picking it opens that conversation on that branch, scrolled to the entry and outlined.
@@ -20,9 +20,7 @@ async function say (text: string, reply: string): Promise<void> {
 }
 
 async function create (title: string): Promise<void> {
-  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
-  await page.getByRole('textbox', { name: 'Title', exact: true }).fill(title)
-  await page.getByRole('button', { name: 'Create' }).click()
+  await newConversation(page, title)
   await page.getByRole('heading', { name: title }).waitFor({ timeout: 10_000 })
 }
 
@@ -30,8 +28,7 @@ beforeAll(async () => {
   served = await startServe(await dirs.make(), { name: 'ui-search' })
   context = await launchChromium(await dirs.make(), { colorScheme: 'light' })
   page = await context.newPage()
-  page.on('pageerror', e => problems.push(String(e)))
-  page.on('console', m => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text()) })
+  watchProblems(page, problems)
   await page.goto(served.url)
 }, 60_000)
 

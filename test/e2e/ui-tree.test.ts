@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Locator, Page } from 'playwright-core'
 import { tempDirs } from '../helpers/temp-dir'
-import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
+import { launchChromium, newConversation, type Served, shot as screenshot, startServe, watchProblems } from '../helpers/ui-session'
 
 // The tree view as a tree people use: fork connectors, folding a fork (toggle and ←/→),
 // naming a branch (the row, the switcher's tooltip), a compaction marked in the tree and
@@ -35,12 +35,9 @@ beforeAll(async () => {
   served = await startServe(await dirs.make(), { name: 'ui-tree' })
   context = await launchChromium(await dirs.make(), { colorScheme: 'light' })
   page = await context.newPage()
-  page.on('pageerror', e => problems.push(String(e)))
-  page.on('console', m => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text()) })
+  watchProblems(page, problems)
   await page.goto(served.url)
-  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
-  await page.getByRole('textbox', { name: 'Title', exact: true }).fill('Trees')
-  await page.getByRole('button', { name: 'Create' }).click()
+  await newConversation(page, 'Trees')
   // First → Second → Third, and First → Other second (shown)
   await say('First question', 'You said: First question')
   await say('Second question', 'You said: Second question')

@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { tempDirs } from '../helpers/temp-dir'
-import { launchChromium, shot as screenshot, startServe, type Served } from '../helpers/ui-session'
+import { launchChromium, type Served, shot as screenshot, startServe, newConversation as createConversation } from '../helpers/ui-session'
 
 // The web UI as a user sees it: `arbor serve` in a real process, Debian's Chromium driven by
 // Playwright, the scripted `fake` model. Screenshots are kept in test-results/.
@@ -18,9 +18,7 @@ const shot = (name: string): Promise<Buffer> => screenshot(page, `ui-${name}`)
 /** The app opened afresh, a conversation created with `title` and shown. */
 async function newConversation (title: string): Promise<void> {
   await page.goto(url)
-  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
-  await page.getByRole('textbox', { name: 'Title', exact: true }).fill(title)
-  await page.getByRole('button', { name: 'Create' }).click()
+  await createConversation(page, title)
   await page.getByRole('heading', { name: title, level: 2 }).waitFor({ timeout: 10_000 })
 }
 

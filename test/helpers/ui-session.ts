@@ -93,3 +93,16 @@ export async function shot (page: Page, name: string): Promise<Buffer> {
   if (png.byteLength <= 8_000) throw new Error(`the screenshot ${file} is blank (${png.byteLength} bytes)`)
   return png
 }
+
+/** Keeps in `problems` what a page must never show: an uncaught error, a CSP refusal (an inline style or script the strict policy blocks). */
+export function watchProblems (page: Page, problems: string[]): void {
+  page.on('pageerror', e => problems.push(String(e)))
+  page.on('console', m => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text()) })
+}
+
+/** Creates a conversation titled `title` from the sidebar's New conversation form (it opens). */
+export async function newConversation (page: Page, title: string): Promise<void> {
+  await page.getByRole('button', { name: 'New conversation', exact: true }).first().click()
+  await page.getByRole('textbox', { name: 'Title', exact: true }).fill(title)
+  await page.getByRole('button', { name: 'Create' }).click()
+}
