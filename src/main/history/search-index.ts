@@ -9,6 +9,7 @@ import type { EntriesEvent } from './conversation-index'
 import { SearchPostings, type DocHit } from './search-postings'
 import { FRAME_HEAD, SEARCH_PREFIX, decodeFrames, decodeSnapshot, encodeRecord, encodeSnapshot, frameLength, logNonce, searchLogStart, startProblem, type SearchRecord } from './search-log'
 import { parseQuery, searchableText, snippet, terms, type SearchQuery } from './search-text'
+import type { SearchHitDto } from '../../shared/api'
 
 /** What the index reads of the history (HistoryStore has it all). */
 export interface SearchSource {
@@ -19,16 +20,8 @@ export interface SearchSource {
   open: (conversation: string) => Promise<ConversationDag>
 }
 
-export interface SearchHit {
-  conversation: string
-  entry: string
-  /** the conversation's title now */
-  title: string
-  ts: number
-  snippet: string
-  /** where the matching word is in the snippet, [start, end) */
-  match: [number, number] | null
-}
+/** A hit as search.query answers it (the conversation's title as it is now): the API's type, written once. */
+export type SearchHit = SearchHitDto
 
 export interface SearchResult {
   hits: SearchHit[]
