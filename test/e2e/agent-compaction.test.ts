@@ -3,6 +3,7 @@
 // answered; the history keeps every entry; no request after the first compaction is over the window.
 import { afterEach, describe, expect, it } from 'vitest'
 import { runCli } from '../../src/main/cli/run-cli'
+import { cliWithServer, type CliRun } from '../helpers/captured-cli'
 import { HistoryStore } from '../../src/main/history/history-store'
 import { SUMMARISER_PROMPT, SUMMARY_HEADER } from '../../src/main/runtime/agent/compaction'
 import type { Entry } from '../../src/shared/entry'
@@ -20,17 +21,7 @@ afterEach(async () => {
 const WINDOW = 3000
 const TURNS = 10
 
-/** `arbor …` in this process on `data`, the key from the environment going to the test server only. */
-function cliOn (data: string, s: OpenAITestServer, workspaces?: string): (...args: string[]) => Promise<{ code: number; out: string; err: string }> {
-  // the tools' workspaces outside the data directory, which they may not see
-  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH, ...(workspaces !== undefined ? { ARBOR_WORKSPACES: workspaces } : {}) }
-  return async (...args) => {
-    let out = ''
-    let err = ''
-    const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env, cwd: data })
-    return { code, out, err }
-  }
-}
+const cliOn = (data: string, s: OpenAITestServer, workspaces?: string): ((...args: string[]) => Promise<CliRun>) => cliWithServer(data, s.baseURL, workspaces)
 
 function isSummary (r: RecordedRequest): boolean {
   return (r.body as { messages: Array<{ content: unknown }> }).messages[0]?.content === SUMMARISER_PROMPT

@@ -3,7 +3,7 @@
 // boundary by this device's step limit or token budget, with an entry that says which and how to
 // go on; a message goes on with a fresh count. Real bash in bwrap, real history on disk.
 import { afterEach, describe, expect, it } from 'vitest'
-import { runCli } from '../../src/main/cli/run-cli'
+import { cliWithServer, type CliRun } from '../helpers/captured-cli'
 import { HistoryStore } from '../../src/main/history/history-store'
 import type { Entry } from '../../src/shared/entry'
 import { reply, startOpenAITestServer, type OpenAITestServer } from '../helpers/openai-test-server'
@@ -17,16 +17,7 @@ afterEach(async () => {
   await dirs.cleanup()
 })
 
-function cliOn (data: string, s: OpenAITestServer, workspaces?: string): (...args: string[]) => Promise<{ code: number; out: string; err: string }> {
-  // the tools' workspaces outside the data directory, which they may not see
-  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: s.baseURL, PATH: process.env.PATH, ...(workspaces !== undefined ? { ARBOR_WORKSPACES: workspaces } : {}) }
-  return async (...args) => {
-    let out = ''
-    let err = ''
-    const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env, cwd: data })
-    return { code, out, err }
-  }
-}
+const cliOn = (data: string, s: OpenAITestServer, workspaces?: string): ((...args: string[]) => Promise<CliRun>) => cliWithServer(data, s.baseURL, workspaces)
 
 async function branchOf (data: string): Promise<Entry[]> {
   const store = new HistoryStore({ dir: data })

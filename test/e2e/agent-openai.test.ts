@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
 import { runCli } from '../../src/main/cli/run-cli'
-import { capturedCli, type CliRun } from '../helpers/captured-cli'
+import { cliWithServer, type CliRun } from '../helpers/captured-cli'
 import { HistoryStore } from '../../src/main/history/history-store'
 import type { Entry } from '../../src/shared/entry'
 import { reply, startOpenAITestServer, type OpenAITestServer } from '../helpers/openai-test-server'
@@ -17,8 +17,7 @@ afterEach(async () => {
 })
 
 // the key from the environment goes only to OPENAI_BASE_URL: the server is named there too
-const arbor = (data: string, ...args: string[]): Promise<CliRun> =>
-  capturedCli(args, { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: server.baseURL, PATH: process.env.PATH }, data)
+const arbor = (data: string, ...args: string[]): Promise<CliRun> => cliWithServer(data, server.baseURL)(...args)
 
 describe('arbor chat with the real openai SDK against a local OpenAI-compatible server', () => {
   it('runs a multi-step, tool-using turn: bash makes a file in the workspace, read_file reads it back', async () => {

@@ -9,3 +9,13 @@ export async function capturedCli (args: string[], env: Record<string, string | 
   const code = await runCli(args, { out: t => { out += t }, err: t => { err += t }, env, cwd })
   return { code, out, err }
 }
+
+/**
+ * `arbor …` in this process on `data`, the key from the environment going to the model server at
+ * `baseURL` only (OPENAI_BASE_URL names it); `workspaces`: the tools' workspaces, outside the data
+ * directory, which they may not see.
+ */
+export function cliWithServer (data: string, baseURL: string, workspaces?: string): (...args: string[]) => Promise<CliRun> {
+  const env = { ARBOR_DATA: data, HOME: data, OPENAI_API_KEY: 'sk-local', OPENAI_BASE_URL: baseURL, PATH: process.env.PATH, ...(workspaces !== undefined ? { ARBOR_WORKSPACES: workspaces } : {}) }
+  return async (...args) => capturedCli(args, env, data)
+}

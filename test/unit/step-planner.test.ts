@@ -1,24 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { makeEntry } from '../../src/main/history/entry-codec'
+import { DEV, linearBranch, PEER } from '../helpers/linear-branch'
 import { planNext, toIrMessages, idemKey, usageTotal } from '../../src/main/runtime/agent/step-planner'
-import type { EffectClass, Entry, EntryDraft } from '../../src/shared/entry'
+import type { EffectClass, Entry } from '../../src/shared/entry'
 import type { IrMessage } from '../../src/shared/llm-ir'
 
-const DEV = 'd'.repeat(64)
-const PEER = 'e'.repeat(64)
 const AGENT = 'agent#0'
 /** the agent planning now: the one that wrote the assistant entries of `branch` */
 const ME = { device: DEV, agent: AGENT }
 
-/** Builds a linear branch from drafts (each the child of the previous). */
-function branch (...drafts: Array<Omit<EntryDraft, 'parents'> & { by?: string }>): Entry[] {
-  const root = makeEntry({ kind: 'conversation', body: { title: 't', nonce: 'n' }, parents: [] }, { conversation: null, device: DEV, ts: 1 })
-  const out: Entry[] = [root]
-  let ts = 2
-  for (const { by, ...d } of drafts) out.push(makeEntry({ ...d, parents: [(out.at(-1) as Entry).id] } as EntryDraft, { conversation: root.id, device: by ?? DEV, ts: ts++ }))
-  return out
-}
+const branch = linearBranch
 /** the same draft, written by another device */
 const byPeer = <T extends object>(d: T): T & { by: string } => ({ ...d, by: PEER })
 const user = (text: string) => ({ kind: 'user' as const, body: { text } })

@@ -1,20 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { makeEntry } from '../../src/main/history/entry-codec'
+import { DEV, linearBranch, PEER } from '../helpers/linear-branch'
 import { DEFAULT_MAX_STEPS, limitReached, stepsInTurn, tokensSpent } from '../../src/main/runtime/agent/turn-limits'
 import { turnLimits } from '../../src/main/runtime/agent/agent-config'
-import { BODY_SCHEMAS, type Entry, type EntryDraft } from '../../src/shared/entry'
+import { BODY_SCHEMAS } from '../../src/shared/entry'
 
-const DEV = 'd'.repeat(64)
-const PEER = 'e'.repeat(64)
 
-function branch (...drafts: Array<Omit<EntryDraft, 'parents'> & { by?: string }>): Entry[] {
-  const root = makeEntry({ kind: 'conversation', body: { title: 't', nonce: 'n' }, parents: [] }, { conversation: null, device: DEV, ts: 1 })
-  const out: Entry[] = [root]
-  let ts = 2
-  for (const { by, ...d } of drafts) out.push(makeEntry({ ...d, parents: [(out.at(-1) as Entry).id] } as EntryDraft, { conversation: root.id, device: by ?? DEV, ts: ts++ }))
-  return out
-}
+const branch = linearBranch
 const user = (text: string) => ({ kind: 'user' as const, body: { text } })
 const step = (input = 0, output = 0) => ({ kind: 'assistant' as const, agent: 'agent#0', body: { text: '', usage: { input, output } } })
 const limitStop = (by = DEV) => ({ kind: 'agent.stopped' as const, body: { epoch: 0, reason: 'done' as const, limit: 'steps' }, by })
