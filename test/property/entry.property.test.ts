@@ -8,7 +8,7 @@ import {
   BODY_SCHEMAS, EFFECT_CLASSES, ENTRY_KINDS, EnvelopeSchema, InvalidEntryError, asWritten, encodeEntry, encodeFields, fitsBody, fitsEnvelope, hashInput, inputOf, reunderstand, storedOf,
   type Entry, type EntryDraft, type EntryKind, type WrittenEntry
 } from '../../src/shared/entry'
-import { entryId, makeEntry, makeEntryBlock, validateEntry } from '../../src/main/history/entry-codec'
+import { entryId, makeEntry, makeEntryBlock, makeOwnEntryBlock, validateEntry } from '../../src/main/history/entry-codec'
 
 const DEVICES = ['a'.repeat(64), 'b'.repeat(64), 'c'.repeat(64)] as const
 const HEX64 = /^[0-9a-f]{64}$/
@@ -393,6 +393,44 @@ describe('the fast paths give exactly what the full ones do', () => {
     expect([...seen].sort()).toEqual(['made', 'refused'])
   })
 })
+
+describe('makeOwnEntryBlock (every own append): what makeEntryBlock makes or refuses', () => {
+  it('the same entry, the same block and the same refusal, for drafts of a conversation the store holds (ids it made, parents it holds)', () => {
+    // The precondition: the store's conversation and device are ids, and every parent is an id
+    // it holds (possibly repeated: the draft's). All else a caller may get wrong.
+    const ownArb = fc.tuple(childArb, hexArb, fc.nat(7), looseArb, fc.oneof(fc.constantFrom('', 'x'.repeat(201), 'Bad', 'constructor', 'conversation', 'user', 'f'.repeat(64)), looseArb), fc.integer({ min: 0, max: 3 }))
+      .map(([{ draft, ctx }, conversation, which, junk, str, n]) => {
+        const d = { ...draft, parents: [...draft.parents] } as Record<string, unknown>
+        const c = { conversation, device: ctx.device, ts: ctx.ts } as Record<string, unknown>
+        if (which === 0) d.agent = str
+        else if (which === 1) c.ts = junk
+        else if (which === 2) d.parents = [...draft.parents, draft.parents[n % draft.parents.length]]
+        else if (which === 3) d.parents = Array.from({ length: 64 + n }, (_, i) => createHash('sha256').update(String(i)).digest('hex'))
+        else if (which === 4) d.kind = str
+        else if (which === 5) d.body = { ...(draft.body as object), ['x' + fc.stringify(str).slice(0, 3)]: junk, text: junk }
+        else if (which === 6) d.body = junk
+        return { draft: d as unknown as EntryDraft, ctx: c as unknown as { conversation: string; device: string; ts: number } }
+      })
+    const seen = new Set<string>()
+    fc.assert(fc.property(fc.oneof(childArb.map(m => ({ draft: m.draft, ctx: m.ctx as { conversation: string; device: string; ts: number } })), ownArb), ({ draft, ctx }) => {
+      const whole = outcomeOf(() => makeEntryBlock(draft, ctx, [...draft.parents]))
+      const own = outcomeOf(() => makeOwnEntryBlock(draft, ctx, [...draft.parents]))
+      seen.add(whole.ok ? 'made' : 'refused')
+      expect(own).toStrictEqual(whole)
+    }), { numRuns: 3000 })
+    expect([...seen].sort()).toEqual(['made', 'refused'])
+  })
+})
+
+/** What a maker gives: the entry and its block's text, or the refusal's class and message. */
+function outcomeOf (make: () => { entry: Entry; block: Buffer }): { ok: true; entry: Entry; block: string } | { ok: false; error: string } {
+  try {
+    const { entry, block } = make()
+    return { ok: true, entry, block: block.toString('latin1') }
+  } catch (err) {
+    return { ok: false, error: `${(err as Error).constructor.name}: ${(err as Error).message}` }
+  }
+}
 
 describe('makeEntry returns what it stores, built without parsing it back', () => {
   // Values the schemas take as they are (tool arguments, meta values) with all that canonical

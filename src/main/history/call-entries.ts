@@ -1,5 +1,5 @@
 import { InvalidEntryError, type Entry, type EntryDraft } from '../../shared/entry'
-import { makeEntryBlock } from './entry-codec'
+import { makeOwnEntryBlock } from './entry-codec'
 
 export interface CallContext {
   conversation: string
@@ -15,7 +15,7 @@ export interface CallContext {
  * The entries of one append call, built from its drafts. A parent `$k` names the k-th draft
  * of the same call (whose id the caller cannot know beforehand), so one call can write a
  * chain; every other parent must be known. A bad draft refuses the whole call (InvalidEntryError).
- * `blocks[i]` is `entries[i]`'s feed block (makeEntryBlock).
+ * `blocks[i]` is `entries[i]`'s feed block (makeOwnEntryBlock).
  */
 export function entriesOfCall (drafts: EntryDraft[], ctx: CallContext): { entries: Entry[]; blocks: Buffer[] } {
   const { conversation } = ctx
@@ -37,7 +37,8 @@ export function entriesOfCall (drafts: EntryDraft[], ctx: CallContext): { entrie
         throw new InvalidEntryError(`parent ${p.slice(0, 12)} is not an entry of conversation ${conversation.slice(0, 12)}${ctx.waits(p) ? ' yet (it waits for its own parent)' : ''}`)
       }
     }
-    const { entry, block } = makeEntryBlock(draft, at, parents)
+    // every parent is known (checked just above) and the array is this call's own
+    const { entry, block } = makeOwnEntryBlock(draft, at, parents)
     entries.push(entry)
     blocks.push(block)
     ids.add(entry.id)

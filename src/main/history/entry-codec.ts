@@ -1,6 +1,7 @@
 import crypto from 'node:crypto'
+import { canonicalCopy, canonicalJson, type Json } from '../../shared/canonical-json'
 import {
-  InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeWritten, hashInput, inputOf, storedOf, understand,
+  BODY_SCHEMAS, InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeWritten, fitsBody, hashInput, inputOf, storedOf, understand,
   type Author, type EncodedFields, type KnownEntry, type EntryDraft, type Validation, type WrittenEntry
 } from '../../shared/entry'
 
@@ -61,9 +62,7 @@ export function makeEntryBlock (draft: EntryDraft, ctx: EntryContext, parents: s
     throw new InvalidEntryError(`${what} entry: ${(err as Error).message}`)
   }
   if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${what} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
-  // The hash input's UTF-8, made once: hashed, and (but for a root) the block around its id.
-  const bytes = Buffer.from(input)
-  const id = crypto.hash('sha256', bytes, 'hex')
+  const id = sha256Hex(input)
   // What is returned is what is stored (JSON.parse(block) would give the same object: -0,
   // holes, undefined), a copy the caller's draft cannot change afterwards.
   const entry = written.entry as KnownEntry
@@ -72,21 +71,54 @@ export function makeEntryBlock (draft: EntryDraft, ctx: EntryContext, parents: s
   if (fields.conversation === null) entry.conversation = id
   const v = checkEntryShape(entry, ctx.device)
   if (!v.ok) throw new InvalidEntryError(v.error)
-  return { entry, block: fields.conversation === null ? Buffer.from(storedOf(fields, id)) : blockAround(bytes, fields.tail.length, id) }
+  return { entry, block: Buffer.from(storedOf(fields, id)) }
 }
+
+/** What the store makes of an entry it appends: its own conversation and device, and its clock's time. */
+export interface OwnEntryContext { conversation: string; device: string; ts: number }
 
 /**
- * A child's block from its hash input's bytes: the same with `,"id":"…"` before the tail (its
- * kind, parents, ts and v: ASCII once the entry passed its checks), where canonical key order
- * puts it (storedOf's text, without encoding it again).
+ * makeEntryBlock of an entry this device appends to a conversation it holds: `ctx` is the
+ * store's own (ids it made or checked) and every one of `parents` is an entry it holds or has
+ * just made (the caller checked each, and the array is not the draft's), so only what the
+ * draft chose is checked here: its kind, agent and body, that parents do not repeat. Anything
+ * not surely valid goes the whole way through makeEntryBlock, which decides and says why:
+ * the same entry, block and refusals (test/property/entry.property.test.ts). Every own append
+ * passes here: the ids are not looked at again, the envelope is written without an encoder.
  */
-function blockAround (input: Buffer, tailBytes: number, id: string): Buffer {
-  const at = input.length - tailBytes
-  const block = Buffer.allocUnsafe(input.length + ID_FIELD_BYTES)
-  input.copy(block, 0, 0, at)
-  block.write(',"id":"' + id + '"', at, 'latin1')
-  input.copy(block, at + ID_FIELD_BYTES, at)
-  return block
+export function makeOwnEntryBlock (draft: EntryDraft, ctx: OwnEntryContext, parents: string[]): { entry: KnownEntry; block: Buffer } {
+  const { kind, agent, body } = draft
+  const ts = ctx.ts
+  if (
+    typeof kind !== 'string' || kind === 'conversation' || !Object.hasOwn(BODY_SCHEMAS, kind) ||
+    !(agent === undefined || (typeof agent === 'string' && agent.length >= 1 && agent.length <= 200)) ||
+    parents.length === 0 || parents.length > 64 || (parents.length > 1 && new Set(parents).size !== parents.length) ||
+    !Number.isSafeInteger(ts) || ts < 0 || body === undefined
+  ) return makeEntryBlock(draft, ctx, parents)
+  let copied: { json: string; copy: Json }
+  try {
+    copied = canonicalCopy(body, '/body')
+  } catch {
+    return makeEntryBlock(draft, ctx, parents)
+  }
+  // fitsBody is only ever stricter than the schema: where it is unsure, the whole way decides
+  if (!fitsBody(kind, copied.copy)) return makeEntryBlock(draft, ctx, parents)
+  // Canonical JSON, keys in code-unit order: ids and a known kind need no escaping, a safe integer is its digits.
+  const author = agent === undefined ? '{"device":"' + ctx.device + '"}' : '{"agent":' + canonicalJson(agent) + ',"device":"' + ctx.device + '"}'
+  const head = '{"author":' + author + ',"body":' + copied.json + ',"conversation":"' + ctx.conversation + '"'
+  const tail = ',"kind":"' + kind + '","parents":["' + parents.join('","') + '"],"ts":' + String(ts) + ',"v":1}'
+  const input = head + tail
+  if (input.length > MAX_ENTRY_BYTES) return makeEntryBlock(draft, ctx, parents)
+  const id = sha256Hex(input)
+  const entry = {
+    author: agent === undefined ? { device: ctx.device } : { agent, device: ctx.device },
+    body: copied.copy,
+    conversation: ctx.conversation,
+    id,
+    kind,
+    parents,
+    ts: ts === 0 ? 0 : ts, // a -0 reads back as 0
+    v: 1
+  } as unknown as KnownEntry
+  return { entry, block: Buffer.from(head + ',"id":"' + id + '"' + tail) }
 }
-
-const ID_FIELD_BYTES = ',"id":"'.length + 64 + 1
