@@ -60,7 +60,8 @@ export class EntryCache {
     next.written = prev.then(async () => {
       this.waiting.delete(conversation)
       const lines = next.lines
-      await (await this.handle(conversation)).write(lines.length === 1 ? lines[0] as Buffer : Buffer.concat(lines))
+      // the blocks as they are, in one call (libuv writes past IOV_MAX in turn): no copy of a batch's bytes
+      await (await this.handle(conversation)).writev(lines)
     })
     this.waiting.set(conversation, next)
     this.queues.set(conversation, next.written)
