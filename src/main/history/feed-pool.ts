@@ -26,7 +26,10 @@ export class FeedPool {
   private readonly passive = new Set<string>()
   /** feeds being opened, written or read outside a pump (a count each): never closed as idle meanwhile */
   private readonly pinned = new Map<string, number>()
+  /** weak sessions on cores closed here as idle that Corestore still holds (watch) */
+  private readonly watches = new Map<string, Hypercore.Core>()
   private sweepTimer: NodeJS.Timeout | null = null
+  private stopped = false
 
   constructor (private readonly opts: FeedPoolOptions) {}
 
@@ -38,7 +41,9 @@ export class FeedPool {
 
   /** Stops the idle sweep; the sessions close with the Corestore. */
   stop (): void {
+    this.stopped = true
     if (this.sweepTimer !== null) clearInterval(this.sweepTimer)
+    for (const key of [...this.watches.keys()]) this.unwatch(key)
   }
 
   /** The open session of a feed, if any, without using it. */
@@ -58,19 +63,23 @@ export class FeedPool {
   /** Takes a session opened elsewhere (a new own feed, by name) into the pool. */
   add (key: string, core: Hypercore.Core): void {
     this.cores.set(key, core)
+    this.unwatch(key)
     this.touch(key)
   }
 
   /**
-   * Holds open a feed Corestore opened because a peer opened its channel: a passive session
-   * (it does not make the core replicate on other connections), kept while any peer replicates
-   * the feed. Without a session Corestore closes such a core a few seconds after it was once
-   * idle, even with a peer attached since, and that peer does not open the channel again.
+   * Holds open a feed whose core a peer replicates without a session here (Corestore opened it
+   * for the peer's channel, or the peer paired with a core closed here as idle: watch): a
+   * passive session (it does not make the core replicate on other connections), kept while any
+   * peer replicates the feed. Opening it cancels Corestore's gc of the core, which would
+   * otherwise close it a few seconds after it was idle, peer or not, and that peer does not
+   * open the channel again.
    */
   adopt (key: string): void {
-    if (this.cores.has(key)) return
+    if (this.cores.has(key) || this.stopped) return
     const core = this.opts.corestore.get({ key: Buffer.from(key, 'hex'), active: false })
     this.cores.set(key, core)
+    this.unwatch(key)
     this.passive.add(key)
     this.touch(key)
     this.pinWhile(key, () => core.ready()).catch((err: Error) => {
@@ -80,16 +89,34 @@ export class FeedPool {
   }
 
   /**
-   * Holds (adopt) every core Corestore still holds without a session here, of a feed `known` names.
-   * One this pool closed as idle stays downloading in Hypercore for 20–40 s (its not-downloading
-   * linger), so Corestore attaches it to each new connection and a peer pairs with its channel,
-   * while Corestore closes it 4–6 s after it went idle, peer or not: the peer never reopens it.
+   * Watches a core closed here as idle for as long as Corestore holds it. It stays paired on
+   * every connection it was attached to, so a peer opening its channel there pairs with it
+   * through Hypercore, not Corestore, and Corestore's gc goes on and closes it under that peer.
+   * A weak session does not keep the core open but hears the peer attach: the feed is adopted
+   * then. It closes with the core.
    */
-  adoptHeld (known: (key: string) => boolean): void {
-    for (const core of this.opts.corestore.cores) {
-      const key = core.key?.toString('hex')
-      if (key !== undefined && !this.cores.has(key) && known(key)) this.adopt(key)
+  private watch (key: string, core: Hypercore.Core): void {
+    let weak: Hypercore.Core
+    try {
+      weak = core.session({ weak: true, active: false })
+    } catch (err) {
+      // only a session closed elsewhere refuses one; its core is not held for a peer then
+      this.opts.log.warn(`cannot watch idle feed ${key.slice(0, 12)} for peers: ${(err as Error).message}`)
+      return
     }
+    this.unwatch(key)
+    this.watches.set(key, weak)
+    // after Hypercore's loop over the core's listening sessions, which ending the watch would shorten under it
+    weak.on('peer-add', () => { queueMicrotask(() => { this.adopt(key) }) })
+    weak.once('close', () => { if (this.watches.get(key) === weak) this.watches.delete(key) })
+  }
+
+  /** The feed is held by a session of the pool again (or the pool stops): its watch ends. */
+  private unwatch (key: string): void {
+    const weak = this.watches.get(key)
+    if (weak === undefined) return
+    this.watches.delete(key)
+    weak.close().catch((err: Error) => { this.opts.log.warn(`could not end the watch of feed ${key.slice(0, 12)}: ${err.message}`) })
   }
 
   /** A feed's open session (opened if need be); its callers use it before any timer can close it. */
@@ -100,6 +127,7 @@ export class FeedPool {
     if (core === undefined) {
       core = this.opts.corestore.get({ key: Buffer.from(key, 'hex') })
       this.cores.set(key, core)
+      this.unwatch(key)
     }
     const opening = core
     await this.pinWhile(key, () => opening.ready())
@@ -145,6 +173,8 @@ export class FeedPool {
       this.cores.delete(key)
       this.lastUsed.delete(key)
       this.opts.closed(key)
+      // watched before its session closes: the core is never without a listener for a peer
+      this.watch(key, core)
       core.close().catch((err: Error) => { this.opts.log.warn(`could not close idle feed ${key.slice(0, 12)}: ${err.message}`) })
     }
   }

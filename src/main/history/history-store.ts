@@ -399,9 +399,8 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
 
   /** Replication of every loaded feed over a stream (Corestore replication). */
   replicate (isInitiatorOrStream: boolean | Duplex): Duplex {
+    // cores closed as idle that Corestore still holds are attached to it too: the pool watches them for a peer (FeedPool.watch)
     const stream = this.corestore.replicate(isInitiatorOrStream)
-    // cores closed as idle that Corestore still holds were just attached to this connection: held for its peer
-    if (!this.closing) this.pool.adoptHeld(key => this.state.feeds[key] !== undefined)
     const noise = (stream as unknown as { noiseStream: unknown }).noiseStream
     // a feed waiting on this connection's peer for its blocks waits no longer in a slot
     stream.once('close', () => { this.follower.connectionClosed(noise) })
