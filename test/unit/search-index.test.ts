@@ -68,7 +68,7 @@ describe('search index on a history store', () => {
     await x.search.close()
     await x.s.close()
     x = await store(dir)
-    expect(x.search.stats).toMatchObject({ reindexed: 0, fromSnapshot: true, records: 0 }) // nothing past the snapshot to read
+    expect(x.search.stats).toMatchObject({ reindexed: 0, fromManifest: true, records: 0 }) // nothing past the segments to read
     expect((await x.search.query('number1')).hits).toHaveLength(11) // number1, number10…19
     await x.search.close()
     await x.s.close()
