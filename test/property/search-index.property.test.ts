@@ -9,12 +9,10 @@ import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { makeEntry } from '../../src/main/history/entry-codec'
-import type { EntriesEvent } from '../../src/main/history/conversation-index'
-import { SearchIndex, SimulatedCrash, type CrashPoint, type SearchIndexOptions, type SearchSource } from '../../src/main/history/search-index'
-import { parseQuery, searchableText, textMatches } from '../../src/main/history/search-text'
+import { DagHistory } from '../helpers/dag-history'
+import { SearchIndex, SimulatedCrash, type CrashPoint, type SearchIndexOptions } from '../../src/main/history/search-index'
 import { tempDirs } from '../helpers/temp-dir'
 
 const dirs = tempDirs('arbor-search-prop-')
@@ -23,40 +21,6 @@ afterAll(async () => { await dirs.cleanup() })
 const DEVICE = 'd'.repeat(64)
 const WORDS = ['alpha', 'alps', 'beta', 'Bête', 'gamma', 'gam', 'delta', 'ünïcode', 'x1', 'foo-bar', '東京']
 const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined }
-
-/** A history of DAGs fed entry by entry, emitting what ConversationIndex emits. */
-class DagHistory implements SearchSource {
-  readonly dags = new Map<string, ConversationDag>()
-  private readonly fns = new Set<(ev: EntriesEvent) => void>()
-  subscribe (fn: (ev: EntriesEvent) => void): () => void { this.fns.add(fn); return () => { this.fns.delete(fn) } }
-  list (): Array<{ id: string; title: string; size: number; waiting: number }> {
-    return [...this.dags.values()].filter(d => d.root !== undefined).map(d => ({ id: d.conversation, title: d.title(), size: d.size, waiting: d.size - d.joinedSize }))
-  }
-
-  summary (c: string): { title: string } | undefined { const d = this.dags.get(c); return d === undefined ? undefined : { title: d.title() } }
-  async open (c: string): Promise<ConversationDag> { return this.dags.get(c) as ConversationDag }
-  deliver (e: Entry): void {
-    let d = this.dags.get(e.conversation)
-    if (d === undefined) { d = new ConversationDag(e.conversation); this.dags.set(e.conversation, d) }
-    if (d.has(e.id)) return
-    const joined = d.add(e)
-    const ev: EntriesEvent = { conversation: e.conversation, joined, waiting: joined.includes(e) ? [] : [e], feed: 'f', local: false }
-    for (const fn of this.fns) fn(ev)
-  }
-
-  /** What the index must answer: every joined entry whose text matches, newest first. */
-  scan (text: string): Array<{ id: string; ts: number }> {
-    const q = parseQuery(text)
-    const out: Array<{ id: string; ts: number }> = []
-    for (const d of this.dags.values()) {
-      for (const e of d.entries()) {
-        const t = searchableText(e)
-        if (d.isJoined(e.id) && t !== null && textMatches(t, q)) out.push({ id: e.id, ts: e.ts })
-      }
-    }
-    return out.sort((a, b) => b.ts - a.ts)
-  }
-}
 
 interface Step { conv: number; parent: number; kind: 'user' | 'assistant' | 'tool.result' | 'agent.started' | 'compaction'; words: number[]; ts: number }
 const stepArb: fc.Arbitrary<Step> = fc.record({
