@@ -546,7 +546,8 @@ export class SearchIndex {
   private async compactIfDue (): Promise<void> {
     const fh = this.fh
     const size = this.written - SEARCH_PREFIX
-    if (fh === null || this.crashed || this.pending.length > 0 || size < this.compactMinBytes || this.parts.convs.deadBytes <= size * this.compactDeadShare) return
+    // not while closing: it reads the whole log again (a close would wait for it)
+    if (fh === null || this.crashed || this.closing || this.pending.length > 0 || size < this.compactMinBytes || this.parts.convs.deadBytes <= size * this.compactDeadShare) return
     // a compaction that failed (a full disk) is tried again once the log has grown a tenth
     if (this.written < this.compactFailedAt * 1.1) return
     this.compactFailedAt = this.written
