@@ -16,14 +16,16 @@ const MAGIC = Buffer.from('ARBSEG1\n')
 export const BLOCK_BYTES = 4096
 /** bytes buffered by a writer or a sequential reader */
 const IO_CHUNK = 1 << 20
-/** rows read at once while a query looks at its candidates */
-const ROWS_CHUNK = 16384
+/** rows read at once (a query, a merge); the footer keeps each run's newest time, so a query reads the newest runs first and skips older ones */
+const ROWS_CHUNK = 4096
 
 interface Footer {
   docs: number
   terms: number
   minTs: number
   maxTs: number
+  /** per ROWS_CHUNK documents, the newest entry time among them */
+  chunkMax: number[]
   dictAt: number
   rowsAt: number
   footerAt: number
@@ -117,6 +119,7 @@ export class SegmentWriter {
   private dictCopied = false
   private minTs = Infinity
   private maxTs = -Infinity
+  private readonly chunkMax: number[] = []
   private readonly entry = Buffer.alloc(8)
 
   private constructor (private readonly main: Appender, private readonly dict: Appender, private readonly dictFile: string, private readonly blockBytes: number) {}
@@ -168,6 +171,9 @@ export class SegmentWriter {
       const ts = rows.readDoubleLE(r)
       if (ts < this.minTs) this.minTs = ts
       if (ts > this.maxTs) this.maxTs = ts
+      const c = Math.floor((this.docs + r / DOC_ROW) / ROWS_CHUNK)
+      if (c >= this.chunkMax.length) this.chunkMax.push(ts)
+      else if (ts > (this.chunkMax[c] as number)) this.chunkMax[c] = ts
     }
     this.docs += rows.length / DOC_ROW
     await this.main.write(rows)
@@ -180,7 +186,7 @@ export class SegmentWriter {
       const dictAt = this.postingsEnd
       const rowsAt = dictAt + this.dictLen
       await this.main.drain()
-      const footer: Footer = { docs: this.docs, terms: this.terms, minTs: this.minTs, maxTs: this.maxTs, dictAt, rowsAt, footerAt: this.main.pos, blocks: this.blocks }
+      const footer: Footer = { docs: this.docs, terms: this.terms, minTs: this.minTs, maxTs: this.maxTs, chunkMax: this.chunkMax, dictAt, rowsAt, footerAt: this.main.pos, blocks: this.blocks }
       const json = Buffer.from(JSON.stringify(footer))
       const len = Buffer.alloc(4)
       len.writeUInt32LE(json.length)
@@ -240,7 +246,7 @@ export class Segment {
       const json = Buffer.alloc(footerLen)
       await fh.read(json, 0, footerLen, footerAt)
       const f = JSON.parse(json.toString('utf8')) as Footer
-      if (f.footerAt !== footerAt || f.rowsAt + f.docs * DOC_ROW !== footerAt || !(f.dictAt <= f.rowsAt)) throw new SegmentDamaged(`${file} has parts that do not add up`)
+      if (!Array.isArray(f.chunkMax) || f.chunkMax.length !== Math.ceil(f.docs / ROWS_CHUNK) || f.footerAt !== footerAt || f.rowsAt + f.docs * DOC_ROW !== footerAt || !(f.dictAt <= f.rowsAt)) throw new SegmentDamaged(`${file} has parts that do not add up`)
       return new Segment(file, fh, f, size)
     } catch (err) {
       await fh.close()
@@ -330,21 +336,27 @@ export class Segment {
     const lastE = prefixed[prefixed.length - 1] as DictEntry
     const all = await this.postings(first.off, lastE.off + lastE.len)
     for (const e of prefixed) decodeGaps(all, e.off - first.off, e.off - first.off + e.len, d => { if (met[d] === full) met[d] = needed })
-    let chunk = -1
+    // the runs of documents with candidates, newest first: once the page is full, older runs are not read
+    const runs: number[] = []
+    for (let c = 0; c < this.f.chunkMax.length; c++) {
+      const end = Math.min(this.f.docs, (c + 1) * ROWS_CHUNK)
+      for (let d = c * ROWS_CHUNK; d < end; d++) if (met[d] === needed) { runs.push(c); break }
+    }
+    runs.sort((a, b) => (this.f.chunkMax[b] as number) - (this.f.chunkMax[a] as number))
     const rows = Buffer.alloc(Math.min(ROWS_CHUNK, this.f.docs) * DOC_ROW)
-    for (let d = 0; d < this.f.docs; d++) {
-      if (met[d] !== needed) continue
-      const c = Math.floor(d / ROWS_CHUNK)
-      if (c !== chunk) {
-        const from = c * ROWS_CHUNK
-        const n = Math.min(ROWS_CHUNK, this.f.docs - from)
-        await this.fh.read(rows, 0, n * DOC_ROW, this.f.rowsAt + from * DOC_ROW)
-        chunk = c
+    for (const c of runs) {
+      if ((this.f.chunkMax[c] as number) < top.floor) break
+      const from = c * ROWS_CHUNK
+      const n = Math.min(ROWS_CHUNK, this.f.docs - from)
+      await this.fh.read(rows, 0, n * DOC_ROW, this.f.rowsAt + from * DOC_ROW)
+      for (let i = 0; i < n; i++) {
+        if (met[from + i] !== needed) continue
+        const r = i * DOC_ROW
+        const ts = rows.readDoubleLE(r)
+        if (ts < top.floor) continue
+        const at = rows.readDoubleLE(r + 8)
+        if (top.wants(ts, at) && !isDead(rows.readUInt32LE(r + 16), at)) top.offer(ts, at)
       }
-      const r = (d - chunk * ROWS_CHUNK) * DOC_ROW
-      const ts = rows.readDoubleLE(r)
-      const at = rows.readDoubleLE(r + 8)
-      if (top.wants(ts, at) && !isDead(rows.readUInt32LE(r + 16), at)) top.offer(ts, at)
     }
   }
 
