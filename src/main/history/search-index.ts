@@ -128,6 +128,8 @@ export class SearchIndex {
   private writeFailing = false
   /** records were given up: conversations wait to be indexed again */
   private gaveUp = false
+  /** counts the times records were given up (a write under way then wrote records no longer wanted) */
+  private givenUpEpoch = 0
   /** the log's length when a compaction last failed */
   private compactFailedAt = 0
   private flushTimer: NodeJS.Timeout | null = null
@@ -342,6 +344,7 @@ export class SearchIndex {
     this.pendingBytes = 0
     this.pendingConvs.clear()
     this.gaveUp = true
+    this.givenUpEpoch++
     this.stats.givenUp += convs.length
     this.opts.log.warn(`search index: the disk refuses its writes; ${convs.length} conversation(s) will be indexed again once it takes them`)
   }
@@ -444,8 +447,11 @@ export class SearchIndex {
     if (this.crashed || this.pending.length === 0 || fh === null) return
     const buf = Buffer.concat(this.pending)
     const count = this.pending.length
+    const epoch = this.givenUpEpoch
     try {
       for (let done = 0; done < buf.length;) done += (await fh.write(buf, done, buf.length - done, this.written + done)).bytesWritten
+      // given up while they were written: their offsets belong to the records after them now
+      if (epoch !== this.givenUpEpoch) { await fh.truncate(this.written); return }
     } catch (err) {
       this.writeFailing = true
       // a part written would be read as a torn tail: cut it, so the next write starts where this one did
