@@ -7,7 +7,8 @@
 // conversation read from its entry cache; RSS includes the DAG cache it fills), search.query,
 // search.restart (a fresh store, then the index from its segments: the RSS the index adds; the
 // index's own estimate, memoryBytes, stays within its live budget + segment footers + ~100 B a
-// conversation whatever the history's size). ARBOR_BENCH_QUERY_RUNS: samples a query (default 21).
+// conversation whatever the history's size). ARBOR_BENCH_QUERY_RUNS: samples a query (default 21);
+// ARBOR_BENCH_SEARCH_FROM_LOG=1 adds search.restart.fromLog (no manifest: the log read whole).
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -90,6 +91,15 @@ const queries = async (index: SearchIndex, docs: number, name = 'search.query'):
   // after a restart: the segments' pages are those the page cache kept
   await queries(index, index.size.docs, 'search.query.restarted')
   await index.close()
+  if (process.env.ARBOR_BENCH_SEARCH_FROM_LOG === '1') {
+    // without its manifest (an upgrade from a version that kept a snapshot, a damaged segment, a compaction's rebuild): the log read whole into segments
+    await fs.rm(index.manifestFile)
+    const whole = new SearchIndex({ source: again, dir: searchDir, log: benchLog })
+    const t2 = performance.now()
+    await whole.open()
+    emit({ name: 'search.restart.fromLog', value: round(performance.now() - t2), unit: 'ms', records: whole.stats.records, reindexed: whole.stats.reindexed, segmentsWritten: whole.stats.segmentsWritten, merges: whole.stats.merges, memoryEstimateBytes: whole.size.memoryBytes, loadAverage: os.loadavg().map(x => round(x)) })
+    await whole.close()
+  }
   await again.close()
 } finally {
   await fs.rm(tmp, { recursive: true, force: true })
