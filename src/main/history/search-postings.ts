@@ -5,7 +5,7 @@
 // held: a hit's snippet is read from the log.
 import type { TopHits } from './search-hits'
 import type { SearchQuery } from './search-text'
-import { decodeGaps, putVarint } from './search-varint'
+import { decodeGaps, putVarint, stepGaps } from './search-varint'
 
 /** One term's documents, ascending, as varint gaps. */
 interface Posting {
@@ -113,9 +113,10 @@ export class SearchPostings {
     // how many of the conditions (each exact word, then "some prefixed term") a document meets
     const met = new Uint8Array(this.docs)
     const needed = exact.length + 1
-    for (const p of exact) decodeGaps(p.bytes, 0, p.len, d => { met[d] = (met[d] as number) + 1 })
+    // word k raises the documents that had every word before it
+    for (const [k, p] of exact.entries()) stepGaps(p.bytes, 0, p.len, met, k, k + 1)
     const full = exact.length
-    for (const p of prefixed) decodeGaps(p.bytes, 0, p.len, d => { if (met[d] === full) met[d] = needed })
+    for (const p of prefixed) stepGaps(p.bytes, 0, p.len, met, full, needed)
     for (let d = 0; d < this.docs; d++) {
       if (met[d] !== needed || this.killed[d] === 1) continue
       const ts = this.docTs[d] as number

@@ -10,7 +10,7 @@ import { crc32 } from 'node:zlib'
 import { DOC_ROW, type IsDead, type TermPosting } from './search-postings'
 import type { TopHits } from './search-hits'
 import type { SearchQuery } from './search-text'
-import { decodeGaps, getVarint, putVarint } from './search-varint'
+import { getVarint, putVarint, stepGaps } from './search-varint'
 
 const MAGIC = Buffer.from('ARBSEG1\n')
 export const BLOCK_BYTES = 4096
@@ -326,16 +326,17 @@ export class Segment {
     if (prefixed.length === 0) return
     const met = new Uint8Array(this.f.docs)
     const needed = exact.length + 1
-    for (const e of exact) {
+    // word k raises the documents that had every word before it
+    for (const [k, e] of exact.entries()) {
       const b = await this.postings(e.off, e.off + e.len)
-      decodeGaps(b, 0, b.length, d => { met[d] = (met[d] as number) + 1 })
+      stepGaps(b, 0, b.length, met, k, k + 1)
     }
     const full = exact.length
     // consecutive terms' postings are next to each other: one read for all of them
     const first = prefixed[0] as DictEntry
     const lastE = prefixed[prefixed.length - 1] as DictEntry
     const all = await this.postings(first.off, lastE.off + lastE.len)
-    for (const e of prefixed) decodeGaps(all, e.off - first.off, e.off - first.off + e.len, d => { if (met[d] === full) met[d] = needed })
+    for (const e of prefixed) stepGaps(all, e.off - first.off, e.off - first.off + e.len, met, full, needed)
     // the runs of documents with candidates, newest first: once the page is full, older runs are not read
     const runs: number[] = []
     for (let c = 0; c < this.f.chunkMax.length; c++) {

@@ -32,3 +32,23 @@ export function decodeGaps (buf: Uint8Array, from: number, to: number, into: (do
     if (b < 0x80) { doc += gap; into(doc); gap = 0; shift = 1 } else shift *= 0x80
   }
 }
+
+/**
+ * For each document of a posting list (bytes [from, to)) whose count in `met` is `when`, sets it
+ * to `next` (a query's conditions met so far): decodeGaps without a call per document, the hot loop of a query.
+ */
+export function stepGaps (buf: Uint8Array, from: number, end: number, met: Uint8Array, when: number, next: number): void {
+  let doc = -1
+  let gap = 0
+  let shift = 1
+  for (let i = from; i < end; i++) {
+    const b = buf[i] as number
+    gap += (b & 0x7f) * shift
+    if (b < 0x80) {
+      doc += gap
+      if (met[doc] === when) met[doc] = next
+      gap = 0
+      shift = 1
+    } else shift *= 0x80
+  }
+}
