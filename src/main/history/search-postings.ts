@@ -120,41 +120,48 @@ export class SearchPostings {
     for (let d = 0; d < this.docs; d++) {
       if (met[d] !== needed || this.killed[d] === 1) continue
       const ts = this.docTs[d] as number
+      if (ts < top.floor) continue
       const at = this.docAt[d] as number
       if (top.wants(ts, at) && !isDead(this.docConv[d] as number, at)) top.offer(ts, at)
     }
   }
 
   /**
-   * The live documents as a segment holds them: rows (DOC_ROW bytes each, numbered again without
-   * the dead) and each term's postings in the new numbering, terms sorted.
+   * The live documents as a segment holds them: rows (DOC_ROW bytes each) numbered again in order
+   * of time without the dead (so a segment's newest documents are together, and a query reads them
+   * first), and each term's postings in the new numbering, terms sorted.
    */
   segmentParts (isDead: IsDead): { rows: Buffer; terms: TermPosting[] } {
+    const order: number[] = []
+    for (let d = 0; d < this.docs; d++) if (this.killed[d] === 0 && !isDead(this.docConv[d] as number, this.docAt[d] as number)) order.push(d)
+    order.sort((a, b) => (this.docTs[a] as number) - (this.docTs[b] as number) || (this.docAt[a] as number) - (this.docAt[b] as number))
     const renumber = new Int32Array(this.docs).fill(-1)
-    let n = 0
-    for (let d = 0; d < this.docs; d++) if (this.killed[d] === 0 && !isDead(this.docConv[d] as number, this.docAt[d] as number)) renumber[d] = n++
-    const rows = Buffer.alloc(n * DOC_ROW)
-    for (let d = 0; d < this.docs; d++) {
-      const r = renumber[d] as number
-      if (r < 0) continue
+    const rows = Buffer.alloc(order.length * DOC_ROW)
+    for (const [r, d] of order.entries()) {
+      renumber[d] = r
       rows.writeDoubleLE(this.docTs[d] as number, r * DOC_ROW)
       rows.writeDoubleLE(this.docAt[d] as number, r * DOC_ROW + 8)
       rows.writeUInt32LE(this.docConv[d] as number, r * DOC_ROW + 16)
     }
     const terms: TermPosting[] = []
+    let docs = new Int32Array(1024)
     for (const term of [...this.postings.keys()].sort()) {
       const p = this.postings.get(term) as Posting
-      const out = new Uint8Array(p.len + 8)
-      let len = 0
-      let last = -1
+      let n = 0
       decodeGaps(p.bytes, 0, p.len, d => {
         const r = renumber[d] as number
         if (r < 0) return
-        if (len + 8 > out.length) throw new Error('renumbered postings grew') // fewer documents never take more bytes
-        len = putVarint(out, len, r - last)
-        last = r
+        if (n === docs.length) { const g = new Int32Array(docs.length * 2); g.set(docs); docs = g }
+        docs[n++] = r
       })
-      if (len > 0) terms.push({ term, bytes: out.subarray(0, len), last })
+      if (n === 0) continue
+      const sorted = docs.subarray(0, n).sort()
+      // a varint of a number below 2^35 takes at most 5 bytes
+      const out = new Uint8Array(n * 5)
+      let len = 0
+      let last = -1
+      for (const r of sorted) { len = putVarint(out, len, r - last); last = r }
+      terms.push({ term, bytes: out.slice(0, len), last })
     }
     return { rows, terms }
   }
