@@ -1,18 +1,18 @@
 // The full-text index answers exactly what a scan of the joined entries answers: for random
 // DAGs of several conversations whose entries arrive in random order (children before their
 // parents), random queries (words, the last a prefix), paged with random limits; and again
-// after a restart (from the snapshot of the postings), after entries joined while the index was
-// closed, after its log lost a random tail, and after its snapshot was damaged.
+// after a restart (from its segments), after entries joined while the index was closed, after a
+// kill between the steps of a segment write, a merge or a compaction of the log, after its log
+// lost a random tail, after its manifest was damaged and after a segment was. Budgets are made
+// tiny in half the runs, so that segments, merges and compactions happen inside the property.
 import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { makeEntry } from '../../src/main/history/entry-codec'
-import type { EntriesEvent } from '../../src/main/history/conversation-index'
-import { SearchIndex, type SearchSource } from '../../src/main/history/search-index'
-import { parseQuery, searchableText, textMatches } from '../../src/main/history/search-text'
+import { DagHistory } from '../helpers/dag-history'
+import { SearchIndex, SimulatedCrash, type CrashPoint, type SearchIndexOptions } from '../../src/main/history/search-index'
 import { tempDirs } from '../helpers/temp-dir'
 
 const dirs = tempDirs('arbor-search-prop-')
@@ -21,40 +21,6 @@ afterAll(async () => { await dirs.cleanup() })
 const DEVICE = 'd'.repeat(64)
 const WORDS = ['alpha', 'alps', 'beta', 'Bête', 'gamma', 'gam', 'delta', 'ünïcode', 'x1', 'foo-bar', '東京']
 const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined }
-
-/** A history of DAGs fed entry by entry, emitting what ConversationIndex emits. */
-class DagHistory implements SearchSource {
-  readonly dags = new Map<string, ConversationDag>()
-  private readonly fns = new Set<(ev: EntriesEvent) => void>()
-  subscribe (fn: (ev: EntriesEvent) => void): () => void { this.fns.add(fn); return () => { this.fns.delete(fn) } }
-  list (): Array<{ id: string; title: string; size: number; waiting: number }> {
-    return [...this.dags.values()].filter(d => d.root !== undefined).map(d => ({ id: d.conversation, title: d.title(), size: d.size, waiting: d.size - d.joinedSize }))
-  }
-
-  summary (c: string): { title: string } | undefined { const d = this.dags.get(c); return d === undefined ? undefined : { title: d.title() } }
-  async open (c: string): Promise<ConversationDag> { return this.dags.get(c) as ConversationDag }
-  deliver (e: Entry): void {
-    let d = this.dags.get(e.conversation)
-    if (d === undefined) { d = new ConversationDag(e.conversation); this.dags.set(e.conversation, d) }
-    if (d.has(e.id)) return
-    const joined = d.add(e)
-    const ev: EntriesEvent = { conversation: e.conversation, joined, waiting: joined.includes(e) ? [] : [e], feed: 'f', local: false }
-    for (const fn of this.fns) fn(ev)
-  }
-
-  /** What the index must answer: every joined entry whose text matches, newest first. */
-  scan (text: string): Array<{ id: string; ts: number }> {
-    const q = parseQuery(text)
-    const out: Array<{ id: string; ts: number }> = []
-    for (const d of this.dags.values()) {
-      for (const e of d.entries()) {
-        const t = searchableText(e)
-        if (d.isJoined(e.id) && t !== null && textMatches(t, q)) out.push({ id: e.id, ts: e.ts })
-      }
-    }
-    return out.sort((a, b) => b.ts - a.ts)
-  }
-}
 
 interface Step { conv: number; parent: number; kind: 'user' | 'assistant' | 'tool.result' | 'agent.started' | 'compaction'; words: number[]; ts: number }
 const stepArb: fc.Arbitrary<Step> = fc.record({
@@ -114,12 +80,28 @@ function expectSame (got: Array<{ id: string; ts: number }>, want: Array<{ id: s
   expect(got.map(h => h.id).sort()).toEqual(want.map(h => h.id).sort())
 }
 
+const POINTS: CrashPoint[] = ['segment.half', 'segment.unlisted', 'merge.half', 'merge.unlisted', 'compact.half', 'compact.unrenamed', 'compact.renamed']
+type Budgets = Pick<SearchIndexOptions, 'liveDocs' | 'mergeFactor' | 'blockBytes' | 'compactMinBytes' | 'compactDeadShare'>
+const budgetsArb: fc.Arbitrary<Budgets> = fc.oneof(
+  fc.constant({}),
+  fc.record({ liveDocs: fc.integer({ min: 1, max: 4 }), mergeFactor: fc.integer({ min: 2, max: 3 }), blockBytes: fc.integer({ min: 1, max: 64 }), compactMinBytes: fc.constant(0), compactDeadShare: fc.constantFrom(0, 0.2, 0.5) })
+)
+/** where the kill is: the nth time the index reaches that point, or ('any') the nth point it reaches */
+const crashArb = fc.record({ point: fc.constantFrom<CrashPoint | 'any'>(...POINTS, 'any', 'any', 'any'), nth: fc.integer({ min: 1, max: 4 }) })
+
+/** Waits for what may be a test's kill: true when it was one. */
+async function killed (p: Promise<void>): Promise<boolean> {
+  try { await p; return false } catch (err) { if (err instanceof SimulatedCrash) return true; throw err }
+}
+
 describe('search index', () => {
-  it('answers what a scan of the joined entries answers, live, after a restart, after entries joined while closed and after a torn log', async () => {
+  it('answers what a scan of the joined entries answers, live, after a restart, after entries joined while closed, after kills and after a torn log', async () => {
+    const seen = { segments: 0, merges: 0, compactions: 0, kills: new Set<CrashPoint>() }
     await fc.assert(fc.asyncProperty(
       fc.array(stepArb, { maxLength: 30 }), fc.array(fc.nat({ max: WORDS.length - 1 }), { minLength: 3, maxLength: 3 }),
       fc.array(fc.nat(), { maxLength: 40 }), fc.nat({ max: 100 }), fc.nat(), fc.array(queryArb, { minLength: 1, maxLength: 4 }),
-      async (steps, titles, order, split, cut, queries) => {
+      budgetsArb, crashArb,
+      async (steps, titles, order, split, cut, queries, budgets, crash) => {
         const entries = build(steps, titles)
         // a random arrival order: children often before their parents (they wait, then join)
         const arrival = [...entries]
@@ -134,38 +116,80 @@ describe('search index', () => {
         const check = async (index: SearchIndex): Promise<void> => {
           for (const q of queries) expectSame(await all(index, q.text, q.limit), history.scan(q.text))
         }
-        let index = new SearchIndex({ source: history, dir, log: silent, flushMs: 1 })
+        const opened: SearchIndex[] = []
+        const make = (more: Partial<SearchIndexOptions> = {}): SearchIndex => {
+          const i = new SearchIndex({ source: history, dir, log: silent, ...budgets, ...more })
+          opened.push(i)
+          return i
+        }
+        let index = make({ flushMs: 1 })
         await index.open()
         for (const e of arrival.slice(0, at)) history.deliver(e)
         await check(index)
         await index.close()
         // joined while no index ran: the restart finds the conversations behind and indexes them again
-        for (const e of arrival.slice(at, at + Math.ceil((arrival.length - at) / 2))) history.deliver(e)
-        index = new SearchIndex({ source: history, dir, log: silent })
+        const mid = at + Math.ceil((arrival.length - at) / 2)
+        for (const e of arrival.slice(at, mid)) history.deliver(e)
+        // a kill somewhere in what the restart writes (segments, merges, a compaction) or after it
+        let left = crash.nth
+        let hit: CrashPoint | null = null
+        index = make({ crashAt: p => { if ((p === crash.point || crash.point === 'any') && --left === 0) hit = p; return hit !== null } })
+        let dead = await killed(index.open())
+        const tallyKill = (): void => { if (dead && hit !== null) seen.kills.add(hit) }
+        if (!dead) {
+          await check(index)
+          for (const e of arrival.slice(mid)) history.deliver(e)
+          dead = await killed(index.flush())
+          if (!dead) await check(index)
+        }
+        tallyKill()
+        await index.close()
+        for (const e of arrival.slice(mid)) history.deliver(e)
+        index = make()
         await index.open()
-        await check(index)
-        for (const e of arrival.slice(at + Math.ceil((arrival.length - at) / 2))) history.deliver(e)
         await check(index)
         await index.close()
         // a crash cut the log anywhere: what is left is used, what is lost is indexed again
         const file = path.join(dir, 'search.log')
         const size = (await fsp.stat(file)).size
         await fsp.truncate(file, cut % (size + 1))
-        index = new SearchIndex({ source: history, dir, log: silent })
+        index = make()
         await index.open()
         await check(index)
         await index.close()
-        // a damaged snapshot: the log is read whole instead
-        const snap = await fsp.readFile(index.snapshotFile)
-        const flip = cut % snap.length
-        snap[flip] = (snap[flip] as number) ^ 0xff
-        await fsp.writeFile(index.snapshotFile, snap)
-        index = new SearchIndex({ source: history, dir, log: silent })
+        // a damaged manifest: the log is read whole instead
+        const manifest = await fsp.readFile(index.manifestFile)
+        const flip = cut % manifest.length
+        manifest[flip] = (manifest[flip] as number) ^ 0xff
+        await fsp.writeFile(index.manifestFile, manifest)
+        index = make()
         await index.open()
-        expect(index.stats.fromSnapshot).toBe(false)
+        expect(index.stats.fromManifest).toBe(false)
         await check(index)
         await index.close()
+        // a damaged segment: found by its checksum, the log is read whole instead
+        // the segments the manifest lists (MAGIC, crc32, JSON)
+        const segments = (JSON.parse((await fsp.readFile(index.manifestFile)).subarray(12).toString('utf8')) as { segments: string[] }).segments
+        if (segments.length > 0) {
+          const seg = path.join(index.segmentDir, segments[cut % segments.length] as string)
+          const bytes = await fsp.readFile(seg)
+          const at = (cut >> 3) % bytes.length
+          bytes[at] = (bytes[at] as number) ^ (1 << (cut % 8))
+          await fsp.writeFile(seg, bytes)
+          index = make()
+          await index.open()
+          expect(index.stats.fromManifest).toBe(false)
+          await check(index)
+          await index.close()
+        }
+        for (const i of opened) { seen.segments += i.stats.segmentsWritten; seen.merges += i.stats.merges; seen.compactions += i.stats.compactions }
       }
     ), { numRuns: Number(process.env.ARBOR_RUNS ?? 60), verbose: 1 })
+    // the runs did what they are for: segments written and merged, the log compacted, kills at most points
+    console.log('search property:', { ...seen, kills: [...seen.kills].sort() })
+    expect(seen.segments).toBeGreaterThan(0)
+    expect(seen.merges).toBeGreaterThan(0)
+    expect(seen.compactions).toBeGreaterThan(0)
+    expect(seen.kills.size).toBeGreaterThanOrEqual(3)
   }, 120_000)
 })

@@ -1,13 +1,15 @@
 // The full-text index on real stores: own appends and entries replicated from a peer are found,
-// in every branch; a restart reads the log back without indexing any conversation again; a
-// log that is not one is rebuilt from the entries.
+// in every branch; a restart reads its segments without indexing any conversation again; a
+// log that is not one is rebuilt from the entries; its memory does not grow with the documents.
 import fsp from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { HistoryStore } from '../../src/main/history/history-store'
+import { makeEntry } from '../../src/main/history/entry-codec'
 import { indexDir } from '../../src/main/history/history-index'
 import { SearchIndex } from '../../src/main/history/search-index'
 import type { Entry } from '../../src/shared/entry'
 import { memoryLogger } from '../../src/shared/logger'
+import { DagHistory } from '../helpers/dag-history'
 import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
 
@@ -68,7 +70,7 @@ describe('search index on a history store', () => {
     await x.search.close()
     await x.s.close()
     x = await store(dir)
-    expect(x.search.stats).toMatchObject({ reindexed: 0, fromSnapshot: true, records: 0 }) // nothing past the snapshot to read
+    expect(x.search.stats).toMatchObject({ reindexed: 0, fromManifest: true, records: 0 }) // nothing past the segments to read
     expect((await x.search.query('number1')).hits).toHaveLength(11) // number1, number10…19
     await x.search.close()
     await x.s.close()
@@ -77,5 +79,38 @@ describe('search index on a history store', () => {
     expect(x.search.stats.reindexed).toBe(1)
     expect(x.logs.lines.some(l => l.message.includes('rebuilding the search index'))).toBe(true)
     expect((await x.search.query('words', { limit: 200 })).hits).toHaveLength(20)
+  })
+})
+
+describe('search index memory', () => {
+  it('holds about the same memory at 1,500 and 6,000 documents: older postings are in segments, merged to a few', async () => {
+    const history = new DagHistory()
+    const index = new SearchIndex({ source: history, dir: await dirs.make(), log: memoryLogger(), liveDocs: 250, flushMs: 1 })
+    defer(() => index.close())
+    await index.open()
+    const device = 'f'.repeat(64)
+    const root = makeEntry({ kind: 'conversation', parents: [], body: { title: 'many', nonce: 'm' } }, { conversation: null, device, ts: 0 })
+    history.deliver(root)
+    let parent = root
+    const grow = async (n: number): Promise<void> => {
+      for (let i = 0; i < n; i++) {
+        parent = makeEntry({ kind: 'user', body: { text: `word${i % 97} other${i % 13} unique${parent.ts + 1} text` }, parents: [parent.id] }, { conversation: root.id, device, ts: parent.ts + 1 })
+        history.deliver(parent)
+        if (i % 100 === 99) await index.flush()
+      }
+      await index.flush()
+      await index.query('word1') // every entry delivered is indexed once a query has run
+    }
+    await grow(1500)
+    const small = index.size
+    await grow(4500)
+    const large = index.size
+    expect(large.docs).toBe(6001)
+    // the live part is at most its budget; the rest is segment footers
+    expect(large.memoryBytes).toBeLessThan(small.memoryBytes * 1.5)
+    expect(large.segments).toBeLessThanOrEqual(8)
+    expect(large.segmentDocs).toBeGreaterThan(5000)
+    expect((await index.query('unique6000')).hits.map(h => h.ts)).toEqual([6000])
+    expect((await index.query('word5 other5', { limit: 200 })).hits.length).toBe(history.scan('word5 other5').length)
   })
 })

@@ -5,10 +5,9 @@ import { crc32 } from 'node:zlib'
 
 export const SEARCH_MAGIC = Buffer.from('ARBSRCH')
 export const SEARCH_FORMAT = 1
-/** MAGIC, the version, and the log's nonce (a snapshot names the log it was taken of) */
+/** MAGIC, the version, and the log's nonce (the segment manifest names the log it covers by it) */
 export const SEARCH_PREFIX = SEARCH_MAGIC.length + 1 + 16
 export const FRAME_HEAD = 8
-const SNAP_MAGIC = Buffer.from('ARBSNAP')
 
 /** A document (a joined entry with text), a count of joined entries without text, or a conversation to forget. */
 export type SearchRecord =
@@ -23,31 +22,6 @@ export function searchLogStart (nonce: Buffer): Buffer {
 /** A log's nonce, from its prefix. */
 export function logNonce (head: Buffer): Buffer {
   return head.subarray(SEARCH_MAGIC.length + 1, SEARCH_PREFIX)
-}
-
-/**
- * The postings as they were once the log held `logBytes` (search.snap): MAGIC, the version, the
- * log's nonce, logBytes, a crc32 of logBytes and the postings, the postings (SearchPostings.encode).
- */
-export function encodeSnapshot (nonce: Buffer, logBytes: number, postings: Buffer): Buffer {
-  const head = Buffer.alloc(SNAP_MAGIC.length + 1 + 16 + 8 + 4)
-  SNAP_MAGIC.copy(head, 0)
-  head[SNAP_MAGIC.length] = SEARCH_FORMAT
-  nonce.copy(head, SNAP_MAGIC.length + 1)
-  head.writeDoubleLE(logBytes, SNAP_MAGIC.length + 17)
-  // the length read from is checked with the postings: a wrong one would replay the log from the middle of a record
-  head.writeUInt32LE(crc32(postings, crc32(head.subarray(SNAP_MAGIC.length + 17, SNAP_MAGIC.length + 25))), SNAP_MAGIC.length + 25)
-  return Buffer.concat([head, postings])
-}
-
-/** A snapshot's parts, or why it is not one of this log. */
-export function decodeSnapshot (buf: Buffer, nonce: Buffer): { logBytes: number; postings: Buffer } | string {
-  const headLen = SNAP_MAGIC.length + 29
-  if (buf.length < headLen || !buf.subarray(0, SNAP_MAGIC.length).equals(SNAP_MAGIC) || buf[SNAP_MAGIC.length] !== SEARCH_FORMAT) return 'not a search snapshot of this version'
-  if (!buf.subarray(SNAP_MAGIC.length + 1, SNAP_MAGIC.length + 17).equals(nonce)) return 'the snapshot is of another search log'
-  const postings = buf.subarray(headLen)
-  if (crc32(postings, crc32(buf.subarray(SNAP_MAGIC.length + 17, SNAP_MAGIC.length + 25))) !== buf.readUInt32LE(SNAP_MAGIC.length + 25)) return 'the search snapshot is damaged'
-  return { logBytes: buf.readDoubleLE(SNAP_MAGIC.length + 17), postings }
 }
 
 /** Why a file's start is not this version's search log, or null when it is. */
