@@ -14,6 +14,16 @@ export interface FeedPoolOptions {
 }
 
 /**
+ * How a conversation feed's core is opened (the first opening of a core decides). Hypercore
+ * keeps a core "downloading" for 20–40 s after its last active session ends, and Corestore
+ * attaches every downloading core to each new connection: a reconnect soon after a sync
+ * opened a channel per feed touched (1,000 feeds: 200 KB, 10× the time of 100). This pool
+ * decides how long a feed stays open and for whom (idle closing, passive sessions for peers),
+ * and a peer asks for the feeds it lacks by their lists: no linger.
+ */
+export const FEED_CORE = { notDownloadingLinger: 0 }
+
+/**
  * The open sessions of conversation feeds, one per feed, and their idle closing: every open
  * feed is replicated on every new connection, so idle ones would make a reconnect cost grow
  * with the whole history. A feed is pinned while it is opened, written or read (pinWhile).
@@ -77,7 +87,7 @@ export class FeedPool {
    */
   adopt (key: string): void {
     if (this.cores.has(key) || this.stopped) return
-    const core = this.opts.corestore.get({ key: Buffer.from(key, 'hex'), active: false })
+    const core = this.opts.corestore.get({ key: Buffer.from(key, 'hex'), active: false, ...FEED_CORE })
     this.cores.set(key, core)
     this.unwatch(key)
     this.passive.add(key)
@@ -125,7 +135,7 @@ export class FeedPool {
     let core = this.cores.get(key)
     if (core !== undefined) this.activate(key)
     if (core === undefined) {
-      core = this.opts.corestore.get({ key: Buffer.from(key, 'hex') })
+      core = this.opts.corestore.get({ key: Buffer.from(key, 'hex'), ...FEED_CORE })
       this.cores.set(key, core)
       this.unwatch(key)
     }
