@@ -53,7 +53,7 @@ declare module 'corestore' {
     readonly storage: { close (): Promise<void> }
     ready (): Promise<void>
     close (): Promise<void>
-    get (opts: Buffer | { name?: string; key?: Buffer; valueEncoding?: unknown; writable?: boolean; wait?: boolean; exclusive?: boolean; active?: boolean; notDownloadingLinger?: number }): Hypercore.Core
+    get (opts: Buffer | { name?: string; key?: Buffer; valueEncoding?: unknown; writable?: boolean; wait?: boolean; exclusive?: boolean; active?: boolean }): Hypercore.Core
     namespace (name: string): Corestore
     session (opts?: Record<string, unknown>): Corestore
     replicate (isInitiator: boolean | Duplex, opts?: Record<string, unknown>): Duplex

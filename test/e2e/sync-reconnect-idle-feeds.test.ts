@@ -72,5 +72,26 @@ describe('a reconnect soon after a sync', () => {
     await a.append(c0.id, chain(c0.last, 3, ENTRIES))
     await b.updateFeed(c0.id, c0.key, a.availableLength(c0.key))
     await until(() => b.summary(c0.id)?.size === ENTRIES + 4, 'b to receive the later entries', 20_000)
-  }, 60_000)
+
+    // A core Corestore opened for a peer's channel (the first open decides a core's options):
+    // a's feed let go by Corestore, b asks for more of it, a writes to it, both idle, a reconnect.
+    const c1 = convs[1] as { id: string; key: string; last: string }
+    const held = (h: HistoryStore, key: string): HeldCore | undefined => heldCores(h).find(c => c.key?.toString('hex') === key)
+    await until(() => held(a, c1.key) === undefined, 'Corestore to let go of a\'s idle feed', 20_000)
+    second.freeze('a', 'out', true) // b's channel open reaches a, a's answer waits: Corestore opened the core for it
+    // the length a's feed will have after one more entry: b opens the feed's channel to wait for it
+    await b.updateFeed(c1.id, c1.key, a.availableLength(c1.key) + 1)
+    await until(() => held(a, c1.key) !== undefined, 'a\'s Corestore to open the feed for b\'s channel', 5_000)
+    second.freeze('a', 'out', false)
+    await a.append(c1.id, chain(c1.last, 1, ENTRIES))
+    await until(() => b.summary(c1.id)?.size === ENTRIES + 2, 'b to receive it', 20_000)
+    await until(() => !pooled(a, c1.key) && !pooled(b, c1.key), 'both pools to close it as idle', 5_000)
+    second.destroy()
+    const third = connect(a, b)
+    expect(await third.opened()).toBe(true)
+    await new Promise(resolve => setTimeout(resolve, 300))
+    const core = held(a, c1.key)
+    expect(core, 'Corestore still holds the idle core (the check would prove nothing otherwise)').toBeDefined()
+    expect(core?.replicator.attached(third.a.userData), 'a\'s feed opened for a peer, written, idle: attached to a new connection').toBe(false)
+  }, 90_000)
 })

@@ -14,14 +14,20 @@ export interface FeedPoolOptions {
 }
 
 /**
- * How a conversation feed's core is opened (the first opening of a core decides). Hypercore
- * keeps a core "downloading" for 20–40 s after its last active session ends, and Corestore
- * attaches every downloading core to each new connection: a reconnect soon after a sync
- * opened a channel per feed touched (1,000 feeds: 200 KB, 10× the time of 100). This pool
- * decides how long a feed stays open and for whom (idle closing, passive sessions for peers),
- * and a peer asks for the feeds it lacks by their lists: no linger.
+ * Hypercore keeps a core "downloading" for 20–40 s after its last active session ends, and
+ * Corestore attaches every downloading core to each new connection: a reconnect soon after a
+ * sync opened a channel per feed touched (1,000 feeds: 200 KB, 10× the time of 100), and each
+ * side's linger kept the other's feeds open. This store decides how long a feed stays open and
+ * for whom (idle closing, passive sessions for peers), and a peer asks for the feeds it lacks by
+ * their lists: no linger, on every core Corestore opens (HistoryStore watches them all), whoever
+ * opened it — a peer's channel opens a core with Corestore's defaults, and the first open
+ * decides. Hypercore 11 has no setter: its replicator reads this field at each change (the
+ * version is pinned; test/e2e/sync-reconnect-idle-feeds.test.ts fails if it stops working).
  */
-export const FEED_CORE = { notDownloadingLinger: 0 }
+export function withoutDownloadingLinger (core: object): void {
+  const replicator = (core as { replicator?: { _notDownloadingLinger?: unknown } }).replicator
+  if (replicator !== undefined && typeof replicator._notDownloadingLinger === 'number') replicator._notDownloadingLinger = 0
+}
 
 /**
  * The open sessions of conversation feeds, one per feed, and their idle closing: every open
@@ -87,7 +93,7 @@ export class FeedPool {
    */
   adopt (key: string): void {
     if (this.cores.has(key) || this.stopped) return
-    const core = this.opts.corestore.get({ key: Buffer.from(key, 'hex'), active: false, ...FEED_CORE })
+    const core = this.opts.corestore.get({ key: Buffer.from(key, 'hex'), active: false })
     this.cores.set(key, core)
     this.unwatch(key)
     this.passive.add(key)
@@ -135,7 +141,7 @@ export class FeedPool {
     let core = this.cores.get(key)
     if (core !== undefined) this.activate(key)
     if (core === undefined) {
-      core = this.opts.corestore.get({ key: Buffer.from(key, 'hex'), ...FEED_CORE })
+      core = this.opts.corestore.get({ key: Buffer.from(key, 'hex') })
       this.cores.set(key, core)
       this.unwatch(key)
     }

@@ -12,7 +12,7 @@ import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import type { DeviceKeyPair } from './feed-header'
 import { EntryCache } from './entry-cache'
-import { FeedPool } from './feed-pool'
+import { FeedPool, withoutDownloadingLinger } from './feed-pool'
 import { DAG_BYTES, type DagCacheStats } from './dag-cache'
 import { ResidentDags } from './resident-dags'
 import { ConversationIndex, type EntriesEvent } from './conversation-index'
@@ -214,6 +214,7 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
 
   /** Corestore opened a core (for this store, or for a peer that opened its channel). */
   private readonly onCoreOpened = (core: Corestore.OpenedCore): void => {
+    withoutDownloadingLinger(core)
     core.ready().then(() => {
       const key = core.key?.toString('hex')
       // the pool's own opens are in it by now; only a known conversation feed is held

@@ -1,7 +1,7 @@
 import type Corestore from 'corestore'
 import type Hypercore from 'hypercore'
 import { makeFeedHeader, type DeviceKeyPair } from './feed-header'
-import { FEED_CORE, type FeedPool } from './feed-pool'
+import type { FeedPool } from './feed-pool'
 import type { FeedRecord, IndexState } from './history-index'
 import type { ManifestLog } from './manifest-log'
 
@@ -46,7 +46,7 @@ export class OwnFeeds {
     }
     const existing = this.keys.get(conversation)
     if (existing !== undefined) return this.opts.pool.core(existing)
-    const core = this.opts.corestore.get({ name: FEED_PREFIX + conversation, ...FEED_CORE })
+    const core = this.opts.corestore.get({ name: FEED_PREFIX + conversation })
     await core.ready()
     const key = hex(core)
     this.opts.pool.add(key, core)
