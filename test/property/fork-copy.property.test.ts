@@ -84,8 +84,9 @@ describe('a fork\'s copy of a branch', () => {
       expect(step.kind, 'a call copied into the fork would run there').not.toBe('tool')
       expect(step.kind).not.toBe('unknown-outcome')
       if (fork.length - 1 > said.length) seen.closed++
-    }), { numRuns: 300 })
-    // the generator reaches the cases that matter
+    }), { numRuns: 1000 })
+    // the generator reaches the cases that matter (about 1 run in 20 leaves the source a call to
+    // run: at 300 runs one seed in ten fell under 10, a CI run failed so; at 1,000 the mean is ~50)
     expect(seen.open).toBeGreaterThan(10)
     expect(seen.closed).toBeGreaterThan(10)
   })
