@@ -14,7 +14,7 @@
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ApiService } from '../../src/main/api/api-service'
 import { writeNodeSettings } from '../../src/main/runtime/agent/agent-config'
 import { FileSecretStore } from '../../src/main/secrets/secret-store'
@@ -31,24 +31,17 @@ import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { memoryLogger } from '../../src/shared/logger'
 import { PeerNodes } from '../helpers/peer-nodes'
 import { smallDisk, smallDiskProblem, type SmallDisk } from '../helpers/small-disk'
+import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
 
 const MiB = 1024 * 1024
 const FULL = (dir: string): string => `the disk holding ${dir} is full; free some space and try again in a few seconds (nothing already saved is lost)`
 
-const cleanups: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  // every cleanup runs, the disk's unmount last, even when one before it fails
-  const errors: unknown[] = []
-  for (const fn of cleanups.splice(0).reverse()) {
-    try { await fn() } catch (err) { errors.push(err) }
-  }
-  if (errors.length > 0) throw errors[0]
-})
+const { defer } = perTest()
 
 function disk (sizeMiB: number): SmallDisk {
   const d = smallDisk(sizeMiB)
-  cleanups.push(() => { d.unmount() })
+  defer(() => { d.unmount() })
   return d
 }
 
@@ -89,7 +82,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     d.fill(4 * MiB) // nearly full before the store opens (see the top of this file)
     const log = memoryLogger()
     const store = new HistoryStore({ dir, log, indexDelayMs: 20, manifestDelayMs: 20 })
-    cleanups.push(async () => { if (!store.closed) await store.close() })
+    defer(async () => { if (!store.closed) await store.close() })
     await store.ready()
     const root = await store.createConversation({ title: 'on a small disk' })
     const acknowledged: Entry[] = [root]
@@ -115,7 +108,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     await store.close()
 
     const again = new HistoryStore({ dir, log: memoryLogger() })
-    cleanups.push(async () => { if (!again.closed) await again.close() })
+    defer(async () => { if (!again.closed) await again.close() })
     await again.ready()
     const reopened = await again.open(root.id)
     for (const e of acknowledged.filter(e => e.conversation === root.id)) expect(reopened.isJoined(e.id)).toBe(true)
@@ -128,7 +121,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     const dir = path.join(d.dir, 'data')
     d.fill(4 * MiB)
     const store = new HistoryStore({ dir, log: memoryLogger(), indexDelayMs: 20, manifestDelayMs: 20 })
-    cleanups.push(async () => { if (!store.closed) await store.close() })
+    defer(async () => { if (!store.closed) await store.close() })
     await store.ready()
     const root = await store.createConversation({ title: 'closed when full' })
     const acknowledged: Entry[] = [root]
@@ -139,7 +132,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     await store.close() // the index and view state cannot be saved: it closes anyway, lock released
     d.free()
     const again = new HistoryStore({ dir, log: memoryLogger() })
-    cleanups.push(async () => { if (!again.closed) await again.close() })
+    defer(async () => { if (!again.closed) await again.close() })
     await again.ready()
     const dag = await again.open(root.id)
     expect(acknowledged.every(e => dag.isJoined(e.id))).toBe(true)
@@ -152,10 +145,10 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     const dir = path.join(d.dir, 'data')
     d.fill(8 * MiB)
     const peers = new PeerNodes()
-    cleanups.push(() => peers.close())
+    defer(() => peers.close())
     const laptop = await peers.add('laptop', { dataDir: dir, settings: { provider: 'fake' } })
     const api = new ApiService(laptop.node, { version: 'test' })
-    cleanups.push(() => { api.close() })
+    defer(() => { api.close() })
     const events: ApiEvent[] = []
     api.subscribe(ev => { events.push(ev) })
     const turns = (): number => events.filter(e => e.type === 'agent' && !e.running).length
@@ -197,7 +190,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     peers.net.remove('laptop')
     await laptop.node.close()
     const reopened = new ArborNode({ dataDir: dir, name: 'laptop', api: false, swarm: false, env: laptop.env, log: memoryLogger() })
-    cleanups.push(() => reopened.close())
+    defer(() => reopened.close())
     await reopened.ready()
     const dag = await reopened.history.open(id)
     expect(now.every(e => dag.isJoined(e))).toBe(true)

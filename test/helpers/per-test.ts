@@ -5,7 +5,7 @@ import { tempDirs } from './temp-dir'
 export interface PerTest {
   /** temp directories, removed after each test */
   dirs: ReturnType<typeof tempDirs>
-  /** runs these after the test, the last deferred first, before the directories are removed */
+  /** runs these after the test, the last deferred first, every one even when one before it fails (the first error is thrown), before the directories are removed */
   defer: (...fns: Array<() => Promise<void> | void>) => void
 }
 
@@ -14,8 +14,13 @@ export function perTest (prefix?: string): PerTest {
   const dirs = tempDirs(prefix)
   const deferred: Array<() => Promise<void> | void> = []
   afterEach(async () => {
-    for (const fn of deferred.splice(0).reverse()) await fn()
+    // every cleanup runs (a mounted disk's unmount, deferred first, runs last), then the directories go
+    const errors: unknown[] = []
+    for (const fn of deferred.splice(0).reverse()) {
+      try { await fn() } catch (err) { errors.push(err) }
+    }
     await dirs.cleanup()
+    if (errors.length > 0) throw errors[0]
   })
   return { dirs, defer: (...fns) => { deferred.push(...fns) } }
 }

@@ -4,23 +4,17 @@
 // and after a restart it answers what a scan of the entries answers.
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeEntry } from '../../src/main/history/entry-codec'
 import { SearchIndex } from '../../src/main/history/search-index'
 import type { Entry } from '../../src/shared/entry'
 import { memoryLogger } from '../../src/shared/logger'
 import { DagHistory } from '../helpers/dag-history'
 import { smallDisk, smallDiskProblem, type SmallDisk } from '../helpers/small-disk'
+import { perTest } from '../helpers/per-test'
 import { until } from '../helpers/temp-dir'
 
-const cleanups: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  const errors: unknown[] = []
-  for (const fn of cleanups.splice(0).reverse()) {
-    try { await fn() } catch (err) { errors.push(err) }
-  }
-  if (errors.length > 0) throw errors[0]
-})
+const { defer } = perTest()
 
 const DEVICE = 'e'.repeat(64)
 const CAP = 64 * 1024
@@ -44,12 +38,12 @@ const skip = smallDiskProblem !== null
 describe.skipIf(skip)(`search index on a full disk${skip ? ` (skipped: ${smallDiskProblem ?? ''})` : ''}`, () => {
   it('holds at most its cap of records while writes fail, then indexes the conversations given up again once space is back', async () => {
     const d: SmallDisk = smallDisk(8)
-    cleanups.push(() => { d.unmount() })
+    defer(() => { d.unmount() })
     const history = new DagHistory()
     const logs = memoryLogger()
     const dir = path.join(d.dir, 'index')
     const index = new SearchIndex({ source: history, dir, log: logs, flushMs: 1, maxPendingBytes: CAP })
-    cleanups.push(() => index.close().catch(() => undefined))
+    defer(() => index.close().catch(() => undefined))
     await index.open()
     for (const e of conversation('early', 5)) history.deliver(e)
     await index.flush()
@@ -81,7 +75,7 @@ describe.skipIf(skip)(`search index on a full disk${skip ? ` (skipped: ${smallDi
     await index.close()
 
     const again = new SearchIndex({ source: history, dir, log: logs })
-    cleanups.push(() => again.close())
+    defer(() => again.close())
     await again.open()
     expect(again.stats.reindexed).toBe(0)
     for (const q of ['alpha', 'beta', 'early', 'entry14', 'came']) expect(await hits(again, q)).toEqual(history.scan(q).map(h => h.id).sort())
