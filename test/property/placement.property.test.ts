@@ -6,7 +6,7 @@ import fc from 'fast-check'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { makeEntry } from '../../src/main/history/entry-codec'
-import { compareRefs, decide, openWork, ownerOf, reviverOf, topRef, workAt, type AgentRef, type PlacementView } from '../../src/main/runtime/placement/placement'
+import { compareRefs, decide, EpochLedger, openWork, ownerOf, reviverOf, topRef, workAt, type AgentRef, type PlacementView } from '../../src/main/runtime/placement/placement'
 
 const DEVICES = ['1'.repeat(64), '2'.repeat(64), '3'.repeat(64), '4'.repeat(64)]
 const CONV = 'c'.repeat(64)
@@ -213,5 +213,71 @@ describe('openWork', () => {
     expect(ownerOf(filled.entries())).toEqual({ device: b, epoch: 3 })
     expect(workAt(filled, far)).toEqual({ kind: 'turn', leaf: far, agent: { device: b, epoch: 3 } })
     expect(workAt(filled, planted)).toEqual({ kind: 'message', leaf: planted, message: u2 })
+  })
+})
+
+// A peer writes a setting (or a note) under the tip it sees while an agent works; the agent goes
+// on from its own tip. Such an entry beside a branch that went on waits for nobody.
+describe('openWork and entries beside a branch', () => {
+  const [a, b] = DEVICES as [string, string]
+  const mk = (draft: EntryDraft, device: string, ts: number): Entry => makeEntry(draft, { conversation: root.id, device, ts })
+  const setting = (parent: Entry, ts: number): Entry => mk({ kind: 'meta', parents: [parent.id], body: { key: 'autoRevival', value: false, hlc: { wall: ts, counter: 0, device: a } } }, a, ts)
+
+  it('a setting under a step the turn went on from is no turn of its own; the turn is cut short only where it is', () => {
+    const u1 = mk({ kind: 'user', parents: [root.id], body: { text: 'one' } }, a, 1)
+    const s1 = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 0, reason: 'user' } }, b, 2)
+    const r1 = mk({ kind: 'assistant', parents: [s1.id], body: { text: 'working' } }, b, 3)
+    const m = setting(s1, 4)
+    const stopped = mk({ kind: 'agent.stopped', parents: [r1.id], body: { epoch: 0, reason: 'done' } }, b, 5)
+    expect(openWork(new ConversationDag(root.id, [root, u1, s1, r1, m, stopped]))).toEqual([])
+    // the agent's own branch cut short: one turn, at its tip
+    expect(openWork(new ConversationDag(root.id, [root, u1, s1, r1, m]))).toEqual([{ kind: 'turn', leaf: r1, agent: { device: b, epoch: 0 } }])
+    // the agent died before going on: the turn waits at the setting
+    expect(openWork(new ConversationDag(root.id, [root, u1, s1, m]))).toEqual([{ kind: 'turn', leaf: m, agent: { device: b, epoch: 0 } }])
+  })
+
+  // Random trees of messages, starts, replies, stops, settings and notes.
+  const kinds = ['user', 'agent.started', 'assistant', 'agent.stopped', 'meta', 'note'] as const
+  const treeArb = fc.array(fc.record({ kind: fc.constantFrom(...kinds), parent: fc.nat(), epoch: fc.nat({ max: 2 }) }), { minLength: 1, maxLength: 25 })
+  const build = (steps: Array<{ kind: typeof kinds[number]; parent: number; epoch: number }>): Entry[] => {
+    const out: Entry[] = [root]
+    for (const [i, s] of steps.entries()) {
+      const parent = out[s.parent % out.length] as Entry
+      const ts = i + 1
+      const bodies = {
+        user: { text: `m${i}` },
+        'agent.started': s.epoch === 0 ? { epoch: 0, reason: 'user' } : { epoch: s.epoch, reason: 'resume', previous: { device: b, epoch: s.epoch - 1 } },
+        assistant: { text: `r${i}` },
+        'agent.stopped': { epoch: s.epoch, reason: 'done' },
+        meta: { key: 'autoRevival', value: i % 2 === 0, hlc: { wall: ts, counter: 0, device: a } },
+        note: { text: `n${i}` }
+      }
+      const device = s.kind === 'user' || s.kind === 'meta' || s.kind === 'note' ? a : b
+      out.push(mk({ kind: s.kind, parents: [parent.id], body: bodies[s.kind] } as EntryDraft, device, ts))
+    }
+    return out
+  }
+  // what the conversation does not go on with: settings, notes, a start beyond a gap in the epochs
+  const sideIn = (dag: ConversationDag) => {
+    const epochs = new EpochLedger(dag.entries())
+    return (e: Entry): boolean => e.kind === 'meta' || e.kind === 'note' || (e.kind === 'agent.started' && epochs.startOf(e) === null)
+  }
+
+  it('a setting or note added under an entry the conversation already went on from adds no work and takes none away', () => {
+    fc.assert(fc.property(treeArb, fc.nat(), fc.boolean(), (steps, pick, note) => {
+      const entries = build(steps)
+      const before = new ConversationDag(root.id, entries)
+      // an entry with a child that is not a setting or a note: the conversation went on from it
+      const side = sideIn(before)
+      const went = entries.filter(e => before.children(e.id).some(c => !side(c)))
+      fc.pre(went.length > 0)
+      const at = went[pick % went.length] as Entry
+      const extra = note
+        ? mk({ kind: 'note', parents: [at.id], body: { text: 'beside' } }, a, 100)
+        : setting(at, 100)
+      const after = new ConversationDag(root.id, [...entries, extra])
+      const ids = (dag: ConversationDag): string[] => openWork(dag).map(w => `${w.kind}:${w.leaf.id}`).sort()
+      expect(ids(after)).toEqual(ids(before))
+    }), { numRuns: 2000 })
   })
 })

@@ -69,6 +69,7 @@ export function openWork (dag: ConversationDag, epochs = new EpochLedger(dag.ent
  * start whose epoch does not count (yet) is read like a note, as placement reads it everywhere.
  */
 export function workAt (dag: ConversationDag, head: Entry, epochs = new EpochLedger(dag.entries())): OpenWork | null {
+  if (besideGoneOn(dag, head, epochs)) return null
   let cur: Entry | undefined = head
   for (let i = 0; cur !== undefined && i < MAX_WALK; i++) {
     const agent = epochs.startOf(cur)
@@ -85,6 +86,34 @@ export function workAt (dag: ConversationDag, head: Entry, epochs = new EpochLed
   return null
 }
 
+/** Entries that wait for nobody and answer nothing: notes, settings, starts that do not count, entries from a newer version. */
+function looksPast (e: Entry, epochs: EpochLedger): boolean {
+  return e.kind === 'note' || e.kind === 'meta' || e.kind === 'unknown' || (e.kind === 'agent.started' && epochs.startOf(e) === null)
+}
+
+/**
+ * Whether the tip `head` is only notes and settings written beside a branch that went on: a
+ * peer's setting lands under the tip it saw while an agent worked, and the agent goes on from
+ * its own tip. The branch that went on holds the work, if any; this tip waits for nobody.
+ */
+function besideGoneOn (dag: ConversationDag, head: Entry, epochs: EpochLedger): boolean {
+  let from: Entry | undefined = head
+  for (let i = 0; from !== undefined && looksPast(from, epochs) && i < MAX_WALK; i++) {
+    const p: string | undefined = from.parents[0]
+    from = p === undefined ? undefined : dag.get(p)
+  }
+  if (from === undefined || from === head) return false
+  // anything but notes and settings below `from`, on another branch than the one to `head`
+  const todo = [...dag.children(from.id)]
+  for (let i = 0; i < todo.length && i < MAX_WALK; i++) {
+    const e = todo[i] as Entry
+    if (e === head) continue
+    if (!looksPast(e, epochs)) return true
+    todo.push(...dag.children(e.id))
+  }
+  return false
+}
+
 /** Whether an agent took a message up on some branch: a turn starts after it, past notes, settings and starts that do not count. */
 function answered (dag: ConversationDag, message: Entry, epochs: EpochLedger): boolean {
   const todo = [...dag.children(message.id)]
@@ -92,7 +121,7 @@ function answered (dag: ConversationDag, message: Entry, epochs: EpochLedger): b
     const e = todo[i] as Entry
     if (epochs.startOf(e) !== null || e.kind === 'assistant') return true
     // an entry from a newer version is looked past, as everywhere: it neither answers nor hides an answer
-    if (e.kind === 'note' || e.kind === 'meta' || e.kind === 'agent.started' || e.kind === 'unknown') todo.push(...dag.children(e.id))
+    if (looksPast(e, epochs)) todo.push(...dag.children(e.id))
   }
   return false
 }
