@@ -152,14 +152,16 @@ async function startReady (big: string, small: string, meta: DatasetMeta, base: 
 
 /**
  * What RSS may exceed ready + the DAG cache budget by after opening everything: opening 10,000
- * conversations peaks near 400 MB, and after a full GC the process keeps ~25 MB of that (pages
- * V8 and malloc do not give back) while the heap itself grows less than the budget (38 MB of
- * 64 MiB, measured at full size twice). Not the index: that is in the RSS once ready (~9 MB).
+ * conversations peaks near 440 MB (V8 lets the DAGs the cache evicted pile up in the old
+ * generation to ~285 MB before collecting), and right after a full GC the process still holds
+ * 22–29 MB of that beyond ready + budget (V8 pages it gives back later, from a background task
+ * once idle: 10 s later the node is at ready + 14–17 MB) while the heap itself grows 33 MB, less
+ * than the budget's 64 MiB estimate. Not the index: that is in the RSS once ready (~9 MB).
  */
 const RSS_CONSTANT_MB = 32
 
 async function rssOpenAll (big: string, meta: DatasetMeta, base: DatasetMeta): Promise<void> {
-  const { result: r } = await child<Record<string, unknown> & { rssMb: number; baselineRssMb: number; budgetBytes: number | null }>('open-all', [big, await workDir('rss')], ['--expose-gc'])
+  const { result: r } = await child<Record<string, unknown> & { rssMb: number; baselineRssMb: number; secondPassRssMb: number; budgetBytes: number | null }>('open-all', [big, await workDir('rss')], ['--expose-gc'])
   const targetMb = r.budgetBytes === null ? null : round(r.baselineRssMb + r.budgetBytes / 2 ** 20 + RSS_CONSTANT_MB, 1)
   const { rssMb, baselineRssMb, ...rest } = r
   emit({
@@ -173,7 +175,8 @@ async function rssOpenAll (big: string, meta: DatasetMeta, base: DatasetMeta): P
     ...sizes(meta, base),
     target: targetMb,
     targetName: `the RSS once ready + the budget of the cache of opened conversations + ${RSS_CONSTANT_MB} MB (what the process keeps of its peak while opening: allocator pages, not the index)`,
-    ok: targetMb !== null && rssMb <= targetMb,
+    // and no more after opening everything again: what the process keeps does not grow with the opens
+    ok: targetMb !== null && rssMb <= targetMb && r.secondPassRssMb <= targetMb,
     ...(targetMb === null ? { note: 'the store reports no budget of its opened conversations (no LRU): every opened conversation stays in memory' } : {})
   })
 }

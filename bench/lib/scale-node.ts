@@ -60,16 +60,34 @@ function memory (): { rss: number; heapUsed: number; external: number; arrayBuff
   return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers }
 }
 
-/** RSS (after a full GC) of a ready node, then after it opened every conversation once; peak RSS beside. */
+/** How long the node idles before its settled RSS is read: V8 gives freed pages back from a background task once idle. */
+const SETTLE_MS = 10_000
+
+/**
+ * RSS (after a full GC) of a ready node, after it opened every conversation once, after a
+ * second pass over them all (what the process keeps does not grow with the opens), and once
+ * it idled; peaks beside.
+ */
 export async function openAll (dataDir: string, work: string): Promise<Record<string, unknown>> {
   const { node } = await startNode(dataDir, work)
   const before = memory()
   const list = node.history.list()
-  let entries = 0
-  const t = performance.now()
-  for (const s of list) entries += (await node.history.open(s.id)).size
-  const openMs = performance.now() - t
+  let peakHeapUsed = 0
+  const pass = async (): Promise<{ ms: number; entries: number }> => {
+    const t = performance.now()
+    let entries = 0
+    for (const [i, s] of list.entries()) {
+      entries += (await node.history.open(s.id)).size
+      if (i % 100 === 0) peakHeapUsed = Math.max(peakHeapUsed, process.memoryUsage().heapUsed)
+    }
+    return { ms: performance.now() - t, entries }
+  }
+  const { ms: openMs, entries } = await pass()
   const after = memory()
+  const { ms: secondOpenMs } = await pass()
+  const second = memory()
+  await new Promise(resolve => setTimeout(resolve, SETTLE_MS))
+  const settled = memory()
   const { budgetBytes, cache } = cacheBudget(node.history)
   await node.close()
   const mb = (x: number): number => round(x / MB, 1)
@@ -81,7 +99,12 @@ export async function openAll (dataDir: string, work: string): Promise<Record<st
     baselineRssMb: mb(before.rss),
     baselineHeapUsedMb: mb(before.heapUsed),
     baselineExternalMb: mb(before.external),
+    secondPassRssMb: mb(second.rss),
+    secondOpenMs: round(secondOpenMs),
+    settledRssMb: mb(settled.rss),
+    settleMs: SETTLE_MS,
     peakRssMb: mb(process.resourceUsage().maxRSS * 1024),
+    peakHeapUsedMb: mb(peakHeapUsed),
     grownMb: mb(after.rss - before.rss),
     bytesPerEntry: Math.round((after.rss - before.rss) / Math.max(1, entries)),
     budgetBytes,

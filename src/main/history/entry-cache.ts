@@ -4,6 +4,13 @@ import { encodeEntry, releaseEncoding, type Entry } from '../../shared/entry'
 
 const NEWLINE = Buffer.from('\n')
 
+/** A buffer twice the size holding the same bytes (kept once grown: entries are bounded, so is it). */
+function grown (buf: Buffer): Buffer {
+  const bigger = Buffer.allocUnsafeSlow(buf.length * 2)
+  buf.copy(bigger)
+  return bigger
+}
+
 /**
  * A per-conversation file of the entries already validated from its feeds, one JSON line
  * each, so opening a conversation is one sequential file read instead of thousands of
@@ -20,7 +27,16 @@ export class EntryCache {
   private readonly handles = new Map<string, Promise<fs.FileHandle>>()
   private static readonly MAX_HANDLES = 32
 
-  constructor (readonly dir: string) {}
+  /**
+   * Buffers for reading files, reused: a buffer per read the size of its file would be a large
+   * malloc freed at once, and after such frees glibc serves later ones from its heap, which
+   * keeps what they fragment (opening 10,000 conversations left ~30 MB of RSS so).
+   */
+  private readonly readBuffers: Buffer[] = []
+  private static readonly MAX_READ_BUFFERS = 4
+
+  /** `readChunk`: the bytes read at a time (a line longer than it grows the buffer it is read into). */
+  constructor (readonly dir: string, private readonly readChunk = 256 * 1024) {}
 
   file (conversation: string): string {
     return path.join(this.dir, conversation + '.jsonl')
@@ -111,32 +127,54 @@ export class EntryCache {
   async read (conversation: string): Promise<{ entries: Entry[]; torn: number; bytes: number }> {
     // a failed append is the store's to report; what it left out is found missing and re-read
     await (this.queues.get(conversation) ?? Promise.resolve()).catch(() => undefined)
-    let buf: Buffer
+    let fh: fs.FileHandle
     try {
-      buf = await fs.readFile(this.file(conversation))
+      fh = await fs.open(this.file(conversation), 'r')
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], torn: 0, bytes: 0 }
       throw err
     }
-    if (buf.length > 0 && buf[buf.length - 1] !== 0x0a) this.unterminated.add(conversation)
-    // Line by line from the bytes: no string of the whole file, which would be old-generation
-    // garbage on every load (a conversation is read again each time the DAG cache evicted it).
+    let buf = this.readBuffers.pop() ?? Buffer.allocUnsafeSlow(this.readChunk)
     const entries: Entry[] = []
     let torn = 0
-    let start = 0
-    while (start < buf.length) {
-      let end = buf.indexOf(0x0a, start)
-      if (end === -1) end = buf.length
-      if (end > start) {
-        try {
-          entries.push(JSON.parse(buf.toString('utf8', start, end)) as Entry)
-        } catch {
-          torn++
-        }
+    let bytes = 0
+    const parse = (start: number, end: number): void => {
+      if (end === start) return
+      try {
+        entries.push(JSON.parse(buf.toString('utf8', start, end)) as Entry)
+      } catch {
+        torn++
       }
-      start = end + 1
     }
-    return { entries, torn, bytes: buf.length }
+    try {
+      // Line by line from the bytes, a chunk at a time: no string of the whole file (old-generation
+      // garbage on every load: a conversation is read again each time the DAG cache evicted it).
+      let have = 0 // bytes in buf from its start: the unfinished line, then what was just read
+      for (;;) {
+        if (have === buf.length) buf = grown(buf) // a line longer than the buffer
+        const { bytesRead } = await fh.read(buf, have, buf.length - have, null)
+        if (bytesRead === 0) break
+        const from = have
+        have += bytesRead
+        bytes += bytesRead
+        const read = buf.subarray(0, have)
+        let start = 0
+        for (let end = read.indexOf(0x0a, from); end !== -1; end = read.indexOf(0x0a, start)) {
+          parse(start, end)
+          start = end + 1
+        }
+        buf.copyWithin(0, start, have)
+        have -= start
+      }
+      if (have > 0) {
+        this.unterminated.add(conversation)
+        parse(0, have)
+      }
+    } finally {
+      if (this.readBuffers.length < EntryCache.MAX_READ_BUFFERS) this.readBuffers.push(buf)
+      await fh.close()
+    }
+    return { entries, torn, bytes }
   }
 
   /** Replaces a conversation's file with exactly these entries (written aside, then renamed). */
