@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
+import { spawnSync } from 'node:child_process'
 import { readJsonFile, writeStateFile, writeStateFileSync } from '../../src/main/disk/state-file'
 import { StorageError, storageError } from '../../src/main/disk/storage-error'
 import { tempDirs } from '../helpers/temp-dir'
@@ -73,6 +74,28 @@ describe('writeStateFile', () => {
     expect(leftovers(dir)).toEqual([])
     await writeStateFile(file, 'after')
     expect(fs.readFileSync(file, 'utf8')).toBe('after')
+  })
+
+  it('a temporary left by a writer killed before its rename is removed by the next write of that file; a live writer\'s is not', async () => {
+    const dir = await dirs.make()
+    const file = path.join(dir, 'peers.bin')
+    // a real writer, SIGKILLed between its temporary's fsync and the rename
+    const script = `const fs = require('node:fs'); const t = ${JSON.stringify(file)} + '.' + process.pid + '.a1b2c3d4e5f6.tmp'; fs.writeFileSync(t, 'half'); process.kill(process.pid, 'SIGKILL')`
+    const killed = spawnSync(process.execPath, ['-e', script])
+    expect(killed.signal).toBe('SIGKILL')
+    const left = leftovers(dir)
+    expect(left).toHaveLength(1)
+    // a write under way in another live process (this test's parent stands for it), and names that are not temporaries
+    const live = `peers.bin.${process.ppid}.0123456789ab.tmp`
+    fs.writeFileSync(path.join(dir, live), 'writing')
+    const other = `other.bin.${killed.pid}.0123456789ab.tmp` // another file's, its writer gone too
+    fs.writeFileSync(path.join(dir, other), 'another file\'s')
+    fs.writeFileSync(path.join(dir, 'peers.bin.notes.tmp'), 'not ours')
+    await writeStateFile(file, 'whole')
+    expect(fs.readFileSync(file, 'utf8')).toBe('whole')
+    expect(leftovers(dir).sort()).toEqual([live, other, 'peers.bin.notes.tmp'].sort())
+    writeStateFileSync(path.join(dir, 'other.bin'), 'x')
+    expect(leftovers(dir).sort()).toEqual([live, 'peers.bin.notes.tmp'].sort())
   })
 
   it('says a full disk in words, naming the directory, through the wrappers of Hypercore and RocksDB', () => {

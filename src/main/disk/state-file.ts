@@ -2,7 +2,8 @@
 // view state, placement state, the socket's token, the sandbox registry): read with errors a
 // user can act on; written whole or not at all, and on disk when the write resolves. A write goes to a unique temporary beside the file, is fsynced, renamed
 // over the file, and the directory is fsynced (the rename itself is then durable). On any
-// failure the temporary is removed and the previous file is left as it was.
+// failure the temporary is removed and the previous file is left as it was; what a killed
+// writer left is removed before this process first writes that file.
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
@@ -100,6 +101,10 @@ async function writeNow (file: string, text: Content, mode: number): Promise<voi
   const tmp = tempName(file)
   try {
     await fsp.mkdir(dir, { recursive: true, mode: DIR_MODE })
+    if (!swept.has(file)) {
+      for (const name of staleTemps(file, await fsp.readdir(dir))) await fsp.rm(path.join(dir, name), { force: true })
+      swept.add(file)
+    }
     const fh = await fsp.open(tmp, 'wx', mode)
     try {
       await fh.chmod(mode)
@@ -123,6 +128,11 @@ export function writeStateFileSync (file: string, text: string, opts: StateFileO
   const tmp = tempName(file)
   try {
     fs.mkdirSync(dir, { recursive: true, mode: DIR_MODE })
+    const key = path.resolve(file)
+    if (!swept.has(key)) {
+      for (const name of staleTemps(key, fs.readdirSync(dir))) fs.rmSync(path.join(dir, name), { force: true })
+      swept.add(key)
+    }
     const fd = fs.openSync(tmp, 'wx', mode)
     try {
       fs.fchmodSync(fd, mode)
@@ -142,6 +152,33 @@ export function writeStateFileSync (file: string, text: string, opts: StateFileO
 /** A name no other writer (call or process) uses: a shared temporary would let two writes mix. */
 function tempName (file: string): string {
   return `${path.resolve(file)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`
+}
+
+/** Files (absolute paths) whose stale temporaries this process has removed: once, before its first write of each. */
+const swept = new Set<string>()
+
+/**
+ * The temporaries of `file` among a directory's `names` whose writer is gone: a writer killed
+ * between creating its temporary and the rename leaves it, and nothing else would ever remove
+ * it. One whose process lives may be a write under way (another process writes the same file).
+ */
+function staleTemps (file: string, names: string[]): string[] {
+  const prefix = path.basename(file) + '.'
+  return names.filter(name => {
+    if (!name.startsWith(prefix) || !name.endsWith('.tmp')) return false
+    const m = /^(\d+)\.[0-9a-f]{12}\.tmp$/.exec(name.slice(prefix.length))
+    return m !== null && !alive(Number(m[1]))
+  })
+}
+
+function alive (pid: number): boolean {
+  if (pid === process.pid) return true
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH' // EPERM: it lives, as another user's
+  }
 }
 
 /** Codes that mean this platform or file system cannot fsync a directory: the rename stands, not durable beyond what it offers. */
