@@ -54,7 +54,13 @@ export const BODY_SCHEMAS = {
     reason: z.enum(['user', 'resume', 'revival', 'restart']),
     previous: AgentRef.optional(),
     /** the project instructions the agent was given (AGENTS.md …): where, which bytes */
-    instructions: z.array(z.object({ path: z.string().max(4096), sha256: z.string().regex(/^[0-9a-f]{64}$/), bytes: z.number().int().nonnegative(), truncated: z.literal(true).optional() })).max(300).optional()
+    instructions: z.array(z.object({ path: z.string().max(4096), sha256: z.string().regex(/^[0-9a-f]{64}$/), bytes: z.number().int().nonnegative(), truncated: z.literal(true).optional() })).max(300).optional(),
+    /**
+     * The model this run was asked for beyond the device's setting (a retry's one-run choice), so
+     * the device continues a turn its crash cut short with it; read from the device's own starts
+     * only (a peer's start chooses nothing here).
+     */
+    model: z.string().min(1).max(200).optional()
   }),
   'agent.stopped': z.object({
     epoch: z.number().int().nonnegative(),
@@ -92,7 +98,7 @@ export const BODY_SCHEMAS = {
  * optional body field added (docs/ARCHITECTURE.md, "Evolving safely"), so a device can tell
  * a peer whose entries it may not all understand.
  */
-export const ENTRY_SCHEMA_VERSION = 3
+export const ENTRY_SCHEMA_VERSION = 4
 
 export type EntryKind = keyof typeof BODY_SCHEMAS
 export const ENTRY_KINDS = Object.keys(BODY_SCHEMAS) as EntryKind[]

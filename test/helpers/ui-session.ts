@@ -20,6 +20,8 @@ export interface Served {
   log: () => string
   /** SIGTERM, then waits for the process to exit */
   stop: () => Promise<void>
+  /** sends `signal` (SIGKILL: a crash), then waits for the process to exit */
+  kill: (signal: NodeJS.Signals) => Promise<void>
 }
 
 export interface ServeOptions {
@@ -50,10 +52,11 @@ export async function startServe (dataDir: string, o: ServeOptions = {}): Promis
   const orphanGuard = (): void => { child.kill('SIGKILL') }
   process.once('exit', orphanGuard)
   const exited = new Promise<void>(resolve => child.once('exit', () => { process.off('exit', orphanGuard); resolve() }))
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+  const kill = async (signal: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
     await exited
   }
+  const stop = (): Promise<void> => kill('SIGTERM')
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => { cleanup(); reject(new Error(`arbor serve printed no address in ${o.timeoutMs ?? 30_000} ms:\n${log}`)) }, o.timeoutMs ?? 30_000)
     const check = (): void => {
@@ -69,7 +72,7 @@ export async function startServe (dataDir: string, o: ServeOptions = {}): Promis
     child.stdout?.on('data', check)
     child.once('exit', onExit)
   }).catch(async err => { await stop(); throw err })
-  return { url, log: () => log, stop }
+  return { url, log: () => log, stop, kill }
 }
 
 /** A fresh Chromium profile in `userDataDir` with a fixed viewport (and the OS colour scheme to emulate, if given). */

@@ -6,7 +6,7 @@ import fc from 'fast-check'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { makeEntry } from '../../src/main/history/entry-codec'
-import { compareRefs, decide, EpochLedger, openWork, ownerOf, reviverOf, topRef, workAt, type AgentRef, type PlacementView } from '../../src/main/runtime/placement/placement'
+import { compareRefs, decide, EpochLedger, openWork, ownerOf, reviverOf, runModelAt, topRef, workAt, type AgentRef, type PlacementView } from '../../src/main/runtime/placement/placement'
 
 const DEVICES = ['1'.repeat(64), '2'.repeat(64), '3'.repeat(64), '4'.repeat(64)]
 const CONV = 'c'.repeat(64)
@@ -213,6 +213,30 @@ describe('openWork', () => {
     expect(ownerOf(filled.entries())).toEqual({ device: b, epoch: 3 })
     expect(workAt(filled, far)).toEqual({ kind: 'turn', leaf: far, agent: { device: b, epoch: 3 } })
     expect(workAt(filled, planted)).toEqual({ kind: 'message', leaf: planted, message: u2 })
+  })
+})
+
+describe('runModelAt', () => {
+  const [a, b] = DEVICES as [string, string]
+  const mk = (draft: EntryDraft, device: string, ts: number): Entry => makeEntry(draft, { conversation: root.id, device, ts })
+
+  it('gives the model of the cut-short turn\'s start when that start is this device\'s own, else nothing', () => {
+    const u1 = mk({ kind: 'user', parents: [root.id], body: { text: 'one' } }, a, 1)
+    const own = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 0, reason: 'user', model: 'other-model' } }, a, 2)
+    const r1 = mk({ kind: 'assistant', parents: [own.id], body: { text: 'partial' } }, a, 3)
+    const note = mk({ kind: 'note', parents: [r1.id], body: { text: 'a note' } }, b, 4)
+    const dag = new ConversationDag(root.id, [root, u1, own, r1, note])
+    expect(runModelAt(dag, note, a)).toBe('other-model')
+    expect(runModelAt(dag, own, a)).toBe('other-model')
+    // the same start read by another device: it chooses nothing there
+    expect(runModelAt(dag, note, b)).toBeUndefined()
+    // a start without a model, and a branch whose turn ended
+    const plain = mk({ kind: 'agent.started', parents: [u1.id], body: { epoch: 0, reason: 'user' } }, a, 5)
+    const stop = mk({ kind: 'agent.stopped', parents: [r1.id], body: { epoch: 0, reason: 'done' } }, a, 6)
+    const more = new ConversationDag(root.id, [root, u1, own, r1, note, plain, stop])
+    expect(runModelAt(more, plain, a)).toBeUndefined()
+    expect(runModelAt(more, stop, a)).toBeUndefined()
+    expect(runModelAt(more, u1, a)).toBeUndefined()
   })
 })
 

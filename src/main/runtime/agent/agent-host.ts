@@ -110,6 +110,7 @@ export class AgentHost {
     const config = await this.opts.configFor(conversation, opts.model !== undefined ? { model: opts.model } : {})
     const run: AgentRun = { id: randomBytes(8).toString('hex'), conversation, epoch: opts.epoch ?? currentEpoch(dag.entries()), reason: opts.reason ?? 'user', cursor: { tip } }
     if (opts.previous !== undefined) run.previous = opts.previous
+    if (opts.model !== undefined) run.model = opts.model
     const onEvent = this.opts.onEvent ?? (() => {})
     const deps: AgentDeps = {
       ...config,

@@ -87,6 +87,8 @@ export interface AgentRun {
   reason: EntryOf<'agent.started'>['body']['reason']
   /** the agent this one takes over from (resume, revival) */
   previous?: AgentRef
+  /** the model asked for beyond the device's setting, for this run only (recorded in its start) */
+  model?: string
   /** the entry the agent continues from; moved forward as it appends (survives restarts) */
   cursor: { tip: string }
   /** what it waits for before its next step, if it says so (the agent bar, `arbor status`) */
@@ -265,6 +267,7 @@ async function steps (deps: AgentDeps, run: AgentRun, signal: AbortSignal, journ
       epoch: run.epoch,
       reason: run.reason,
       ...(run.previous !== undefined ? { previous: run.previous } : {}),
+      ...(run.model !== undefined ? { model: run.model } : {}),
       ...(deps.instructions !== undefined && deps.instructions.length > 0 ? { instructions: deps.instructions } : {})
     },
     parents: []

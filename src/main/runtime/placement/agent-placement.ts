@@ -8,7 +8,7 @@ import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
 import type { AgentWait } from '../../../shared/agent-wait'
 import { retryElsewhereText } from '../../../shared/retry-point'
-import { compareRefs, decide, EpochLedger, nextEpoch, openWork, topRef, type AgentRef, type PlacementAction } from './placement'
+import { compareRefs, decide, EpochLedger, nextEpoch, openWork, runModelAt, topRef, type AgentRef, type PlacementAction } from './placement'
 
 /** What placement needs to know of the other devices (the sync layer provides it). */
 export interface PeerView {
@@ -414,10 +414,14 @@ export class AgentPlacement {
         return
       case 'stop': // the loop sees it at its next step boundary (supersededBy)
         return
-      case 'start':
+      case 'start': {
         this.opts.log.info(`${action.reason === 'restart' ? 'continuing' : 'answering a message in'} ${conversation.slice(0, 12)} (epoch ${action.epoch})`)
-        await this.run(conversation, { leaf: action.leaf, epoch: action.epoch, reason: action.reason })
+        // a turn continued after a crash keeps the model its run was asked for (a retry's)
+        const leaf = action.reason === 'restart' ? dag.get(action.leaf) : undefined
+        const model = leaf === undefined ? undefined : runModelAt(dag, leaf, history.device, k.epochs)
+        await this.run(conversation, { leaf: action.leaf, epoch: action.epoch, reason: action.reason, ...(model !== undefined ? { model } : {}) })
         break
+      }
       case 'revive': {
         // Not before this device holds every block of it a live peer announced: the owner's
         // last intent may be among them (held by that peer before the step started, on its

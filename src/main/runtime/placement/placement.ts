@@ -86,6 +86,24 @@ export function workAt (dag: ConversationDag, head: Entry, epochs = new EpochLed
   return null
 }
 
+/**
+ * The model a turn cut short at `leaf` was asked to use for its run alone (a retry's choice),
+ * when its start is this device's own: continuing it after a crash keeps that model. A peer's
+ * start chooses nothing here.
+ */
+export function runModelAt (dag: ConversationDag, leaf: Entry, device: string, epochs = new EpochLedger(dag.entries())): string | undefined {
+  let cur: Entry | undefined = leaf
+  for (let i = 0; cur !== undefined && i < MAX_WALK; i++) {
+    if (epochs.startOf(cur) !== null) {
+      return cur.kind === 'agent.started' && cur.author.device === device ? cur.body.model : undefined
+    }
+    if (cur.kind === 'agent.stopped' || cur.kind === 'user' || cur.kind === 'conversation') return undefined
+    const p: string | undefined = cur.parents[0]
+    cur = p === undefined ? undefined : dag.get(p)
+  }
+  return undefined
+}
+
 /** Entries that wait for nobody and answer nothing: notes, settings, starts that do not count, entries from a newer version. */
 function looksPast (e: Entry, epochs: EpochLedger): boolean {
   return e.kind === 'note' || e.kind === 'meta' || e.kind === 'unknown' || (e.kind === 'agent.started' && epochs.startOf(e) === null)
