@@ -324,7 +324,12 @@ describe.skipIf(!haveBwrap || !havePython)('the seccomp filter (real bwrap)', ()
   })
 
   it.skipIf(process.arch !== 'x64')('another ABI\'s system calls (i386 int 0x80, x32) kill the process', async () => {
+    // Some kernels (a VM without 32-bit entry points) fault on int 0x80 before any filter sees it:
+    // there the same call outside the sandbox dies of SIGSEGV too, and nothing can get through.
+    const host = spawnSync(PYTHON, [ATTACKS, 'int80'], { encoding: 'utf8' })
+    const int80 = host.status === 0 ? 'KILLED(159)' : `KILLED(${128 + 11})`
+    if (host.status !== 0) expect(host.signal).toBe('SIGSEGV')
     // 128 + SIGSYS
-    expect(await attack(['int80', 'x32'])).toEqual({ int80: 'KILLED(159)', x32: 'KILLED(159)' })
+    expect(await attack(['int80', 'x32'])).toEqual({ int80, x32: 'KILLED(159)' })
   })
 })
