@@ -100,6 +100,8 @@ export class AgentPlacement {
   private opened = false
   /** what a node that restores nothing read as running here: written back as it was, for the next node */
   private leftRunning = new Set<string>()
+  /** conversations whose agent is being started here (recorded as running before it writes its start) */
+  private readonly starting = new Map<string, number>()
   /** false: this node decides nothing by itself (only what it is asked: posted, resume) */
   private restoring = true
   /** the agents the state file said ran here */
@@ -479,8 +481,17 @@ export class AgentPlacement {
 
   /** Starts an agent here; when it ends, messages that queued meanwhile are looked at. */
   private async run (conversation: string, opts: StartOptions): Promise<void> {
-    await this.opts.start(conversation, opts)
     const failed = (err: Error): void => { this.opts.log.warn(`could not record the agents running here in ${this.opts.stateFile}: ${err.message}`) }
+    // on disk before the agent writes its start: a crash after that start must find it to continue
+    this.starting.set(conversation, (this.starting.get(conversation) ?? 0) + 1)
+    try {
+      await this.writeState().catch(failed)
+      await this.opts.start(conversation, opts)
+    } finally {
+      const n = (this.starting.get(conversation) ?? 1) - 1
+      if (n === 0) this.starting.delete(conversation)
+      else this.starting.set(conversation, n)
+    }
     this.writeState().catch(failed)
     void this.opts.agents.wait(conversation).then(() => { this.reconcile(conversation); return this.writeState() }).catch(failed)
   }
@@ -516,7 +527,7 @@ export class AgentPlacement {
     // it runs. Also while closing: the agents stopping cleanly leave the running list
     // (nothing to continue), while messages still waiting for them are kept.
     this.writing = writeStateFile(this.opts.stateFile, () => {
-      const running = [...new Set([...this.leftRunning, ...this.opts.agents.runs().map(r => r.conversation)])].sort()
+      const running = [...new Set([...this.leftRunning, ...this.starting.keys(), ...this.opts.agents.runs().map(r => r.conversation)])].sort()
       const waiting = Object.fromEntries([...this.fresh].map(([c, ids]) => [c, [...ids].sort()]))
       const held = Object.fromEntries(this.held)
       return JSON.stringify(this.held.size > 0 ? { running, waiting, held } : { running, waiting })
