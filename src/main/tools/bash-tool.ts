@@ -32,6 +32,8 @@ export interface BashToolOptions {
   home?: string
   /** Arbor's data directory, hidden */
   dataDir?: string
+  /** the machine's accounts, whose homes the working directory must not reach (default /etc/passwd) */
+  passwdFile?: string
   /** environment to take PATH, LANG, ... from (default process.env) */
   env?: Record<string, string | undefined>
   limits?: OutputLimits
@@ -141,6 +143,7 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
           env,
           home,
           dataDir: opts.dataDir,
+          passwdFile: opts.passwdFile,
           chdir: ctx.cwd,
           disableUserns: p.disableUserns,
           ...(p.tmpfsSizes ? { tmpfsSizes: tmpfsSizes(resources) } : {}),

@@ -15,6 +15,7 @@ import type { SandboxPolicy } from './sandbox-policy'
 import { allHidden, PROTECTED_IN_CWD, SandboxPolicyError, sandboxCwd } from './sandbox/bwrap-args'
 import { gitWriteRefusal, planGitProtection, type GitPlan } from './sandbox/git-guard'
 import { canonicalPath, hiddenContaining, hiddenForms, isInside, nodeFsProbe, type FsProbe } from './sandbox/hidden-paths'
+import { hostHomes } from './sandbox/startup-dirs'
 
 export type PathAccess = 'read' | 'write'
 
@@ -31,6 +32,8 @@ export interface PathPolicyOptions {
   fs?: FsProbe
   /** how directories are held (default: by descriptor where /proc allows) */
   backend?: Backend
+  /** the machine's accounts, whose homes the working directory must not reach (default /etc/passwd) */
+  passwdFile?: string
 }
 
 export interface PathContext {
@@ -104,11 +107,11 @@ function prepare (ctx: PathContext, opts: PathPolicyOptions): Prepared {
   const home = opts.home ?? os.homedir()
   const compute = (probe: FsProbe): Prepared => {
     const hidden = allHidden(ctx.sandbox, home, opts.dataDir, probe)
-    const root = sandboxCwd(ctx.sandbox, hidden, probe, home)
+    const root = sandboxCwd(ctx.sandbox, hidden, probe, home, hostHomes(home, [process.env], opts.passwdFile))
     return { root, base: canonicalPath(ctx.cwd, probe), forms: hiddenForms(hidden, probe), git: planGitProtection(root, { home, probe }), probe }
   }
   if (opts.fs !== undefined) return compute(opts.fs)
-  const key = JSON.stringify([ctx.cwd, ctx.sandbox.cwd, ctx.sandbox.hidden, home, opts.dataDir])
+  const key = JSON.stringify([ctx.cwd, ctx.sandbox.cwd, ctx.sandbox.hidden, home, opts.dataDir, opts.passwdFile])
   const now = Date.now()
   const hit = prepared.get(key)
   if (hit !== undefined && now - hit.at <= PREPARED_TTL_MS) return hit.value

@@ -11,6 +11,7 @@ import { defaultRegistryDir, registeredDataDirs } from './data-dir-registry'
 import { planGitProtection, type GitPlan } from './git-guard'
 import { canonicalPath, defaultHiddenPaths, hiddenContaining, hiddenForms, isInside, memoProbe, nodeFsProbe, type FsProbe } from './hidden-paths'
 import type { TmpfsSizes } from './resource-limits'
+import { hostHomes, resolveStartupDirs, startupRefusal, startupRefusalMessage, type HostHomes } from './startup-dirs'
 
 export { defaultHiddenPaths } from './hidden-paths'
 
@@ -34,6 +35,8 @@ export interface BwrapArgsInput {
   tmpfsSizes?: TmpfsSizes
   /** the fd the seccomp program is read from (--add-seccomp-fd: read before bwrap forks, spawn-sandbox.ts), if any */
   seccompFd?: number
+  /** the machine's accounts, whose homes the working directory must not reach (default /etc/passwd) */
+  passwdFile?: string
   fs?: FsProbe
 }
 
@@ -143,16 +146,19 @@ export function hiddenMounts (hidden: readonly string[], cwd: string, probe: FsP
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
 }
 
-/** The canonical working directory, refusing what cannot be sandboxed. */
-export function sandboxCwd (policy: SandboxPolicy, hidden: readonly string[], probe: FsProbe = nodeFsProbe, home?: string): string {
+/**
+ * The canonical working directory, refusing what cannot be sandboxed. `homes` (default: from
+ * `home`, the node's environment and /etc/passwd) are the homes whose start-up files the
+ * working directory must not reach (startup-dirs.ts); without either, none are checked.
+ */
+export function sandboxCwd (policy: SandboxPolicy, hidden: readonly string[], probe: FsProbe = nodeFsProbe, home?: string, homes?: HostHomes): string {
   const real = probe.realpath(path.resolve(policy.cwd))
   if (real === undefined || probe.kind(real) !== 'dir') throw new SandboxPolicyError(`the working directory ${policy.cwd} does not exist or is not a directory`)
   if (real === path.parse(real).root) throw new SandboxPolicyError('the working directory is the file system root; the sandbox needs a project directory to confine writes to')
-  // A writable home (or a parent of it) would let a tool plant shell start-up files the user runs later.
-  const homeReal = home === undefined ? undefined : probe.realpath(path.resolve(home))
-  if (homeReal !== undefined && isInside(homeReal, real)) {
-    throw new SandboxPolicyError(`the working directory ${policy.cwd} is ${homeReal === real ? 'your home directory' : `a parent of your home directory ${homeReal}`}; tools could change your shell start-up files there. Choose a project directory inside it instead`)
-  }
+  // A writable home, config or autostart directory (or a parent of one) would let a tool plant files the host runs later.
+  const startup = homes ?? (home === undefined ? undefined : hostHomes(home, [process.env]))
+  const reached = startup === undefined ? undefined : startupRefusal(real, resolveStartupDirs(startup, probe))
+  if (reached !== undefined) throw new SandboxPolicyError(startupRefusalMessage(policy.cwd, reached))
   const h = hiddenContaining(real, hiddenForms(hidden, probe))
   if (h !== undefined) {
     throw new SandboxPolicyError(`the working directory ${policy.cwd} is inside ${h}, which is hidden from tools (credentials or Arbor's data); choose a project directory elsewhere`)
@@ -202,7 +208,7 @@ export interface SandboxPlan {
 export function planSandbox (input: BwrapArgsInput): SandboxPlan {
   const probe = memoProbe(input.fs ?? nodeFsProbe)
   const hidden = allHidden(input.policy, input.home, input.dataDir, probe)
-  const cwd = sandboxCwd(input.policy, hidden, probe, input.home)
+  const cwd = sandboxCwd(input.policy, hidden, probe, input.home, hostHomes(input.home, [input.env, process.env], input.passwdFile))
   let chdir = cwd
   if (input.chdir !== undefined) {
     chdir = canonicalPath(input.chdir, probe)
