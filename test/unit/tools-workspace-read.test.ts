@@ -6,7 +6,7 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BACKENDS } from '../../src/main/tools/beneath'
-import { readWorkspaceFile, type WorkspaceRead } from '../../src/main/tools/workspace-read'
+import { readWorkspaceFile, workspaceReader, type WorkspaceRead } from '../../src/main/tools/workspace-read'
 import { defaultHiddenPaths } from '../../src/main/tools/sandbox/hidden-paths'
 import { tempDirs } from '../helpers/temp-dir'
 
@@ -56,6 +56,10 @@ describe.each(Object.values(BACKENDS))('readWorkspaceFile by $kind', backend => 
     expect(await read('proj/inside-link')).toMatchObject({ ok: true, bytes: Buffer.from('rules inside'), path: path.join(proj, 'docs', 'rules.md') })
     expect(await read('proj/big.md', { maxBytes: 10 })).toMatchObject({ ok: true, bytes: Buffer.from('x'.repeat(10)), truncated: true })
     expect(await read('proj/big.md', { maxBytes: 100 })).toMatchObject({ ok: true, truncated: false })
+    // the same read without yielding
+    const reader = workspaceReader({ root: home, hidden, backend })
+    expect(reader.readSync('proj/big.md', 10)).toEqual(await reader.read('proj/big.md', 10))
+    expect(reader.readSync('proj/to-ssh', 10)).toEqual(await reader.read('proj/to-ssh', 10))
   })
 
   it('says a missing file is missing', async () => {

@@ -55,14 +55,21 @@ const read = promisify(fs.read)
  * rules; the bytes, or why not.
  */
 export async function readWorkspaceFile (file: string, o: WorkspaceReadOptions): Promise<WorkspaceRead> {
-  return await workspaceReader(o)(file, o.maxBytes)
+  return await workspaceReader(o).read(file, o.maxBytes)
+}
+
+/** Reads files beneath one root; `file` absolute, or relative to the root. */
+export interface WorkspaceReader {
+  read (file: string, maxBytes: number): Promise<WorkspaceRead>
+  /** the same, the bytes read synchronously (for a caller that must not yield: a few KiB) */
+  readSync (file: string, maxBytes: number): WorkspaceRead
 }
 
 /**
  * A reader of files beneath o.root under the sandbox's read rules (the hidden set resolved
  * once, for several files read at once).
  */
-export function workspaceReader (o: WorkspaceReaderOptions): (file: string, maxBytes: number) => Promise<WorkspaceRead> {
+export function workspaceReader (o: WorkspaceReaderOptions): WorkspaceReader {
   const root = canonicalPath(o.root)
   const given = path.resolve(o.root)
   const forms = hiddenForms(o.hidden).filter(h => o.ownRoot !== true || !isInside(root, h))
@@ -78,22 +85,44 @@ export function workspaceReader (o: WorkspaceReaderOptions): (file: string, maxB
     // the host's own directory is not held against itself; what is hidden inside it still is
     reached: (st, logical, dir) => o.ownRoot === true && logical.length === 0 ? undefined : hidden.reached(st, logical, dir)
   }
-  return async (file, maxBytes) => {
+  const open = (file: string): Opened | WorkspaceRead => {
     const lexical = path.resolve(given, file)
-    const refused = (reason: string): WorkspaceRead => ({ ok: false, missing: false, reason: `${lexical}: ${reason}` })
     const bad = pathTextError(file)
-    if (bad !== undefined) return refused(bad)
+    if (bad !== undefined) return { ok: false, missing: false, reason: `${lexical}: ${bad}` }
     // beneath the root as given, or as it really is; else a guess through the directory's real path, walked from the root all the same
     const names = componentsBeneath(lexical, given) ?? componentsBeneath(lexical, root) ??
       componentsBeneath(path.join(canonicalPath(path.dirname(lexical)), path.basename(lexical)), root)
-    if (names === undefined) return refused(`outside ${root}; not read`)
+    if (names === undefined) return { ok: false, missing: false, reason: `${lexical}: outside ${root}; not read` }
     const long = nameError(names)
-    if (long !== undefined) return refused(long)
-    return await readBeneath(root, names, guard, maxBytes, o.backend, lexical)
+    if (long !== undefined) return { ok: false, missing: false, reason: `${lexical}: ${long}` }
+    return openBeneath(root, names, guard, o.backend, lexical)
+  }
+  return {
+    async read (file, maxBytes) {
+      const f = open(file)
+      if (!('fd' in f)) return f
+      try {
+        return { ok: true, ...await readCapped(f.fd, maxBytes, f.size), path: f.path }
+      } finally {
+        fs.closeSync(f.fd)
+      }
+    },
+    readSync (file, maxBytes) {
+      const f = open(file)
+      if (!('fd' in f)) return f
+      try {
+        return { ok: true, ...readCappedSync(f.fd, maxBytes, f.size), path: f.path }
+      } finally {
+        fs.closeSync(f.fd)
+      }
+    }
   }
 }
 
-async function readBeneath (root: string, names: string[], guard: WalkGuard, maxBytes: number, backend: Backend | undefined, shown: string): Promise<WorkspaceRead> {
+/** A regular file opened beneath the root: its descriptor (the caller closes it), where it led, its size then. */
+interface Opened { fd: number; path: string; size: number }
+
+function openBeneath (root: string, names: string[], guard: WalkGuard, backend: Backend | undefined, shown: string): Opened | WorkspaceRead {
   const refused = (reason: string): WorkspaceRead => ({ ok: false, missing: false, reason: `${shown}: ${reason}` })
   const missing = (reason: string): WorkspaceRead => ({ ok: false, missing: true, reason: `${shown}: ${reason}` })
   // the walk names files by /proc/self/fd/N/...: say the error's code, not that path
@@ -125,16 +154,17 @@ async function readBeneath (root: string, names: string[], guard: WalkGuard, max
         if (code === 'ELOOP' || code === 'ENXIO' || code === 'EMLINK') return refused('kept changing while it was read; not read')
         return failed(e)
       }
+      let handed = false
       try {
         // what was opened is what counts: a swap between the look and the open is seen here
         const st = fs.fstatSync(fd)
         if (!st.isFile()) return refused(`is not a regular file (${kindOf(st)}); not read`)
         const h = guard.reached(st, reach.logical, undefined)
         if (h !== undefined) return refused(h)
-        const { bytes, truncated } = await readCapped(fd, maxBytes, st.size)
-        return { ok: true, bytes, truncated, path: at }
+        handed = true
+        return { fd, path: at, size: st.size }
       } finally {
-        fs.closeSync(fd)
+        if (!handed) fs.closeSync(fd)
       }
     } finally {
       reach.close()
@@ -142,19 +172,39 @@ async function readBeneath (root: string, names: string[], guard: WalkGuard, max
   }
 }
 
-/** The first `max` bytes of fd, and whether there was more (`size`: what fstat said; it may grow while read). */
+/** The next piece to read: at most what is left of max + 1 (to see there is more), of the size fstat said + 1 (it may grow), of a MiB. */
+const pieceSize = (total: number, max: number, size: number): number => Math.min(max + 1 - total, Math.max(size - total, 0) + 1, 1 << 20)
+
+function capped (chunks: Buffer[], total: number, max: number): { bytes: Buffer; truncated: boolean } {
+  const all = Buffer.concat(chunks, total)
+  return { bytes: all.subarray(0, Math.min(total, max)), truncated: total > max }
+}
+
+/** The first `max` bytes of fd, and whether there was more. */
 async function readCapped (fd: number, max: number, size: number): Promise<{ bytes: Buffer; truncated: boolean }> {
   const chunks: Buffer[] = []
   let total = 0
   while (total <= max) {
-    const buf = Buffer.allocUnsafe(Math.min(max + 1 - total, Math.max(size - total, 0) + 1, 1 << 20))
+    const buf = Buffer.allocUnsafe(pieceSize(total, max, size))
     const { bytesRead } = await read(fd, buf, 0, buf.length, total)
     if (bytesRead === 0) break
     chunks.push(buf.subarray(0, bytesRead))
     total += bytesRead
   }
-  const all = Buffer.concat(chunks, total)
-  return { bytes: all.subarray(0, Math.min(total, max)), truncated: total > max }
+  return capped(chunks, total, max)
+}
+
+function readCappedSync (fd: number, max: number, size: number): { bytes: Buffer; truncated: boolean } {
+  const chunks: Buffer[] = []
+  let total = 0
+  while (total <= max) {
+    const buf = Buffer.allocUnsafe(pieceSize(total, max, size))
+    const bytesRead = fs.readSync(fd, buf, 0, buf.length, total)
+    if (bytesRead === 0) break
+    chunks.push(buf.subarray(0, bytesRead))
+    total += bytesRead
+  }
+  return capped(chunks, total, max)
 }
 
 function kindOf (st: fs.Stats): string {

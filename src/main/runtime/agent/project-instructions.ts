@@ -73,7 +73,7 @@ export async function loadInstructions (o: { cwd: string; dataDir: string; hidde
     if (left <= 0) break
     for (const name of NAMES) {
       const file = path.join(dir, name)
-      const read = await reader(file, left)
+      const read = await reader.read(file, left)
       if (!read.ok && read.missing) continue
       if (!read.ok) { skipped.push(read.reason); break }
       // cut on a character boundary: never half a UTF-8 sequence
