@@ -93,9 +93,13 @@ describe('the git plan (what is mounted before a call)', () => {
     expect(plan.repo).toBeUndefined()
   })
 
-  it('says which config it could not read', () => {
+  it('says which config it could not read, and nothing of what it holds (the words go to the model)', () => {
     const plan = planGitProtection('/p', { home: HOME, probe: fakeFs(repo('/p/.git'), { '/p/.git/config': '[core\n' }) })
-    expect(plan.problems.join()).toMatch(/^\/p\/\.git\/config line \d: a \[section "sub"\] header broken by a newline$/)
+    expect(plan.problems).toEqual(['/p/.git/config is not git config that this check can read'])
+    // a config that is a link to a secret, read as git reads it
+    const secret = planGitProtection('/p', { home: HOME, probe: fakeFs(repo('/p/.git'), { '/p/.git/config': '[default]\naws_access_key_id = AKIASECRET\n' }) })
+    expect(secret.problems).toEqual(['/p/.git/config is not git config that this check can read'])
+    expect(secret.problems.join()).not.toMatch(/aws|AKIA/i)
   })
 
   it('finds a bare repository as git does, and stops at the first repository up the tree', () => {

@@ -127,6 +127,20 @@ describe.skipIf(!haveGit)('the git check after a call', () => {
     expect(r.findings.map(f => f.path).sort()).toEqual(['.githooks/README', '.githooks/pre-commit'])
   })
 
+  it('reads a config it judges beneath the working directory: one reached through a link out of it is not read, and nothing of it is said', async () => {
+    const p = await project()
+    // the repository's config includes a file in the working directory that does not exist yet
+    sh(p, 'git init -q . && git config include.path ../inc/config')
+    const elsewhere = path.join(root, `elsewhere${n++}`)
+    await fsp.mkdir(elsewhere)
+    await fsp.writeFile(path.join(elsewhere, 'config'), '[leakedsection]\n\tleakedname = 1\n')
+    const scanner = new GitScanner({ home })
+    const r = await around(scanner, p, () => sh(p, `ln -s ${elsewhere} inc`))
+    const text = guardReportText(r)
+    expect(text).not.toMatch(/leaked/)
+    expect(r.findings.map(f => [f.path, f.why])).toEqual([['inc/config', 'git config that this check could not read']])
+  })
+
   it('stops at its bounds and says so', async () => {
     const p = await project()
     sh(p, 'mkdir -p a/b/c d/e/f g/h/i')

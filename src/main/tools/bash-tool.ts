@@ -162,7 +162,7 @@ export function createBashTool (opts: BashToolOptions = {}): Tool {
           slot = `${p.bwrapPath}\0${plan.cwd}`
           mounted = plan.mounted
           sandboxCwd = plan.cwd
-          guard = await scannerFor(home).begin(plan.cwd, plan.git)
+          guard = await scannerFor(home).begin(plan.cwd, plan.git, plan.hidden)
         } catch (e) {
           if (e instanceof SandboxPolicyError) return { status: 'error', output: `The command did not run: ${e.message}` }
           throw e

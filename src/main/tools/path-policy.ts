@@ -14,8 +14,9 @@ import { walkBeneath, type Backend, type Dir, type Reach, type WalkRefusal } fro
 import type { SandboxPolicy } from './sandbox-policy'
 import { allHidden, PROTECTED_IN_CWD, SandboxPolicyError, sandboxCwd } from './sandbox/bwrap-args'
 import { gitWriteRefusal, planGitProtection, type GitPlan } from './sandbox/git-guard'
-import { canonicalPath, hiddenContaining, hiddenForms, isInside, nodeFsProbe, type FsProbe } from './sandbox/hidden-paths'
+import { canonicalPath, hiddenForms, isInside, nodeFsProbe, type FsProbe } from './sandbox/hidden-paths'
 import { hostHomes } from './sandbox/startup-dirs'
+import { hiddenGuard, hiddenRules, SeenFiles, type HiddenRules } from './hidden-guard'
 
 export type PathAccess = 'read' | 'write'
 
@@ -43,12 +44,7 @@ export interface PathContext {
 }
 
 /** What a path reached is, for a tool that looks further (list_dir's entries). */
-export interface PathRules {
-  /** the hidden path `st` is (renamed, moved or hard-linked, it is the same file), if any */
-  hiddenAs (st: fs.Stats): string | undefined
-  /** the hidden path that contains the absolute path `p`, by name, if any */
-  hiddenName (p: string): string | undefined
-}
+export type PathRules = HiddenRules
 
 export type OpenedPath =
   | { ok: true; reach: Reach; /** relative to the working directory ('.' for itself), symlinks resolved */ relative: string; rules: PathRules }
@@ -122,51 +118,15 @@ function prepare (ctx: PathContext, opts: PathPolicyOptions): Prepared {
   return value
 }
 
-function identity (st: fs.Stats): string {
-  // birthtime tells a renamed directory (kept) from a new file on a reused inode number
-  return `${st.dev}:${st.ino}:${st.birthtimeMs}`
-}
-
 /**
- * Files and directories this process has seen at a hidden path, or at a protected one in a
- * working directory (.git, its hooks and config, shell start-up files), by identity, kept
- * after they move: a hidden directory renamed between calls is still hidden, and a `.git`
- * renamed away (then back) is still read-only. Bounded; the oldest go first.
+ * Files and directories this process has seen at a protected path in a working directory
+ * (.git, its hooks and config, shell start-up files), by identity, kept after they move: a
+ * `.git` renamed away (then back) is still read-only. Looked at on every call (a dozen
+ * paths): a `git init` and a rename a moment later must not slip through. A protected name
+ * is protected itself: a `.git` symlink into the working directory must not make its target
+ * read-only. (Hidden paths: hidden-guard.ts.)
  */
-const seen = { hidden: new Map<string, string>(), protected: new Map<string, string>() }
-const MAX_SEEN = 4096
-/** When each hidden set was last looked at (a few sets: one per conversation's policy). */
-const looked = new Map<string, number>()
-
-/**
- * Looks at `paths` and remembers what is there. The hidden set (mostly outside the working
- * directory, the user's to change) at most once a second; the protected paths in the
- * working directory (a dozen) on every call: a `git init` and a rename a moment later must
- * not slip through.
- */
-function note (kind: keyof typeof seen, paths: readonly string[]): void {
-  if (kind === 'hidden') {
-    const key = paths.join('\0')
-    const now = Date.now()
-    const at = looked.get(key)
-    if (at !== undefined && now - at <= PREPARED_TTL_MS) return
-    looked.delete(key)
-    looked.set(key, now)
-    if (looked.size > 64) looked.delete(looked.keys().next().value as string)
-  }
-  const map = seen[kind]
-  for (const p of paths) {
-    // a hidden path's target is what is hidden; a protected name is protected itself (a
-    // `.git` symlink into the working directory must not make its target read-only)
-    let st: fs.Stats | undefined
-    try { st = kind === 'hidden' ? fs.statSync(p, { throwIfNoEntry: false }) : fs.lstatSync(p, { throwIfNoEntry: false }) } catch { continue }
-    if (st === undefined) continue
-    const id = identity(st)
-    map.delete(id)
-    map.set(id, p)
-    if (map.size > MAX_SEEN) map.delete(map.keys().next().value as string)
-  }
-}
+const protectedSeen = new SeenFiles(false)
 
 function outsideError (p: string, ctx: PathContext, resolved: string | undefined): string {
   const via = resolved !== undefined ? ` (it resolves to ${resolved} through a symlink)` : ''
@@ -192,9 +152,9 @@ export function openToolPath (p: string, ctx: PathContext, access: PathAccess, o
   }
   const { root, base, forms, git, probe } = prep
   if (!isInside(base, root)) return { ok: false, error: `the tool's directory ${ctx.cwd} is outside the working directory ${ctx.sandbox.cwd}` }
-  note('hidden', forms)
+  const rules: PathRules = hiddenRules(forms)
   // the repository's git directory and control files (by the git plan, and by name: a `git init` a moment ago) and the start-up files
-  note('protected', [...['.git', '.git/hooks', '.git/config', ...PROTECTED_IN_CWD].map(rel => path.join(root, rel)), ...git.gitDirs, ...git.readOnly])
+  protectedSeen.remember([...['.git', '.git/hooks', '.git/config', ...PROTECTED_IN_CWD].map(rel => path.join(root, rel)), ...git.gitDirs, ...git.readOnly])
 
   const lexical = path.resolve(base, p === '' ? '.' : p)
   let names = componentsBeneath(lexical, root)
@@ -210,14 +170,13 @@ export function openToolPath (p: string, ctx: PathContext, access: PathAccess, o
 
   const abs = (logical: readonly string[]): string => path.join(root, ...logical)
   const via = (logical: readonly string[], viaLink: boolean): string => viaLink ? ` (it resolves to ${abs(logical)} through a symlink)` : ''
-  const rules: PathRules = {
-    hiddenAs: st => seen.hidden.get(identity(st)),
-    hiddenName: q => hiddenContaining(q, forms)
-  }
+  const hidden = hiddenGuard(root, rules, met => met.by === 'name'
+    ? `${p} is hidden from tools: ${met.hidden} holds credentials or Arbor's data${via(met.logical, met.viaLink)}`
+    : `${p} is hidden from tools: ${met.logical.length === 0 ? 'the working directory' : met.logical.join('/')} is ${met.hidden}, which holds credentials or Arbor's data`)
   const walked = walkBeneath(root, names, {
     path (logical, viaLink) {
-      const h = rules.hiddenName(abs(logical))
-      if (h !== undefined) return `${p} is hidden from tools: ${h} holds credentials or Arbor's data${via(logical, viaLink)}`
+      const h = hidden.path(logical, viaLink)
+      if (h !== undefined) return h
       if (access !== 'write') return undefined
       // also what git's config names, and a write that would make a directory a repository
       const configured = gitWriteRefusal(abs(logical), root, git, probe)
@@ -225,10 +184,10 @@ export function openToolPath (p: string, ctx: PathContext, access: PathAccess, o
       return prot === undefined ? undefined : `${p} is read-only for tools: ${prot}${via(logical, viaLink)}`
     },
     reached (st, logical, dir) {
-      const h = rules.hiddenAs(st)
-      if (h !== undefined) return `${p} is hidden from tools: ${logical.length === 0 ? 'the working directory' : logical.join('/')} is ${h}, which holds credentials or Arbor's data`
+      const h = hidden.reached(st, logical, dir)
+      if (h !== undefined) return h
       if (access !== 'write') return undefined
-      const prot = seen.protected.get(identity(st))
+      const prot = protectedSeen.seenAt(st)
       if (prot !== undefined) return `${p} is read-only for tools: ${logical.length === 0 ? 'the working directory' : logical.join('/')} is ${prot} (moved or linked), which ${READ_ONLY_WHY}`
       if (dir !== undefined && looksLikeGitDir(dir)) {
         return `${p} is read-only for tools: ${logical.length === 0 ? 'the working directory' : logical.join('/')} is a git directory, whose hooks and config run outside the sandbox`

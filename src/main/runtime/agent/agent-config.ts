@@ -14,6 +14,7 @@ import type { AgentConfig } from './agent-host'
 import { systemPrompt } from './system-prompt'
 import { loadInstructions } from './project-instructions'
 import { defaultHiddenPaths } from '../../tools/sandbox/hidden-paths'
+import { allHidden } from '../../tools/sandbox/bwrap-args'
 import { sandboxProbe } from '../../tools/sandbox/sandbox-probe'
 import { defaultTools } from '../../tools/tool-registry'
 import { readJsonFile, writeStateFile } from '../../disk/state-file'
@@ -213,9 +214,11 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
     if (!probe.ok) warnings.push(`the bash tool cannot run here: ${probe.message}`)
     else warnings.push(...probe.warnings)
   }
-  const instructions = await loadInstructions({ cwd, dataDir: o.dataDir })
-  for (const why of instructions.skipped) warnings.push(`project instructions: ${why}`)
   const home = o.env.HOME ?? os.homedir()
+  const sandbox = { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(home, o.dataDir) }
+  // read as the sandbox would: nothing it hides (every data directory on this machine included)
+  const instructions = await loadInstructions({ cwd, dataDir: o.dataDir, hidden: allHidden(sandbox, home, o.dataDir) })
+  for (const why of instructions.skipped) warnings.push(`project instructions: ${why}`)
   const system = systemPrompt({ cwd, device: o.store.device, sandboxed })
   // The conversation's own window, else the settings' (for the provider they name), else what the server or the table says.
   const explicit = own.llm.contextWindow ?? (o.settings?.provider === undefined || o.settings.provider === provider.name ? o.settings?.contextWindow : undefined)
@@ -229,7 +232,7 @@ export async function resolveAgentConfig (o: AgentConfigOptions): Promise<Resolv
         learn: tokens => { contextWindows.learn(provider, model, tokens) }
       },
       tools: new Map(defaultTools({ dataDir: o.dataDir }).map(t => [t.name, t])),
-      sandbox: { enabled: sandboxed, cwd, hidden: defaultHiddenPaths(home, o.dataDir) },
+      sandbox,
       system: instructions.text === '' ? system : `${system}\n\n${instructions.text}`,
       ...(instructions.files.length > 0 ? { instructions: instructions.files } : {}),
       limits: turnLimits(own.limits, o.settings)

@@ -1,10 +1,13 @@
 // Project instructions (AGENTS.md, or CLAUDE.md where a directory has no AGENTS.md): from the
 // working directory up to its repository root, plus a global one in the data directory, joined
 // into the system prompt under a size cap. What was loaded is recorded (path, sha256, size) in
-// the run's agent.started, so the history says what the agent was told.
+// the run's agent.started, so the history says what the agent was told. Each file is read as
+// the sandbox would read it (tools/workspace-read.ts): a command in the working directory
+// may have left anything under these names, and what is read goes to the model server.
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { createHash } from 'node:crypto'
+import { workspaceReader } from '../../tools/workspace-read'
 
 /** The whole of what is joined, at most (as Codex's project_doc_max_bytes). */
 export const MAX_INSTRUCTION_BYTES = 32 * 1024
@@ -48,30 +51,37 @@ export async function instructionDirs (cwd: string): Promise<string[]> {
 /**
  * Reads the instructions for an agent working in `cwd`. The most specific are kept when the
  * cap is reached (the cwd's over the root's over the global one); they are joined most general
- * first, so a later, more specific one reads as the last word. A file that is a link out of
- * its project (an AGENTS.md pointing at ~/.ssh/id_rsa in a cloned repository) is not read.
+ * first, so a later, more specific one reads as the last word. Each file is walked by
+ * descriptor from its repository's root (the global one from the data directory), and one
+ * that is a link out of it, into a `hidden` path (the conversation's sandbox policy's hidden
+ * set: an AGENTS.md pointing at ~/.ssh/id_rsa or the data directory's secrets.json), or not a
+ * regular file is not read; the user is told why.
  */
-export async function loadInstructions (o: { cwd: string; dataDir: string; maxBytes?: number }): Promise<ProjectInstructions> {
+export async function loadInstructions (o: { cwd: string; dataDir: string; hidden: readonly string[]; maxBytes?: number }): Promise<ProjectInstructions> {
   const max = o.maxBytes ?? MAX_INSTRUCTION_BYTES
   const dirs = await instructionDirs(o.cwd)
   const top = dirs[dirs.length - 1] as string
-  // the real paths a file must resolve inside, each read once (a root that is itself a link is followed)
-  const [project, data] = await Promise.all([fs.realpath(top), fs.realpath(path.resolve(o.dataDir)).catch(() => path.resolve(o.dataDir))])
-  const candidates: Array<{ dir: string; within: string }> = [...dirs.map(dir => ({ dir, within: project })), { dir: path.resolve(o.dataDir), within: data }]
+  const data = path.resolve(o.dataDir)
+  const project = workspaceReader({ root: top, hidden: o.hidden })
+  // the data directory is hidden from the sandbox, but it is the host's own
+  const global = workspaceReader({ root: data, hidden: o.hidden, ownRoot: true })
+  const candidates = [...dirs.map(dir => ({ dir, reader: project })), { dir: data, reader: global }]
   const picked: Array<{ file: InstructionFile; text: string }> = []
   const skipped: string[] = []
   let left = max
-  for (const { dir, within } of candidates) {
+  for (const { dir, reader } of candidates) {
     if (left <= 0) break
     for (const name of NAMES) {
       const file = path.join(dir, name)
-      const read = await readCapped(file, within, left)
-      if (read === null) continue
-      if (typeof read === 'string') { skipped.push(read); break }
-      left -= read.bytes.length
-      const entry: InstructionFile = { path: file, sha256: createHash('sha256').update(read.bytes).digest('hex'), bytes: read.bytes.length }
+      const read = await reader.read(file, left)
+      if (!read.ok && read.missing) continue
+      if (!read.ok) { skipped.push(read.reason); break }
+      // cut on a character boundary: never half a UTF-8 sequence
+      const bytes = read.truncated ? utf8Prefix(read.bytes) : read.bytes
+      left -= bytes.length
+      const entry: InstructionFile = { path: file, sha256: createHash('sha256').update(bytes).digest('hex'), bytes: bytes.length }
       if (read.truncated) entry.truncated = true
-      picked.push({ file: entry, text: read.bytes.toString('utf8') })
+      picked.push({ file: entry, text: bytes.toString('utf8') })
       break // AGENTS.md found: CLAUDE.md beside it is not read
     }
   }
@@ -80,31 +90,16 @@ export async function loadInstructions (o: { cwd: string; dataDir: string; maxBy
   return { text, files: picked.map(p => p.file), skipped }
 }
 
-/** The file's first `max` bytes; null if there is none; a string saying why it is not read. `within`: a real path. */
-async function readCapped (file: string, within: string, max: number): Promise<{ bytes: Buffer; truncated: boolean } | string | null> {
-  let real: string
-  try {
-    const st = await fs.stat(file)
-    if (!st.isFile()) return null
-    real = await fs.realpath(file)
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return null
-    return `${file}: ${(err as Error).message}`
+/** The longest start of `buf` that ends on a UTF-8 character boundary (a sequence cut short at the end is dropped). */
+export function utf8Prefix (buf: Buffer): Buffer {
+  // the last lead byte within a sequence's length of the end, and whether its sequence fits
+  for (let i = buf.length - 1; i >= 0 && i >= buf.length - 4; i--) {
+    const b = buf[i] as number
+    if ((b & 0xc0) === 0x80) continue // a continuation byte
+    const len = b < 0x80 ? 1 : (b & 0xe0) === 0xc0 ? 2 : (b & 0xf0) === 0xe0 ? 3 : (b & 0xf8) === 0xf0 ? 4 : 1
+    return i + len > buf.length ? buf.subarray(0, i) : buf
   }
-  if (real !== within && !real.startsWith(within + path.sep)) return `${file}: a link to ${real}, outside ${within}; not read`
-  const h = await fs.open(real, 'r')
-  try {
-    const buf = Buffer.alloc(max + 1)
-    const { bytesRead } = await h.read(buf, 0, max + 1, 0)
-    const truncated = bytesRead > max
-    // cut on a character boundary: never half a UTF-8 sequence
-    let end = Math.min(bytesRead, max)
-    if (truncated) while (end > 0 && ((buf[end] as number) & 0xc0) === 0x80) end--
-    return { bytes: buf.subarray(0, end), truncated }
-  } finally {
-    await h.close()
-  }
+  return buf
 }
 
 async function exists (p: string): Promise<boolean> {

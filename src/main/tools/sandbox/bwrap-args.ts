@@ -202,6 +202,8 @@ export interface SandboxPlan {
   git: GitPlan
   /** the host paths the arguments bind or mask, beyond the base mounts (what a spare sandbox checks is still there, spare-sandbox.ts) */
   mounted: string[]
+  /** the hidden set (allHidden): what the host never reads for the call either */
+  hidden: string[]
 }
 
 /** bwrap's argv, and what it was built from: the canonical working directory and the git plan. */
@@ -246,5 +248,5 @@ export function planSandbox (input: BwrapArgsInput): SandboxPlan {
   if (input.seccompFd !== undefined) args.push('--add-seccomp-fd', String(input.seccompFd))
   args.push('--', input.shell ?? 'bash', '-c', input.command)
   const mounted = [...new Set([cwd, chdir, ...pins, ...readOnly, ...masks.map(m => m.path)])].sort()
-  return { args, cwd, git, mounted }
+  return { args, cwd, git, mounted, hidden }
 }

@@ -117,7 +117,8 @@ export function readConfigChain (roots: readonly string[], home: string, probe: 
     }
     const p = parseGitConfigBytes(bytes)
     if (!p.ok) {
-      out.problems.push(`${file} line ${p.line}: ${p.error}`)
+      // read as git reads it, through links, so it may be anything: none of it is said (this goes to the model)
+      out.problems.push(`${file} is not git config that this check can read`)
       return
     }
     out.entries.push(...p.entries)

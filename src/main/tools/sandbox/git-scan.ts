@@ -19,6 +19,7 @@ import path from 'node:path'
 import { configVerdict, configValues, parseGitConfigBytes } from './git-config'
 import { commonDirOf, expandPath, GIT_CONTROL_FILES, GIT_DIR_CONTAINERS, isGitDir, looksLikeGitDir, parseGitfile, type GitPlan } from './git-guard'
 import { isInside, nodeFsProbe } from './hidden-paths'
+import { workspaceReader, type WorkspaceReader } from '../workspace-read'
 
 export interface GitScanOptions {
   /** stop the walk after this many directories (default 100,000) */
@@ -107,9 +108,9 @@ export class GitScanner {
   /**
    * Before a sandboxed call in `cwd` (canonical): knows the git directories there (a first
    * walk the first time), notes the identity of their control files, and returns what to
-   * call when the command has ended.
+   * call when the command has ended. `hidden`: the sandbox's hidden set, never read.
    */
-  async begin (cwd: string, plan: GitPlan): Promise<{ finish: () => Promise<GuardReport> }> {
+  async begin (cwd: string, plan: GitPlan, hidden: readonly string[] = []): Promise<{ finish: () => Promise<GuardReport> }> {
     const tree = this.tree(cwd)
     const started = Date.now()
     let firstIncomplete: string | undefined
@@ -125,7 +126,7 @@ export class GitScanner {
       finish: () => this.locked(tree, async () => {
         const b = this.budget()
         await this.walk(tree, cwd, b, started - this.o.marginMs)
-        const findings = this.judge(tree, cwd, plan, baseline)
+        const findings = this.judge(tree, cwd, plan, baseline, workspaceReader({ root: cwd, hidden }))
         const hit = b.hit ?? firstIncomplete
         const report: GuardReport = { findings, dirs: b.dirs, ms: b.ms }
         if (hit !== undefined) report.incomplete = `the check of git files in the working directory ${hit}; deeper directories were not checked`
@@ -260,13 +261,13 @@ export class GitScanner {
   }
 
   /** Control files not among the noted identities: each judged, the bad ones moved aside. */
-  private judge (tree: Tree, cwd: string, plan: GitPlan, base: Baseline): GuardFinding[] {
+  private judge (tree: Tree, cwd: string, plan: GitPlan, base: Baseline, reader: WorkspaceReader): GuardFinding[] {
     const trusted = (p: string): boolean => { const id = identity(p); return id === undefined || base.ids.has(id) }
     const bad: Array<Control & { why: string }> = []
     for (const c of this.controlPaths(tree, cwd, plan, trusted)) {
       const st = lstat(c.path)
       if (st === undefined || trusted(c.path)) continue
-      const why = verdict(c.path, st, c.role, cwd, c.gitDir)
+      const why = verdict(c.path, st, c.role, cwd, c.gitDir, reader)
       if (why !== undefined) bad.push({ ...c, why })
     }
     const findings: GuardFinding[] = []
@@ -324,7 +325,7 @@ function hooksPathDirs (d: string, cwd: string, plan: GitPlan, home: string, tru
  * Why the control file at p must go (undefined: it may stay). What git cannot use (a config
  * that is a directory, a hook that is a directory) stays: it runs nothing.
  */
-function verdict (p: string, st: fs.Stats, role: Role, cwd: string, gitDir: string | undefined): string | undefined {
+function verdict (p: string, st: fs.Stats, role: Role, cwd: string, gitDir: string | undefined, reader: WorkspaceReader): string | undefined {
   const link = st.isSymbolicLink()
   switch (role) {
     case 'hook':
@@ -337,10 +338,11 @@ function verdict (p: string, st: fs.Stats, role: Role, cwd: string, gitDir: stri
     case 'config': {
       if (link) return 'git config that is a symlink'
       if (!st.isFile()) return undefined
-      const bytes = readLatin1(p)
-      if (bytes === undefined) return 'git config that this check could not read'
-      if (bytes.length > MAX_CONFIG_BYTES) return `git config larger than ${MAX_CONFIG_BYTES} bytes`
-      return configVerdict(bytes)
+      // what the verdict says (its keys) goes to the model: read beneath the working directory, as the command that wrote it could
+      const r = reader.readSync(p, MAX_CONFIG_BYTES)
+      if (!r.ok) return 'git config that this check could not read'
+      if (r.truncated) return `git config larger than ${MAX_CONFIG_BYTES} bytes`
+      return configVerdict(r.bytes.toString('latin1'))
     }
     case 'commondir': {
       if (!link && !st.isFile()) return undefined
