@@ -16,12 +16,13 @@ export interface ProtocolVersions {
 }
 
 /**
- * This Arbor's protocol: 1.3 (1.0 had no versions in its hello, and refused entries of kinds
+ * This Arbor's protocol: 1.4 (1.0 had no versions in its hello, and refused entries of kinds
  * it did not know; 1.1 sent its whole feed list on every reconnect that a peer had not cached;
- * 1.2 sends what changed, FeedsSince; 1.3 answers `held`, acknowledged intents). Bump `minor`
+ * 1.2 sends what changed, FeedsSince; 1.3 answers `held`, acknowledged intents; 1.4 relays
+ * `alive` proofs, and a peer's bare `hears` no longer keeps a device alive). Bump `minor`
  * with every message type or message field added.
  */
-export const PROTOCOL = { major: 1, minor: 3, oldest: 1 } as const
+export const PROTOCOL = { major: 1, minor: 4, oldest: 1 } as const
 
 /** Whether a peer of these versions reads FeedsSince (protocol 1.2 on): else it is sent a FeedsDigest. */
 export function speaksFeedsSince (peer: ProtocolVersions): boolean {

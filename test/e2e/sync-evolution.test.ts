@@ -137,7 +137,7 @@ describe('devices whose hellos carry other versions', () => {
     const [h, hx] = [await store(), await store()]
     const cluster = new TestCluster(crypto.randomBytes(32), [h.device, hx.device])
     const here = await node(h, cluster)
-    const newer = await node(hx, cluster, { versions: { major: 1, minor: 4, oldest: 1, schema: 3, app: '0.9.0' } })
+    const newer = await node(hx, cluster, { versions: { major: 1, minor: PROTOCOL.minor + 1, oldest: 1, schema: 3, app: '0.9.0' } })
     const net = new InProcessNetwork().add('here', here).add('newer', newer)
     defer(() => net.close())
     await net.connect('here', 'newer')
@@ -145,8 +145,8 @@ describe('devices whose hellos carry other versions', () => {
     await until(() => hx.summary(mine.id) !== undefined && h.summary(theirs.id) !== undefined, 'both conversations on both devices')
 
     const x = await shown(here, hx.device)
-    expect(x).toMatchObject({ connected: true, version: { compat: 'newer', protocol: '1.4', schema: 3, app: '0.9.0' } })
-    expect(x.version?.advice).toMatch(/runs Arbor 0\.9\.0 \(protocol 1\.4\), newer than this one; .*update Arbor on this device/)
+    expect(x).toMatchObject({ connected: true, version: { compat: 'newer', protocol: `1.${PROTOCOL.minor + 1}`, schema: 3, app: '0.9.0' } })
+    expect(x.version?.advice).toMatch(new RegExp(`runs Arbor 0\\.9\\.0 \\(protocol 1\\.${PROTOCOL.minor + 1}\\), newer than this one; .*update Arbor on this device`))
     const y = await shown(newer, h.device)
     expect(y).toMatchObject({ connected: true, version: { compat: 'older', protocol: THIS } })
     expect(y.version?.advice).toMatch(new RegExp(`update Arbor on ${h.device.slice(0, 6)}$`))
@@ -226,7 +226,7 @@ const jsonOrBytes = {
 
 describe('what a newer version may send on arbor/1', () => {
   /** A bare `arbor/1` channel from a trusted device, with `types` message slots, as a newer version would open it. */
-  async function newerPeer (types = 12): Promise<{ here: SyncNode; h: HistoryStore; device: string; link: MemoryLink; send: (type: number, m: unknown) => void; got: Array<[number, unknown]>; opened: Promise<void>; log: ReturnType<typeof memoryLogger> }> {
+  async function newerPeer (types = 13): Promise<{ here: SyncNode; h: HistoryStore; device: string; link: MemoryLink; send: (type: number, m: unknown) => void; got: Array<[number, unknown]>; opened: Promise<void>; log: ReturnType<typeof memoryLogger> }> {
     const h = await store()
     const peer = crypto.keyPair()
     const device = peer.publicKey.toString('hex')
@@ -257,7 +257,7 @@ describe('what a newer version may send on arbor/1', () => {
     p.send(0, { v: 1, device: p.device, name: 'garbled', manifest: 'e'.repeat(64) })
     expect(await shown(p.here, p.device)).toMatchObject({ connected: true })
     // On every known type: text that is not JSON, a length past the frame's end, no bytes at all.
-    for (let type = 1; type < 10; type++) {
+    for (let type = 1; type < 11; type++) {
       p.send(type, Buffer.from('\x05{"t":'))
       p.send(type, Buffer.from([0xfd, 0xff, 0xff, 0x7b]))
       p.send(type, Buffer.alloc(0))
@@ -266,7 +266,7 @@ describe('what a newer version may send on arbor/1', () => {
     const heard = new Promise<unknown>(resolve => p.here.once('hears', resolve))
     p.send(4, { t: 1, hears: [p.h.device] })
     expect(await heard).toEqual({ device: p.device, hears: [p.h.device] })
-    await until(() => p.log.lines.filter(l => l.message.startsWith('ignored a malformed')).length >= 18, 'the malformed frames reported')
+    await until(() => p.log.lines.filter(l => l.message.startsWith('ignored a malformed')).length >= 20, 'the malformed frames reported')
     await new Promise(resolve => setTimeout(resolve, 600)) // past the open timeout and a heartbeat or more
     expect(p.link.down).toBe(false)
     expect(p.here.peers().find(q => q.device === p.device)?.connected).toBe(true)
@@ -278,8 +278,8 @@ describe('what a newer version may send on arbor/1', () => {
     await p.opened
     const hello = { v: 1, device: p.device, name: 'newer', manifest: 'e'.repeat(64), protocol: { major: 1, minor: 7, oldest: 1, next: 2 }, schema: 4, app: '1.7.0', keys: { x: 1 } }
     p.send(0, hello)
-    p.send(10, { approvals: ['what is this?'] }) // a message type this version does not know
-    p.send(11, 'not even an object')
+    p.send(11, { approvals: ['what is this?'] }) // a message type this version does not know
+    p.send(12, 'not even an object')
     p.send(4, { t: 1, hears: [], load: 0.5 }) // a heartbeat with a field this version does not know
     const shownAs = await shown(p.here, p.device)
     expect(shownAs).toMatchObject({ connected: true, version: { compat: 'newer', protocol: '1.7', schema: 4, app: '1.7.0' } })

@@ -1,12 +1,14 @@
 // Properties of the pure placement decisions (DESIGN.md, "Placement", "One agent per side"):
 // whatever the views, devices that see the same things agree on one reviver and one winner,
-// an outranked agent always stops, and nothing starts for nobody or revives a live owner.
+// an outranked agent always stops, nothing starts for nobody or revives a live owner, and
+// devices ahead in a revival order that never revive delay the revival, never cancel it.
+// A failure prints fast-check's seed and path; replay with { seed, path }.
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ConversationDag } from '../../src/shared/conversation-dag'
 import type { Entry, EntryDraft } from '../../src/shared/entry'
 import { makeEntry } from '../../src/main/history/entry-codec'
-import { compareRefs, decide, EpochLedger, openWork, ownerOf, reviverOf, runModelAt, topRef, workAt, type AgentRef, type PlacementView } from '../../src/main/runtime/placement/placement'
+import { compareRefs, decide, EpochLedger, openWork, ownerOf, REVIVAL_TURN_MS, revivalOrder, reviverOf, runModelAt, topRef, workAt, type AgentRef, type PlacementView } from '../../src/main/runtime/placement/placement'
 
 const DEVICES = ['1'.repeat(64), '2'.repeat(64), '3'.repeat(64), '4'.repeat(64)]
 const CONV = 'c'.repeat(64)
@@ -49,6 +51,15 @@ describe('ordering agents', () => {
       expect(reviverOf(conv, [...cands].reverse())).toBe(pick)
     }), params)
   })
+
+  it('revivalOrder ranks every candidate once, the same order whatever their order, first the reviver', () => {
+    fc.assert(fc.property(fc.array(deviceArb, { minLength: 1, maxLength: 8 }), fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 64, maxLength: 64 }), (cands, conv) => {
+      const order = revivalOrder(conv, cands)
+      expect([...order].sort()).toEqual([...new Set(cands)].sort())
+      expect(revivalOrder(conv, [...cands].reverse())).toEqual(order)
+      expect(order[0]).toBe(reviverOf(conv, cands))
+    }), params)
+  })
 })
 
 // ------------------------------------------------------------------ decide
@@ -78,8 +89,11 @@ const root = makeEntry({ kind: 'conversation', parents: [], body: { title: 't', 
 // written by a device outside the component (a peer's message, replicated)
 const message = makeEntry({ kind: 'user', parents: [root.id], body: { text: 'hi' } }, { conversation: root.id, device: '5'.repeat(64), ts: 1 })
 
-/** The view of device `self` in world w: live devices are never dead to each other. */
-function viewOf (w: World, self: string): PlacementView {
+/**
+ * The view of device `self` in world w, `elapsed` ms after it first took the dead devices for
+ * dead (at 0): live devices are never dead to each other.
+ */
+function viewOf (w: World, self: string, elapsed = 0): PlacementView {
   const live = new Set(w.live)
   return {
     self,
@@ -89,7 +103,8 @@ function viewOf (w: World, self: string): PlacementView {
     running: w.running.has(self) ? { device: self, epoch: w.running.get(self) as number } : null,
     autoRevival: w.autoRevival,
     live: w.live.filter(d => d !== self),
-    down: d => !live.has(d) && w.dead.has(d),
+    downSince: d => !live.has(d) && w.dead.has(d) ? 0 : null,
+    now: elapsed,
     work: w.hasWork ? [{ kind: 'message', leaf: message, message }] : [],
     fresh: new Set(w.fresh ? [message.id] : [])
   }
@@ -167,6 +182,68 @@ describe('decide', () => {
         const mineToo = { ...message, id: 'f'.repeat(64), author: { device: self } }
         const own = { ...viewOf(world, self), work: [{ kind: 'message' as const, leaf: mineToo, message: mineToo }] }
         if (self === owner.device) expect(decide(own)).toEqual({ do: 'nothing' })
+      }
+    }), params)
+  })
+})
+
+// ------------------------------------------------------------------ the revival order
+
+describe('revival in turns', () => {
+  const convArb = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 64, maxLength: 64 })
+  /** The owner is dead; live devices see each other; an unanswered fresh message waits; some live devices never act. */
+  const scenarioArb = fc.record({
+    conv: convArb,
+    live: fc.uniqueArray(fc.constantFrom(...DEVICES.slice(1)), { minLength: 1, maxLength: 3 }),
+    liars: fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+    // when each live device first took the owner for dead, within a few seconds of the others
+    seenAt: fc.array(fc.nat({ max: 3000 }), { minLength: 3, maxLength: 3 }),
+    epoch: fc.nat({ max: 5 })
+  })
+
+  it('some honest device revives within (liars ahead of it + 1) turns, and it is the first honest one in the order', () => {
+    fc.assert(fc.property(scenarioArb, s => {
+      const liar = new Set(s.live.filter((_, i) => s.liars[i] === true))
+      fc.pre(liar.size < s.live.length)
+      const owner = { device: DEVICES[0] as string, epoch: s.epoch }
+      const seen = new Map(s.live.map((d, i) => [d, s.seenAt[i] as number]))
+      const w: World = { live: s.live, owner, running: new Map(), autoRevival: true, dead: new Set([owner.device]), hasWork: true, fresh: true }
+      const order = revivalOrder(s.conv, s.live)
+      const first = order.find(d => !liar.has(d)) as string
+      const ahead = order.indexOf(first)
+      const viewAt = (self: string, t: number): PlacementView => ({ ...viewOf(w, self), conversation: s.conv, downSince: d => d === owner.device ? seen.get(self) as number : null, now: t })
+      // until somebody revives, nobody runs an agent: time goes on in steps of 250 ms
+      let revived: { device: string; at: number } | null = null
+      const earliest = Math.min(...seen.values())
+      for (let t = earliest; revived === null && t <= earliest + (s.live.length + 1) * REVIVAL_TURN_MS; t += 250) {
+        const acting = s.live.filter(self => !liar.has(self) && decide(viewAt(self, t)).do === 'revive')
+        expect(acting.length, `two devices revive at ${t} ms`).toBeLessThanOrEqual(1)
+        if (acting.length === 1) revived = { device: acting[0] as string, at: t }
+      }
+      expect(revived?.device).toBe(first)
+      expect((revived?.at ?? Infinity) - earliest).toBeLessThan((ahead + 1) * REVIVAL_TURN_MS)
+      expect(decide(viewAt(first, revived?.at ?? 0))).toEqual({ do: 'revive', leaf: message.id, epoch: s.epoch + 1, previous: owner })
+    }), params)
+  })
+
+  it('the first in the order revives at once; a later one never before its turn', () => {
+    fc.assert(fc.property(scenarioArb, fc.nat({ max: 4 * REVIVAL_TURN_MS }), (s, elapsed) => {
+      const owner = { device: DEVICES[0] as string, epoch: s.epoch }
+      const w: World = { live: s.live, owner, running: new Map(), autoRevival: true, dead: new Set([owner.device]), hasWork: true, fresh: true }
+      const order = revivalOrder(s.conv, s.live)
+      for (const [rank, self] of order.entries()) {
+        const a = decide({ ...viewOf(w, self, elapsed), conversation: s.conv })
+        expect(a.do).toBe(elapsed >= rank * REVIVAL_TURN_MS ? 'revive' : 'nothing')
+      }
+    }), params)
+  })
+
+  it('the same view gives the same decision, whatever the order of the live devices', () => {
+    fc.assert(fc.property(worldArb, fc.nat({ max: 4 * REVIVAL_TURN_MS }), (w, elapsed) => {
+      for (const self of w.live) {
+        const v = viewOf(w, self, elapsed)
+        expect(decide(v)).toEqual(decide(v))
+        expect(decide({ ...v, live: [...v.live].reverse() })).toEqual(decide(v))
       }
     }), params)
   })

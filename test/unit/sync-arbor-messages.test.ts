@@ -10,7 +10,7 @@ const k = (ch: string): string => ch.repeat(64)
 
 /** One well-formed message of each type, with every optional field. */
 const samples: { [K in ArborMessageName]: ArborMessage<K> } = {
-  hello: { v: 1, device: k('a'), name: 'laptop', manifest: k('b'), protocol: { major: 1, minor: 3, oldest: 1 }, schema: 1, app: '0.9.0' },
+  hello: { v: 1, device: k('a'), name: 'laptop', manifest: k('b'), protocol: { major: 1, minor: 4, oldest: 1 }, schema: 1, app: '0.9.0' },
   feeds: { full: true, feeds: [{ conversation: k('c'), key: k('d'), length: 7 }] },
   devices: { devices: [{ key: k('a'), name: 'laptop', addedAt: 0 }], forgotten: [{ key: k('e'), at: 5 }], statements: [{ t: 'add', later: true }] },
   presence: { agents: [{ conversation: k('c'), epoch: 2, device: k('a') }] },
@@ -19,7 +19,8 @@ const samples: { [K in ArborMessageName]: ArborMessage<K> } = {
   feedsDigest: { digest: k('f'), count: 3 },
   wantFeeds: {},
   feedsSince: { full: false, digest: k('f'), count: 3, feeds: [{ conversation: k('c'), key: k('d'), length: 1 }] },
-  held: { want: [{ key: k('d'), length: 4 }], held: [{ key: k('d'), length: 2 }] }
+  held: { want: [{ key: k('d'), length: 4 }], held: [{ key: k('d'), length: 2 }] },
+  alive: { ask: { n: k('1'), about: [k('a')] }, relay: [{ asker: k('b'), n: k('2') }], proofs: [{ device: k('a'), asker: k('b'), n: k('2'), sig: 'e'.repeat(128) }] }
 }
 
 /** What each type refuses: a field of the wrong type or a key that is not 32 bytes of hex. */
@@ -33,7 +34,8 @@ const misshapen: Record<ArborMessageName, unknown> = {
   feedsDigest: { digest: 'f'.repeat(63), count: 3 },
   wantFeeds: 'want',
   feedsSince: { full: false, digest: k('f'), count: 3 },
-  held: { want: [{ key: k('d'), length: 1.5 }] }
+  held: { want: [{ key: k('d'), length: 1.5 }] },
+  alive: { proofs: [{ device: k('a'), asker: k('b'), n: k('2'), sig: 'e'.repeat(127) }] }
 }
 
 function decode (name: ArborMessageName, bytes: Buffer): Decoded<unknown> {
@@ -72,7 +74,7 @@ describe.each(ARBOR_MESSAGES.map(name => [name]))('the %s codec', (name: ArborMe
 
 describe('the arbor/1 codecs', () => {
   it('are in the wire order every version numbers them by (append only)', () => {
-    expect(ARBOR_MESSAGES).toEqual(['hello', 'feeds', 'devices', 'presence', 'heartbeat', 'live', 'feedsDigest', 'wantFeeds', 'feedsSince', 'held'])
+    expect(ARBOR_MESSAGES).toEqual(['hello', 'feeds', 'devices', 'presence', 'heartbeat', 'live', 'feedsDigest', 'wantFeeds', 'feedsSince', 'held', 'alive'])
   })
 
   it('never throw, whatever the bytes', () => {

@@ -77,8 +77,12 @@ export const DevicesMessage = z.object({
 })
 export const RunningAgent = z.object({ conversation: Hex32, epoch: z.number().int().nonnegative(), device: Hex32 })
 export const PresenceMessage = z.object({ agents: z.array(RunningAgent).max(10_000) })
-/** `hears`: the devices the sender hears right now, so a device cut off from one of them alone does not take it for dead. */
-/** `echo`: the last `t` this device received from the peer it sends to (renews that peer's lease; older versions send none and ignore it) */
+/**
+ * `hears`: the devices the sender says it hears right now (the receiver's lease counts whether it
+ * is among them; before protocol 1.4 it also kept those devices alive: now only `alive` proofs do).
+ * `echo`: the last `t` this device received from the peer it sends to (renews that peer's lease;
+ * older versions send none and ignore it).
+ */
 export const HeartbeatMessage = z.object({ t: z.number(), hears: z.array(Hex32).max(1000).optional(), echo: z.number().optional() })
 /** Live events for other devices' UIs (streamed tokens, tool output): never history. */
 export const LiveMessage = z.object({ conversation: Hex32, event: z.record(z.string(), z.unknown()) })
@@ -89,6 +93,21 @@ const FeedLength = z.object({ key: Hex32, length: z.number().int().nonnegative()
  * indexed) through `length`, which covers every block below. Older versions ignore the type.
  */
 export const HeldMessage = z.object({ want: z.array(FeedLength).max(1000).optional(), held: z.array(FeedLength).max(1000).optional() })
+
+const Sig = z.string().regex(/^[0-9a-f]{128}$/, 'must be 128 lower-case hex characters')
+/** How many devices or answers one `alive` message carries at most. */
+export const ALIVE_MAX = 64
+/**
+ * Heard through a peer (alive-proofs.ts; protocol 1.4): `ask`, from a device to its peers: "prove
+ * these devices alive, over my nonce `n`"; `relay`, from a peer to a device it hears: "sign these
+ * askers' nonces"; `proofs`, that device's signatures, to the relaying peer and on to each asker.
+ * Older versions ignore the type.
+ */
+export const AliveMessage = z.object({
+  ask: z.object({ n: Hex32, about: z.array(Hex32).max(ALIVE_MAX) }).optional(),
+  relay: z.array(z.object({ asker: Hex32, n: Hex32 })).max(ALIVE_MAX).optional(),
+  proofs: z.array(z.object({ device: Hex32, asker: Hex32, n: Hex32, sig: Sig })).max(ALIVE_MAX).optional()
+})
 
 export type Hello = z.infer<typeof Hello>
 export type FeedsMessage = z.infer<typeof FeedsMessage>
@@ -101,6 +120,7 @@ export type PresenceMessage = z.infer<typeof PresenceMessage>
 export type HeartbeatMessage = z.infer<typeof HeartbeatMessage>
 export type LiveMessage = z.infer<typeof LiveMessage>
 export type HeldMessage = z.infer<typeof HeldMessage>
+export type AliveMessage = z.infer<typeof AliveMessage>
 export type WantFeeds = z.infer<typeof WantFeeds>
 
 /**
@@ -141,7 +161,7 @@ function jsonMessage<S extends z.ZodType> (schema: S): MessageCodec<z.infer<S>> 
  * The `arbor/1` messages in wire order: a message's type number is its place here. Append
  * only: an older version knows the first ones and ignores the types past them.
  */
-export const ARBOR_MESSAGES = ['hello', 'feeds', 'devices', 'presence', 'heartbeat', 'live', 'feedsDigest', 'wantFeeds', 'feedsSince', 'held'] as const
+export const ARBOR_MESSAGES = ['hello', 'feeds', 'devices', 'presence', 'heartbeat', 'live', 'feedsDigest', 'wantFeeds', 'feedsSince', 'held', 'alive'] as const
 export type ArborMessageName = typeof ARBOR_MESSAGES[number]
 
 export const arborMessages = {
@@ -154,7 +174,8 @@ export const arborMessages = {
   feedsDigest: jsonMessage(FeedsDigest),
   wantFeeds: jsonMessage(WantFeeds),
   feedsSince: jsonMessage(FeedsSince),
-  held: jsonMessage(HeldMessage)
+  held: jsonMessage(HeldMessage),
+  alive: jsonMessage(AliveMessage)
 } satisfies Record<ArborMessageName, object>
 
 /** What each message carries. */

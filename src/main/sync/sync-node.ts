@@ -9,8 +9,10 @@ import type { FeedRecord } from '../history/history-index'
 import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../../shared/clock'
-import type { DevicesMessage, HeldMessage, LiveMessage, RunningAgent } from './arbor-messages'
+import crypto from 'hypercore-crypto'
+import { ALIVE_MAX, type AliveMessage, type DevicesMessage, type HeldMessage, type LiveMessage, type RunningAgent } from './arbor-messages'
 import { HeldAcks } from './held-acks'
+import { AliveAsks, AliveRelays, signAlive, type AliveProof } from './alive-proofs'
 import { FailureDetector } from './failure-detector'
 import { Lease, leaseMargin, type Instant } from './lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
@@ -50,6 +52,20 @@ export const DEFAULT_SUSPECT_AFTER_MS = 4000
 
 /** The first protocol minor (of major 1) whose devices answer `held` questions (acknowledged intents). */
 export const HELD_SINCE_MINOR = 3
+
+/** The first protocol minor (of major 1) whose devices relay and sign `alive` proofs (heard through a peer). */
+export const ALIVE_SINCE_MINOR = 4
+
+/**
+ * How much longer than the detection window a device's signature over a nonce counts (and how
+ * long a first question may wait for its answer): a nonce goes out with every heartbeat, and
+ * its answer comes back through a relay within the lease's margin. So a device heard only
+ * through a peer is taken for dead no sooner than it would be by that peer, whose own silence
+ * window the owner's lease is measured against (ARCHITECTURE §14).
+ */
+export function relayAllowance (heartbeatMs: number, windowMs: number): number {
+  return heartbeatMs + leaseMargin(windowMs)
+}
 
 /** How long an unacknowledged step waits before it says so (an answer takes a round trip and a disk write). */
 export const HELD_QUIET_MS = 500
@@ -157,6 +173,14 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private readonly detector: FailureDetector
   /** acknowledged intents: what peers said they hold of this device's feeds, and what they asked (held-acks.ts) */
   private readonly held = new HeldAcks()
+  /** heard through peers: this device's questions and the devices' signed answers (alive-proofs.ts) */
+  private readonly asks: AliveAsks
+  /** questions this device forwarded for its peers to the devices it hears */
+  private readonly relays = new AliveRelays()
+  /** peers that relayed a proof whose signature did not verify (said once each) */
+  private readonly badProofFrom = new Set<string>()
+  /** a device not heard for this long is asked about, so that an answer is due by the time it would be suspected */
+  private readonly askAfterMs: number
   /** what auto-revival agents here act under: renewed by peers echoing this device's heartbeats (lease.ts) */
   private readonly lease: Lease
   /** the lease's monotonic clock: the injected clock in tests, else performance.now (a wall-clock jump moves nothing) */
@@ -225,6 +249,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     const window = this.detector.suspectAfterMs
     // a look at the lease later than a tick and the margin means this device stalled
     this.lease = new Lease(window, leaseMargin(window), (opts.heartbeatMs ?? 1000) + leaseMargin(window))
+    const allowance = relayAllowance(opts.heartbeatMs ?? 1000, window)
+    this.asks = new AliveAsks(window + allowance, allowance)
+    this.askAfterMs = Math.max(0, window - allowance)
     const clock = opts.clock
     this.mono = clock !== undefined ? () => clock.now() : () => performance.now()
     this.wall = opts.wallClock ?? (clock !== undefined ? () => clock.now() : () => Date.now())
@@ -620,16 +647,20 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   /**
    * Whether a device is considered dead (placement's "suspected"): silent past the
    * detection window, its connection lost, or never heard from since this node started
-   * longer than the window ago — and no live peer hears it either (a device cut off from
-   * this one alone is not dead). With its network off this device knows nothing of the
+   * longer than the window ago — and not heard through a peer either (its own signed answer
+   * to a recent nonce of this device's, relayed: a device cut off from this one alone is not
+   * dead; alive-proofs.ts). With its network off this device knows nothing of the
    * others: it is the one away, so none is taken for dead.
    */
   isDown (device: string): boolean {
     if (!this.online) return false
     if (this.hearing().includes(device)) return false
-    if (this.openSessions().some(s => !this.detector.isSuspected(s.remoteDevice) && s.remoteHears.has(device))) return false
+    const now = this.clock.now()
+    // heard through a peer only by its own signature over a recent nonce of this device's, or
+    // an answer may still be on its way; a peer's bare word (`hears`) counts for nothing here
+    if (this.asks.heardThrough(device, now) || this.asks.answerDue(device, now)) return false
     if (this.detector.isSuspected(device)) return true
-    return this.detector.lastHeard(device) === undefined && this.clock.now() - this.startedAt >= this.detector.suspectAfterMs
+    return this.detector.lastHeard(device) === undefined && now - this.startedAt >= this.detector.suspectAfterMs
   }
 
   /** Now, on the lease's two clocks. */
@@ -654,6 +685,12 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   /** Whether nobody could revive this device's agents: its network is off by choice, or no other device is paired. */
   private alone (): boolean {
     return !this.online || !this.cluster.devicesMessage().devices.some(d => d.key !== this.history.device)
+  }
+
+  /** Whether a peer's Arbor relays and signs `alive` proofs (protocol 1.4 on). */
+  private speaksAlive (device: string): boolean {
+    const v = this.peerVersions.get(device)
+    return v !== undefined && v !== 'unreadable' && (v.major > 1 || v.minor >= ALIVE_SINCE_MINOR)
   }
 
   /** Whether a peer's Arbor answers `held` questions (protocol 1.3 on). */
@@ -808,6 +845,69 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     const hears = this.hearing()
     this.lease.sentHeartbeat(now, this.instant())
     for (const s of this.sessions) if (s.opened) s.heartbeat(now, hears)
+    this.askAlive(now, hears)
+  }
+
+  /**
+   * With a fresh nonce, asks the live peers that relay (1.4 on) about every paired device this
+   * one does not hear, or has not heard for `askAfterMs` (so that an answer is due by the time
+   * it would be suspected): each forwards the question to the device if it hears it.
+   */
+  private askAlive (now: number, hears: string[]): void {
+    const self = this.history.device
+    const heard = new Set(hears)
+    const about = this.cluster.devicesMessage().devices.map(d => d.key)
+      .filter(d => d !== self && (!heard.has(d) || now - (this.detector.lastHeard(d) ?? now) >= this.askAfterMs))
+      .slice(0, ALIVE_MAX)
+    const asks: Array<[SyncSession, string[]]> = []
+    if (about.length > 0) {
+      for (const s of this.openSessions()) {
+        const others = about.filter(d => d !== s.remoteDevice)
+        if (others.length > 0 && heard.has(s.remoteDevice) && this.speaksAlive(s.remoteDevice)) asks.push([s, others])
+      }
+    }
+    const n = asks.length === 0 ? null : crypto.randomBytes(32).toString('hex')
+    this.asks.asked(n, about, now)
+    if (n !== null) for (const [s, others] of asks) s.sendAlive({ ask: { n, about: others } })
+  }
+
+  /**
+   * Heard through a peer (alive-proofs.ts): a question is forwarded to each device asked about
+   * that this one hears; a question relayed to this device is answered, signed, for askers of
+   * its cluster; an answer to this device is counted once its signature verifies, and an answer
+   * to a question this device forwarded goes on to its asker.
+   */
+  private onAlive (s: SyncSession, m: AliveMessage): void {
+    const self = this.history.device
+    const from = s.remoteDevice
+    if (m.ask !== undefined) {
+      for (const d of m.ask.about) {
+        if (d === self || d === from) continue
+        const to = this.openSessions().find(o => o.remoteDevice === d && !this.detector.isSuspected(d) && this.speaksAlive(d))
+        if (to === undefined) continue
+        this.relays.forward(d, from, m.ask.n)
+        to.sendAlive({ relay: [{ asker: from, n: m.ask.n }] })
+      }
+    }
+    if (m.relay !== undefined) {
+      const proofs = m.relay.filter(r => r.asker !== self && this.cluster.isTrusted(r.asker))
+        .map(r => ({ device: self, asker: r.asker, n: r.n, sig: signAlive(this.history.keyPair, r.asker, r.n) }))
+      if (proofs.length > 0) s.sendAlive({ proofs })
+    }
+    const now = this.clock.now()
+    for (const p of m.proofs ?? []) {
+      if (p.asker === self) this.countProof(from, p, now)
+      else if (p.device === from && this.relays.answered(from, p.asker, p.n)) {
+        for (const o of this.openSessions()) if (o.remoteDevice === p.asker) o.sendAlive({ proofs: [p] })
+      }
+    }
+  }
+
+  /** A proof for this device, relayed by `relay`: counted once checked; a bad signature is said once per relay. */
+  private countProof (relay: string, p: AliveProof, now: number): void {
+    if (this.asks.accept(relay, p, now) !== 'bad-signature' || this.badProofFrom.has(relay)) return
+    this.badProofFrom.add(relay)
+    this.log.warn(`ignored a proof that ${p.device.slice(0, 12)} is alive, relayed by ${relay.slice(0, 12)}: its signature does not verify (that device may run a modified Arbor; said once)`)
   }
 
   /** Connected devices, not suspected, whose announced feeds include the conversation. */
@@ -972,6 +1072,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       },
       onLive: (s, msg) => { this.emit('live', { device: s.remoteDevice, ...msg }) },
       onHeld: (s, msg) => { this.onHeld(s, msg) },
+      onAlive: (s, msg) => { this.onAlive(s, msg) },
       onClose: s => {
         this.sessions.delete(s)
         if (s.hello === null || !s.compatible) return
@@ -979,6 +1080,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
         const stillConnected = [...this.sessions].some(o => o.remoteDevice === s.remoteDevice && o.opened)
         if (stillConnected) return
         this.held.forgetWants(s.remoteDevice)
+        this.relays.forget(s.remoteDevice)
         this.peerEvent({ device: s.remoteDevice, state: 'disconnected' })
         this.lookupSoon(LOOKUP_FIRST_MS)
         if (this.detector.lost(s.remoteDevice, this.clock.now())) this.peerEvent({ device: s.remoteDevice, state: 'suspected' })

@@ -6,7 +6,7 @@ import type { Logger } from '../../shared/logger'
 import {
   ARBOR_MESSAGES, arborMessages, helloVersions,
   type ArborMessage, type ArborMessageName, type Decoded, type DevicesMessage, type FeedAnnouncement, type FeedsDigest, type FeedsMessage, type FeedsSince,
-  type HeartbeatMessage, type HeldMessage, type Hello, type LiveMessage, type RunningAgent
+  type AliveMessage, type HeartbeatMessage, type HeldMessage, type Hello, type LiveMessage, type RunningAgent
 } from './arbor-messages'
 import { compareVersions, speaksFeedsSince, type Compat, type ProtocolVersions } from '../../shared/protocol-version'
 import type { FeedList, HeldFeed } from './feed-list'
@@ -38,6 +38,8 @@ export interface SessionHost {
   onLive (s: SyncSession, msg: LiveMessage): void
   /** acknowledged intents: the peer asks what this device holds of a feed, or says what it holds (held-acks.ts) */
   onHeld (s: SyncSession, msg: HeldMessage): void
+  /** heard through a peer: a question, one to relay, or answers (alive-proofs.ts) */
+  onAlive (s: SyncSession, msg: AliveMessage): void
   onClose (s: SyncSession): void
   /** how long a new connection may take to open the arbor channel before it is dropped */
   openTimeoutMs: number
@@ -83,7 +85,7 @@ export class SyncSession {
   /** whether this device knows the peer's whole feed list on this connection (remoteFeeds is empty until then) */
   private feedsKnown = false
   remoteAgents: RunningAgent[] = []
-  /** the devices the peer said it hears, in its latest heartbeat */
+  /** the devices the peer said it hears, in its latest heartbeat (its word only: it counts for this device's lease, never for who is down) */
   remoteHears: ReadonlySet<string> = new Set()
   /** the `t` of the peer's latest heartbeat, echoed in ours */
   private remoteT: number | undefined
@@ -126,7 +128,8 @@ export class SyncSession {
       feedsDigest: m => this.onDigest(m),
       wantFeeds: () => this.sendAllFeeds(),
       feedsSince: m => this.onFeedsSince(m),
-      held: m => host.onHeld(this, m)
+      held: m => host.onHeld(this, m),
+      alive: m => host.onAlive(this, m)
     }
     const slot = <K extends ArborMessageName>(name: K): { encoding: unknown; onmessage: (d: unknown) => void } => ({
       encoding: arborMessages[name],
@@ -286,6 +289,7 @@ export class SyncSession {
   }
   sendLive (msg: LiveMessage): void { this.send('live', msg) }
   sendHeld (msg: HeldMessage): void { this.send('held', msg) }
+  sendAlive (msg: AliveMessage): void { this.send('alive', msg) }
 
   /**
    * Whether the peer said it holds more than `length` blocks of a feed, on this connection or

@@ -106,6 +106,8 @@ export class AgentPlacement {
   private restoring = true
   /** the agents the state file said ran here */
   private savedRunning: string[] = []
+  /** devices this one takes for dead → since when it has (placement clock): later devices in a revival order wait their turns from it */
+  private readonly seenDown = new Map<string, number>()
   /** per conversation: how many unread blocks the log last said held its revival back */
   private readonly unreadSaid = new Map<string, number>()
   /** waits for entries to arrive (readAnnounced), ended early by close */
@@ -163,7 +165,7 @@ export class AgentPlacement {
       announced: this.announced(conversation),
       runningHere: run === undefined ? null : { device: this.opts.history.device, epoch: run.epoch },
       autoRevival: this.autoRevival(conversation),
-      ownerDown: owner !== null && owner.device !== this.opts.history.device && this.opts.peers.down(owner.device),
+      ownerDown: owner !== null && owner.device !== this.opts.history.device && this.downSince(owner.device) !== null,
       waiting: run?.waiting ?? null
     }
   }
@@ -304,13 +306,28 @@ export class AgentPlacement {
   /** Who is live changed: conversations that may need a decision are looked at again. */
   peersChanged (): void { this.sweep() }
 
+  /**
+   * Since when this device has taken `device` for dead, as it observed it (each sweep and
+   * decision looks), or null while it does not: a device heard again starts afresh.
+   */
+  private downSince (device: string): number | null {
+    if (!this.opts.peers.down(device)) {
+      this.seenDown.delete(device)
+      return null
+    }
+    let at = this.seenDown.get(device)
+    if (at === undefined) this.seenDown.set(device, at = this.clock.now())
+    return at
+  }
+
   /** Looks at every conversation that may need an action without an event: a dead owner, or an agent here. */
   private sweep (): void {
     const self = this.opts.history.device
+    for (const device of [...this.seenDown.keys()]) this.downSince(device) // one heard again starts afresh
     for (const [conversation, k] of this.known) {
       // cheap checks first: only an opt-in conversation whose owner looks dead can need reviving
       const owner = k.epochs.owner
-      if (owner !== null && this.autoRevival(conversation) && owner.device !== self && this.opts.peers.down(owner.device)) this.reconcile(conversation)
+      if (owner !== null && this.autoRevival(conversation) && owner.device !== self && this.downSince(owner.device) !== null) this.reconcile(conversation)
     }
     for (const run of this.opts.agents.runs()) this.reconcile(run.conversation)
   }
@@ -404,7 +421,8 @@ export class AgentPlacement {
       running: run === undefined ? null : { device: history.device, epoch: run.epoch },
       autoRevival: this.autoRevival(conversation),
       live: peers.live(conversation),
-      down: d => peers.down(d),
+      downSince: d => this.downSince(d),
+      now: this.clock.now(),
       work,
       fresh: this.fresh.get(conversation) ?? new Set()
     })

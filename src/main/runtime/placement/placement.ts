@@ -30,18 +30,28 @@ export function nextEpoch (top: AgentRef | null): number {
 }
 
 /**
- * The device that revives a conversation's agent among the live candidates: rendezvous
- * hashing, so every device that sees the same candidates picks the same one, and the
- * conversations of a dead device spread over the survivors instead of all landing on one.
+ * How long each device in a revival order waits for the ones before it: the device of rank k
+ * revives once the owner has been down, as it observed it, for k turns. Well above what an
+ * honest reviver takes (up to REVIVAL_READ_MS = 2 s for blocks peers announced, a 1 s sweep,
+ * its start announced to its peers), so honest devices do not revive twice; a device ahead
+ * that never revives delays the conversation by one turn, never for ever.
  */
+export const REVIVAL_TURN_MS = 10_000
+
+/**
+ * The order in which the live candidates revive a conversation's agent: rendezvous hashing,
+ * so every device that sees the same candidates finds the same order, and the conversations
+ * of a dead device spread over the survivors instead of all landing on one.
+ */
+export function revivalOrder (conversation: string, candidates: Iterable<string>): string[] {
+  const scored = [...new Set(candidates)].map(device => ({ device, score: createHash('sha256').update(conversation).update(':').update(device).digest('hex') }))
+  scored.sort((a, b) => a.score < b.score ? -1 : a.score > b.score ? 1 : a.device < b.device ? -1 : a.device > b.device ? 1 : 0)
+  return scored.map(x => x.device)
+}
+
+/** The first device of the revival order: the one that revives at once. */
 export function reviverOf (conversation: string, candidates: Iterable<string>): string | undefined {
-  let best: string | undefined
-  let bestScore = ''
-  for (const device of candidates) {
-    const score = createHash('sha256').update(conversation).update(':').update(device).digest('hex')
-    if (best === undefined || score < bestScore || (score === bestScore && device < best)) { best = device; bestScore = score }
-  }
-  return best
+  return revivalOrder(conversation, candidates)[0]
 }
 
 /** A branch tip that waits for an agent. */
@@ -166,8 +176,10 @@ export interface PlacementView {
   autoRevival: boolean
   /** connected peers not suspected, that hold the conversation */
   live: readonly string[]
-  /** whether a device is considered dead (not connected, silent past the detection window) */
-  down: (device: string) => boolean
+  /** since when this device has taken a device for dead (not heard, directly or through a peer), or null while it does not */
+  downSince: (device: string) => number | null
+  /** now, on the clock of `downSince` */
+  now: number
   work: readonly OpenWork[]
   /**
    * Messages posted for the agent since this device has been watching (peers' messages as
@@ -207,9 +219,12 @@ export function decide (v: PlacementView): PlacementAction {
     return { do: 'start', leaf: w.leaf.id, epoch: top.epoch, reason: w.kind === 'turn' ? 'restart' : 'user' }
   }
   // (an agent a connected peer announces is never down: `top` counts announced agents)
-  if (!v.autoRevival || !v.down(top.device)) return { do: 'nothing' }
+  const since = v.downSince(top.device)
+  if (!v.autoRevival || since === null) return { do: 'nothing' }
   const w = newestWork(work)
   if (w === undefined) return { do: 'nothing' }
-  if (reviverOf(v.conversation, [v.self, ...v.live]) !== v.self) return { do: 'nothing' }
+  // Each in the order after the ones before it had their turn: one that never revives delays, never cancels.
+  const rank = revivalOrder(v.conversation, [v.self, ...v.live]).indexOf(v.self)
+  if (rank > 0 && v.now - since < rank * REVIVAL_TURN_MS) return { do: 'nothing' }
   return { do: 'revive', leaf: w.leaf.id, epoch: top.epoch + 1, previous: top }
 }
