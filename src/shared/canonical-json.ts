@@ -4,20 +4,40 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 /**
  * Canonical JSON: object keys sorted by code unit, no whitespace, keys whose value is
  * undefined dropped. Two equal values always encode to the same string, so the
- * encoding can be hashed into an id.
+ * encoding can be hashed into an id. A value nesting more than `maxDepth` levels of arrays
+ * and objects is refused (TooDeepError) before the walk goes deeper.
  */
-export function canonicalJson (value: unknown, at = ''): string {
+export function canonicalJson (value: unknown, at = '', maxDepth = Infinity): string {
   try {
-    return encode(value)
+    return encode(value, maxDepth)
   } catch (err) {
-    // The fast encoder keeps no path; encoding again with one throws the same error, located
-    // (`at`: where the value sits in what is being encoded, for the message).
-    if (err instanceof TypeError && err.message === NOT_JSON) encodeAt(value, at)
-    throw err
+    throw located(err, value, at, maxDepth)
+  }
+}
+
+/**
+ * A value nests deeper than an encoder was allowed (`maxDepth` levels of arrays and objects):
+ * refused before the walk could overflow the stack. `at`: where the value sits.
+ */
+export class TooDeepError extends TypeError {
+  constructor (readonly at: string, readonly maxDepth: number) {
+    super(`cannot encode the value at ${at || '/'}: it nests deeper than ${maxDepth} levels of arrays and objects`)
+    this.name = 'TooDeepError'
   }
 }
 
 const NOT_JSON = 'not JSON'
+const TOO_DEEP = 'too deep'
+
+/** The error an encoder threw, said with where (`at`) and why. */
+function located (err: unknown, value: unknown, at: string, maxDepth: number): unknown {
+  if (!(err instanceof TypeError)) return err
+  if (err.message === TOO_DEEP) return new TooDeepError(at, maxDepth)
+  // The fast encoder keeps no path; encoding again with one throws the same error, located
+  // (`at`: where the value sits in what is being encoded, for the message).
+  if (err.message === NOT_JSON) encodeAt(value, at)
+  return err
+}
 
 // What JSON.stringify escapes in a string (and, to keep the test simple, any surrogate):
 // a string without any is its own JSON between quotes.
@@ -31,7 +51,8 @@ function quote (s: string): string {
 
 // Every entry is encoded at least once on the way to its feed: plain concatenation, no
 // intermediate arrays, and no path strings (encodeAt builds those once something failed).
-function encode (value: unknown): string {
+// `left`: the levels of arrays and objects the value may still nest.
+function encode (value: unknown, left: number): string {
   if (value === null) return 'null'
   switch (typeof value) {
     case 'boolean': return value ? 'true' : 'false'
@@ -40,12 +61,13 @@ function encode (value: unknown): string {
       if (!Number.isFinite(value)) throw new TypeError(NOT_JSON)
       return JSON.stringify(value)
     case 'object': {
+      if (left === 0) throw new TypeError(TOO_DEEP)
       if (Array.isArray(value)) {
         let out = '['
         // An indexed loop, so holes encode as null as JSON.stringify does.
         for (let i = 0; i < value.length; i++) {
           const item: unknown = value[i]
-          out += (i === 0 ? '' : ',') + (item === undefined ? 'null' : encode(item))
+          out += (i === 0 ? '' : ',') + (item === undefined ? 'null' : encode(item, left - 1))
         }
         return out + ']'
       }
@@ -57,7 +79,7 @@ function encode (value: unknown): string {
       for (const k of keys) {
         const v = obj[k]
         if (v === undefined) continue
-        out += (out.length === 1 ? '' : ',') + quote(k) + ':' + encode(v)
+        out += (out.length === 1 ? '' : ',') + quote(k) + ':' + encode(v, left - 1)
       }
       return out + '}'
     }
@@ -98,13 +120,12 @@ function encodeAt (value: unknown, path: string): void {
  * plain objects): one walk instead of an encoding and a parse. What an entry holds is what
  * its feed stores, and no object of the caller's is shared (strings are immutable).
  */
-export function canonicalCopy (value: unknown, at = ''): { json: string; copy: Json } {
+export function canonicalCopy (value: unknown, at = '', maxDepth = Infinity): { json: string; copy: Json } {
   try {
-    const json = encodeCopy(value)
+    const json = encodeCopy(value, maxDepth)
     return { json, copy: copied }
   } catch (err) {
-    if (err instanceof TypeError && err.message === NOT_JSON) encodeAt(value, at)
-    throw err
+    throw located(err, value, at, maxDepth)
   } finally {
     copied = null
   }
@@ -115,7 +136,7 @@ let copied: Json = null
 // V8 slices strings from 13 characters on; shorter ones are always copies of their own
 const COPY_AT = 13
 
-function encodeCopy (value: unknown): string {
+function encodeCopy (value: unknown, left: number): string {
   if (value === null) { copied = null; return 'null' }
   switch (typeof value) {
     case 'boolean': copied = value; return value ? 'true' : 'false'
@@ -131,13 +152,14 @@ function encodeCopy (value: unknown): string {
       copied = value === 0 ? 0 : value // -0 is written 0
       return JSON.stringify(value)
     case 'object': {
+      if (left === 0) throw new TypeError(TOO_DEEP)
       if (Array.isArray(value)) {
         const list: Json[] = []
         let out = '['
         for (let i = 0; i < value.length; i++) {
           const item: unknown = value[i]
           if (item === undefined) { out += (i === 0 ? 'null' : ',null'); list.push(null); continue }
-          out += (i === 0 ? '' : ',') + encodeCopy(item)
+          out += (i === 0 ? '' : ',') + encodeCopy(item, left - 1)
           list.push(copied)
         }
         copied = list
@@ -152,7 +174,7 @@ function encodeCopy (value: unknown): string {
       for (const k of keys) {
         const v = obj[k]
         if (v === undefined) continue
-        out += (out.length === 1 ? '' : ',') + quote(k) + ':' + encodeCopy(v)
+        out += (out.length === 1 ? '' : ',') + quote(k) + ':' + encodeCopy(v, left - 1)
         // an own "__proto__" key, as JSON.parse makes it, not the prototype's setter
         if (k === '__proto__') Object.defineProperty(copy, k, { value: copied, writable: true, enumerable: true, configurable: true })
         else copy[k] = copied

@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { canonicalCopy, canonicalJson } from './canonical-json'
+import { canonicalCopy, canonicalJson, type Json } from './canonical-json'
+import { MAX_JSON_DEPTH } from './json-depth'
 import { isHex32 } from './hex32'
 import { Hex32 } from './hex32-schema'
 import { asWritten } from './entry-written'
@@ -152,6 +153,19 @@ export type EntryDraft = { [K in EntryKind]: { kind: K; body: BodyOf<K>; parents
 /** Entries larger than this are refused: tool output is cut long before. */
 export const MAX_ENTRY_BYTES = 1024 * 1024
 
+/**
+ * The most bytes a feed block of an entry within MAX_ENTRY_BYTES can hold: its stored text is the
+ * hash input with the id put in, and a character of it takes at most 3 bytes of UTF-8. A larger
+ * block is refused before it is parsed.
+ */
+export const MAX_ENTRY_BLOCK_BYTES = 3 * (MAX_ENTRY_BYTES + 256)
+
+/** How deeply each field of an entry may nest: one level inside the entry, which nests at most MAX_JSON_DEPTH. */
+const MAX_FIELD_DEPTH = MAX_JSON_DEPTH - 1
+
+/** How deeply a tool call's arguments may nest: they sit four levels into an assistant entry (/body/toolCalls/i/args). */
+export const MAX_ARGS_DEPTH = MAX_JSON_DEPTH - 4
+
 /** A kind is a short lower-case dotted name: shown to people, so nothing a terminal would act on. */
 const KIND = /^[a-z][a-z0-9]*(?:[._-][a-z0-9]+)*$/
 
@@ -192,7 +206,7 @@ export interface EncodedFields {
 export function encodeFields (e: Omit<WrittenEntry, 'id'> | WrittenEntry): EncodedFields {
   if (e.author === undefined) throw new TypeError('an entry without an author has no stored form')
   // In key order, so a value that is not JSON is reported where canonicalJson would find it first.
-  const head = '{"author":' + canonicalJson(e.author, '/author') + field('body', e.body)
+  const head = '{"author":' + canonicalJson(e.author, '/author', MAX_FIELD_DEPTH) + field('body', e.body)
   const conversation = e.parents.length === 0 ? null : field('conversation', e.conversation)
   const tail = field('kind', e.kind) + field('parents', e.parents) + field('ts', e.ts) + field('v', e.v) + '}'
   return { head, conversation, tail }
@@ -207,8 +221,8 @@ export function encodeFields (e: Omit<WrittenEntry, 'id'> | WrittenEntry): Encod
 export function encodeWritten (e: Omit<WrittenEntry, 'id'>): { fields: EncodedFields; entry: WrittenEntry } {
   // In key order, so a value that is not JSON is reported where canonicalJson would find it first.
   const author = e.author
-  const body = e.body === undefined ? undefined : canonicalCopy(e.body, '/body')
-  const head = '{"author":' + canonicalJson(author, '/author') + (body === undefined ? '' : ',"body":' + body.json)
+  const body = e.body === undefined ? undefined : copyBody(e.body)
+  const head = '{"author":' + canonicalJson(author, '/author', MAX_FIELD_DEPTH) + (body === undefined ? '' : ',"body":' + body.json)
   const root = e.parents.length === 0
   const conversation = root ? null : field('conversation', e.conversation)
   const tail = field('kind', e.kind) + field('parents', e.parents) + field('ts', e.ts) + field('v', e.v) + '}'
@@ -241,7 +255,15 @@ export function storedOf (f: EncodedFields, id: string): string {
 
 /** `,"key":value` in canonical JSON, or nothing for an undefined value (as canonicalJson drops it). */
 function field (key: string, value: unknown): string {
-  return value === undefined ? '' : ',"' + key + '":' + canonicalJson(value, '/' + key)
+  return value === undefined ? '' : ',"' + key + '":' + canonicalJson(value, '/' + key, MAX_FIELD_DEPTH)
+}
+
+/**
+ * Of a body about to be written: its canonical JSON and copy (canonicalCopy), refused with a
+ * TooDeepError past what a field of an entry may nest.
+ */
+export function copyBody (body: unknown): { json: string; copy: Json } {
+  return canonicalCopy(body, '/body', MAX_FIELD_DEPTH)
 }
 
 /**

@@ -7,7 +7,7 @@ export type JsonSchema = { [key: string]: unknown }
 export interface IrToolCall {
   id: string
   name: string
-  /** Parsed JSON arguments; `{ _unparsed: string }` when the model sent invalid JSON. */
+  /** Parsed JSON arguments; `{ _unparsed: string }` when the model sent invalid JSON, or JSON nesting deeper than an entry holds. */
   args: unknown
 }
 

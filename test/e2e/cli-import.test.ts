@@ -9,6 +9,7 @@ import { memoryLogger } from '../../src/shared/logger'
 import { capturedCli, type CliRun } from '../helpers/captured-cli'
 import { validateEntry } from '../../src/main/history/entry-codec'
 import { perTest } from '../helpers/per-test'
+import { MAX_JSON_DEPTH } from '../../src/shared/json-depth'
 
 const { dirs, defer } = perTest('arbor-cli-import-')
 const FIXTURES = path.join(import.meta.dirname, 'fixtures')
@@ -74,5 +75,22 @@ describe('arbor import', () => {
     expect(await arbor(dir, 'import', neither)).toMatchObject({ code: 1, err: expect.stringMatching(/not a Pi or Claude Code session/) as unknown })
     expect(await arbor(dir, 'import', 'no-such.jsonl')).toMatchObject({ code: 1, err: 'arbor import: no-such.jsonl: no such file\n' })
     expect(node.history.list().length).toBe(before)
+  })
+
+  it('skips a line nesting 100,000 levels, saying which line, why and the bound, and imports the rest', async () => {
+    const { node, dir } = await startNode()
+    const deep = path.join(dir, 'deep.jsonl')
+    const depth = 100_000
+    const nested = '['.repeat(depth) + ']'.repeat(depth)
+    fs.writeFileSync(deep, [
+      JSON.stringify({ type: 'user', uuid: 'a', parentUuid: null, message: { role: 'user', content: 'hello' } }),
+      JSON.stringify({ type: 'assistant', uuid: 'b', parentUuid: 'a', message: { id: 'm', content: [{ type: 'tool_use', id: 't1', name: 'bash', input: 'DEEP' }] } }).replace('"DEEP"', nested),
+      JSON.stringify({ type: 'assistant', uuid: 'c', parentUuid: 'a', message: { id: 'n', content: [{ type: 'text', text: 'hi' }] } })
+    ].join('\n'))
+    const r = await arbor(dir, 'import', deep)
+    expect(r.err).toBe(`arbor import: line 2: nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, the most Arbor reads; skipped\nimported 2 entries of a Claude Code session\n`)
+    expect(r.code).toBe(0)
+    const branch = (await node.history.open(r.out.trim())).branch()
+    expect(branch.map(e => e.kind)).toEqual(['conversation', 'user', 'assistant'])
   })
 })

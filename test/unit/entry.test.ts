@@ -5,6 +5,7 @@ import fc from 'fast-check'
 import { canonicalJson } from '../../src/shared/canonical-json'
 import { InvalidEntryError, MAX_ENTRY_BYTES, asWritten, encodeEntry, hashInput, reunderstand, type Entry, type EntryDraft, type WrittenEntry } from '../../src/shared/entry'
 import { entryId, makeEntry, validateEntry } from '../../src/main/history/entry-codec'
+import { MAX_JSON_DEPTH } from '../../src/shared/json-depth'
 
 const A = 'a'.repeat(64)
 const B = 'b'.repeat(64)
@@ -285,6 +286,18 @@ describe('validateEntry', () => {
     const raw = wire(user)
     expect(validateEntry(raw, A).ok).toBe(true)
     expect(refusal(raw, B)).toMatch(new RegExp(`author ${A.slice(0, 12)} is not the device ${B.slice(0, 12)} that wrote this feed`))
+  })
+
+  it('refuses entries nesting deeper than MAX_JSON_DEPTH, written or read, saying so (never a stack overflow)', () => {
+    let deep: unknown = 0
+    for (let i = 0; i < 100_000; i++) deep = [deep]
+    // this device never writes what others refuse
+    expect(() => child(root, { kind: 'meta', parents: [root.id], body: { key: 'k', value: deep, hlc: { wall: 1, counter: 0, device: A } } }))
+      .toThrow(`meta entry: nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, more than an entry may (its body nests deeper than ${MAX_JSON_DEPTH - 1})`)
+    // a parsed entry (JSON.parse is no recursive walk) is refused without walking past the bound
+    const raw = wire(user)
+    raw.body = { text: 'x', deep }
+    expect(refusal(raw)).toBe(`entry ${user.id.slice(0, 12)}: nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, more than an entry may`)
   })
 
   it('refuses entries larger than MAX_ENTRY_BYTES', () => {

@@ -101,3 +101,12 @@ describe('entries of a peer shown after a clean start', () => {
     expect(cleanWhenShown).toBe(false)
   })
 })
+
+describe('a manifest record nesting 100,000 levels', () => {
+  it('is read without a recursive walk: fields it does not name are left alone, a feed list that is not one makes no record', () => {
+    const nested = '['.repeat(100_000) + ']'.repeat(100_000)
+    const feed = { key: 'a'.repeat(64), conversation: 'b'.repeat(64), device: '', length: 3 }
+    expect(parseManifestRecord(Buffer.from(`{"feeds":[${JSON.stringify(feed)}],"x":${nested}}`))).toEqual({ feeds: [feed] })
+    expect(parseManifestRecord(Buffer.from(`{"feeds":${nested}}`))).toBeNull()
+  })
+})

@@ -6,6 +6,9 @@ import path from 'node:path'
 import { detectFormat, readSession } from '../../src/main/history/import-session'
 import { entryDrafts, type ImportDraft } from '../../src/main/history/import-tree'
 import { MAX_IMPORT_CHARS } from '../../src/shared/import-limit'
+import { MAX_ARGS_DEPTH, type EntryDraft } from '../../src/shared/entry'
+import { MAX_JSON_DEPTH, jsonDepth } from '../../src/shared/json-depth'
+import { makeEntry } from '../../src/main/history/entry-codec'
 
 const fixture = (name: string): string => fs.readFileSync(path.join(import.meta.dirname, '../e2e/fixtures', name), 'utf8')
 const short = (d: ImportDraft): string => {
@@ -118,5 +121,22 @@ describe('hostile input', () => {
     expect((drafts[0]?.body as { text: string }).text).toMatch(/\[cut at 200000 characters on import\]$/)
     expect(drafts[1]).toMatchObject({ kind: 'tool.result', body: { truncated: true }, parents: ['$0'] })
   })
-})
 
+  it('leaves out arguments that nest deeper than an entry holds them, though their line is within the bound', () => {
+    // content as one block, not a list: the arguments sit a level nearer the top of the line than of the entry
+    const line = (depth: number): string => JSON.stringify({ type: 'assistant', uuid: 'b', parentUuid: 'a', message: { id: 'm', content: { type: 'tool_use', id: 't', name: 'bash', input: 'DEEP' } } })
+      .replace('"DEEP"', '['.repeat(depth) + ']'.repeat(depth))
+    for (const [depth, kept] of [[MAX_ARGS_DEPTH, true], [MAX_ARGS_DEPTH + 1, false]] as const) {
+      const text = [user('a', null, 'hello'), line(depth)].join('\n')
+      expect(jsonDepth(line(depth))).toBeLessThanOrEqual(MAX_JSON_DEPTH)
+      const s = readSession(text, 'claude-code')
+      expect(s.problems).toEqual([])
+      const drafts = entryDrafts(s.plan, 'f'.repeat(64))
+      const args = (drafts[1]?.body as { toolCalls: Array<{ args: unknown }> }).toolCalls[0]?.args
+      expect(kept ? jsonDepth(JSON.stringify(args)) : args).toEqual(kept ? depth : { imported: `arguments nesting deeper than ${MAX_ARGS_DEPTH} levels left out` })
+      // and the entries can be written: within the bound
+      let parent = 'f'.repeat(64)
+      for (const d of drafts) parent = makeEntry({ ...d, parents: [parent] } as EntryDraft, { conversation: 'f'.repeat(64), device: 'a'.repeat(64), ts: 1 }).id
+    }
+  })
+})

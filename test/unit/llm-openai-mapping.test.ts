@@ -8,6 +8,8 @@ import {
   ChatStreamAccumulator, fromOpenAICompletion, mapFinishReason, parseToolArgs, TOOL_STATUS_PREFIX, toOpenAIMessages, toOpenAITools
 } from '../../src/main/llm/openai-mapping'
 import { completionChunks, completionObject, type ScriptedCompletion } from '../helpers/openai-test-server'
+import { MAX_ARGS_DEPTH } from '../../src/shared/entry'
+import { validateArgs } from '../../src/main/tools/tool-args'
 
 const textArb = fc.oneof(fc.string({ maxLength: 30 }), fc.string({ unit: 'grapheme', maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 12 }))
 const nameArb = fc.stringMatching(/^[a-zA-Z_][a-zA-Z0-9_-]{0,20}$/)
@@ -132,6 +134,14 @@ describe('streamed chunks -> IrResult', () => {
     expect(result.toolCalls).toEqual([{ id: 'a', name: 'f', args: { _unparsed: '{"x": 1' } }, { id: 'b', name: 'g', args: {} }])
     expect(result.finish).toBe('tool_calls')
     expect(result.usage).toBeUndefined()
+  })
+
+  it('keeps arguments nesting deeper than an entry holds them as { _unparsed }, unparsed; those at the bound are parsed', () => {
+    const nested = (n: number): string => '{"a":'.repeat(n) + '1' + '}'.repeat(n)
+    expect(parseToolArgs(nested(MAX_ARGS_DEPTH))).toEqual(JSON.parse(nested(MAX_ARGS_DEPTH)))
+    expect(parseToolArgs(nested(MAX_ARGS_DEPTH + 1))).toEqual({ _unparsed: nested(MAX_ARGS_DEPTH + 1) })
+    expect(validateArgs({ type: 'object', properties: {} }, { _unparsed: nested(100_000) })).toBe(`the arguments nest deeper than ${MAX_ARGS_DEPTH} levels of arrays and objects, more than Arbor accepts`)
+    expect(validateArgs({ type: 'object', properties: {} }, { _unparsed: '{"x": 1' })).toBe('the arguments were not valid JSON: {"x": 1')
   })
 
   it('accepts tool calls without index or id (some local servers) and finish "stop" with tool calls', () => {

@@ -1,9 +1,10 @@
 import crypto from 'node:crypto'
-import { canonicalCopy, canonicalJson, type Json } from '../../shared/canonical-json'
+import { TooDeepError, canonicalJson, type Json } from '../../shared/canonical-json'
 import {
-  BODY_SCHEMAS, InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, encodeWritten, fitsBody, hashInput, inputOf, storedOf, understand,
+  BODY_SCHEMAS, InvalidEntryError, MAX_ENTRY_BYTES, checkEntryShape, checkEnvelope, copyBody, encodeWritten, fitsBody, hashInput, inputOf, storedOf, understand,
   type Author, type EncodedFields, type KnownEntry, type EntryDraft, type Validation, type WrittenEntry
 } from '../../shared/entry'
+import { MAX_JSON_DEPTH } from '../../shared/json-depth'
 
 /** An entry's id: the SHA-256 (hex) of its canonical encoding (as written) without the id. */
 export function entryId (e: Omit<WrittenEntry, 'id'> | WrittenEntry): string {
@@ -14,17 +15,27 @@ function sha256Hex (input: string): string {
   return crypto.hash('sha256', input, 'hex')
 }
 
+/** Why an entry nesting past the envelope's bound is refused, read and written alike. */
+export const TOO_DEEP = `nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, more than an entry may`
+
 /**
  * Checks an entry read from a feed: its envelope and structure, that the id is the hash of
- * the entry, its size. Only these refuse it; a kind or body this version does not understand
- * gives an UnknownEntry (DESIGN.md, "Evolution"). `device`, when given, is the device that
- * wrote the feed the entry came from.
+ * the entry, its size and depth. Only these refuse it; a kind or body this version does not
+ * understand gives an UnknownEntry (DESIGN.md, "Evolution"). `device`, when given, is the
+ * device that wrote the feed the entry came from. (decodeBlock checks size and depth on the
+ * block's bytes first, before anything parses them.)
  */
 export function validateEntry (raw: unknown, device?: string): Validation {
   const checked = checkEnvelope(raw, device)
   if (!checked.ok) return checked
   const entry = checked.entry
-  const input = hashInput(entry)
+  let input: string
+  try {
+    input = hashInput(entry)
+  } catch (err) {
+    if (err instanceof TooDeepError) return { ok: false, error: `entry ${entry.id.slice(0, 12)}: ${TOO_DEEP}` }
+    throw err
+  }
   const id = sha256Hex(input)
   if (id !== entry.id) return { ok: false, error: `entry ${entry.id.slice(0, 12)}: id is not the hash of its content (expected ${id.slice(0, 12)}): tampered or corrupt` }
   if (input.length > MAX_ENTRY_BYTES) return { ok: false, error: `entry ${entry.id.slice(0, 12)}: larger than ${MAX_ENTRY_BYTES} bytes` }
@@ -59,6 +70,7 @@ export function makeEntryBlock (draft: EntryDraft, ctx: EntryContext, parents: s
     written = encodeWritten(partial)
     input = inputOf(written.fields)
   } catch (err) {
+    if (err instanceof TooDeepError) throw new InvalidEntryError(`${what} entry: ${TOO_DEEP} (its ${err.at.slice(1)} nests deeper than ${err.maxDepth})`)
     throw new InvalidEntryError(`${what} entry: ${(err as Error).message}`)
   }
   if (input.length > MAX_ENTRY_BYTES) throw new InvalidEntryError(`${what} entry: larger than ${MAX_ENTRY_BYTES} bytes`)
@@ -97,7 +109,7 @@ export function makeOwnEntryBlock (draft: EntryDraft, ctx: OwnEntryContext, pare
   ) return makeEntryBlock(draft, ctx, parents)
   let copied: { json: string; copy: Json }
   try {
-    copied = canonicalCopy(body, '/body')
+    copied = copyBody(body)
   } catch {
     return makeEntryBlock(draft, ctx, parents)
   }

@@ -1,6 +1,7 @@
 import type Hypercore from 'hypercore'
-import type { Entry } from '../../shared/entry'
-import { validateEntry } from './entry-codec'
+import { MAX_ENTRY_BLOCK_BYTES, MAX_ENTRY_BYTES, type Entry } from '../../shared/entry'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../shared/json-depth'
+import { TOO_DEEP, validateEntry } from './entry-codec'
 import type { FeedRecord } from './history-index'
 
 /** What of a Hypercore session's internals a batched read uses (hypercore 11): its storage's read batch. */
@@ -30,16 +31,28 @@ export async function readLocalBlocks (core: Hypercore.Core, start: number, end:
   return Promise.all(out)
 }
 
-/** A block of a conversation feed as an entry of that feed's device and conversation, or why it is not one. */
+/**
+ * A block of a conversation feed as an entry of that feed's device and conversation, or why it
+ * is not one. Never throws: a peer's block costs that block at most, never the rest of its feed
+ * (nor a start-up that reads it again). Its size and depth are checked on its bytes, before
+ * anything parses or walks it.
+ */
 export function decodeBlock (block: Buffer, feed: Pick<FeedRecord, 'device' | 'conversation'>): { ok: true; entry: Entry; text: string } | { ok: false; error: string } {
+  if (block.length > MAX_ENTRY_BLOCK_BYTES) return { ok: false, error: `block of ${block.length} bytes: larger than ${MAX_ENTRY_BYTES} bytes, the most an entry may be` }
   const text = block.toString('utf8')
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return { ok: false, error: `block ${TOO_DEEP}` }
   let raw: unknown
   try {
     raw = JSON.parse(text)
   } catch {
     return { ok: false, error: 'block is not JSON' }
   }
-  const v = validateEntry(raw, feed.device)
+  let v: ReturnType<typeof validateEntry>
+  try {
+    v = validateEntry(raw, feed.device)
+  } catch (err) {
+    return { ok: false, error: `block cannot be read as an entry: ${(err as Error).message}` }
+  }
   if (!v.ok) return v
   if (v.entry.conversation !== feed.conversation) return { ok: false, error: `entry ${v.entry.id.slice(0, 12)} belongs to another conversation` }
   return { ok: true, entry: v.entry, text }

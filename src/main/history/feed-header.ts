@@ -1,6 +1,7 @@
 import crypto from 'hypercore-crypto'
 import { canonicalJson } from '../../shared/canonical-json'
 import { isHex32 } from '../../shared/hex32'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../shared/json-depth'
 
 /**
  * Block 0 of every feed Arbor writes says what the feed is and which device wrote it,
@@ -40,13 +41,16 @@ export function makeFeedHeader (h: Omit<FeedHeader, 'sig' | 'device' | 'v'>, dev
 
 /** Parses and verifies block 0; throws an Error saying what is wrong. */
 export function verifyFeedHeader (block: Buffer, feedKey: Buffer, expect: { type: FeedHeader['type']; conversation?: string }): FeedHeader {
+  const where = `feed ${feedKey.toString('hex').slice(0, 12)}`
+  // Checked on the text before it is parsed and walked (the signature covers a canonical encoding of every field).
+  const text = block.toString('utf8')
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new Error(`${where}: header nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, more than Arbor reads`)
   let h: FeedHeader
   try {
-    h = JSON.parse(block.toString('utf8')) as FeedHeader
+    h = JSON.parse(text) as FeedHeader
   } catch {
-    throw new Error(`feed ${feedKey.toString('hex').slice(0, 12)}: header is not JSON`)
+    throw new Error(`${where}: header is not JSON`)
   }
-  const where = `feed ${feedKey.toString('hex').slice(0, 12)}`
   if (h === null || typeof h !== 'object') throw new Error(`${where}: header is not an object`)
   if (h.type !== expect.type) throw new Error(`${where}: not an ${expect.type} feed (type ${String(h.type)})`)
   if (h.v !== FEED_HEADER_VERSION) {

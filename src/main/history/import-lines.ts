@@ -1,14 +1,17 @@
 // The JSON lines of a session file, and the content blocks both harnesses use: shared by the parsers.
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../shared/json-depth'
 
 export interface JsonLine { line: number; value: Record<string, unknown> }
 
-/** Every line that is a JSON object; the others are reported by number and left out. Blank lines are not lines. */
+/** Every line that is a JSON object within MAX_JSON_DEPTH; the others are reported by number and left out. Blank lines are not lines. */
 export function jsonLines (text: string, problems: string[]): JsonLine[] {
   const out: JsonLine[] = []
   const lines = text.split('\n')
   for (let i = 0; i < lines.length; i++) {
     const raw = (lines[i] as string).trim()
     if (raw === '') continue
+    // before it is parsed and walked (an overflowing walk would refuse the whole file)
+    if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) { problems.push(`line ${i + 1}: nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, the most Arbor reads; skipped`); continue }
     let value: unknown
     try {
       value = JSON.parse(raw)

@@ -1,6 +1,7 @@
 // Another harness's session (a forest of id/parentId entries) as drafts of one new Arbor
 // conversation: pure, so the parsers (import-pi.ts, import-claude-code.ts) and the tests share it.
-import type { EntryDraft } from '../../shared/entry'
+import { MAX_ARGS_DEPTH, type EntryDraft } from '../../shared/entry'
+import { nestsDeeperThan } from '../../shared/json-depth'
 import { MAX_MESSAGE_CHARS } from '../../shared/api-params'
 
 /** What one source entry says, as the Arbor entries it becomes (written in this order, a chain). */
@@ -126,7 +127,10 @@ export function entryDrafts (plan: ImportPlan, root: string): EntryDraft[] {
         if (item.toolCalls !== undefined && item.toolCalls.length > 0) {
           body.body.toolCalls = item.toolCalls.map(c => {
             const json = JSON.stringify(c.args) ?? 'null'
-            return { id: c.id, name: c.name, args: json.length <= MAX_ARGS_JSON ? c.args : { imported: `arguments of ${json.length} characters left out` } }
+            if (json.length > MAX_ARGS_JSON) return { id: c.id, name: c.name, args: { imported: `arguments of ${json.length} characters left out` } }
+            // within the line's depth, but maybe deeper in the entry than in the line
+            if (nestsDeeperThan(json, MAX_ARGS_DEPTH)) return { id: c.id, name: c.name, args: { imported: `arguments nesting deeper than ${MAX_ARGS_DEPTH} levels left out` } }
+            return { id: c.id, name: c.name, args: c.args }
           })
         }
         return body

@@ -8,6 +8,8 @@ import type {
   ChatCompletionMessageParam
 } from 'openai/resources/chat/completions'
 import type { IrFinish, IrMessage, IrResult, IrStreamEvent, IrToolCall, IrToolSpec, IrUsage } from '../../shared/llm-ir'
+import { MAX_ARGS_DEPTH } from '../../shared/entry'
+import { nestsDeeperThan } from '../../shared/json-depth'
 
 /**
  * What a tool message says before its output when the tool did not simply succeed. OpenAI's
@@ -64,9 +66,14 @@ function stringifyArgs (args: unknown): string {
   return args === undefined ? '{}' : JSON.stringify(args)
 }
 
-/** A tool call's argument text -> its IR args: parsed JSON, `{}` for empty, `{ _unparsed }` when invalid. */
+/**
+ * A tool call's argument text -> its IR args: parsed JSON, `{}` for empty, `{ _unparsed }` when
+ * invalid or nesting deeper than an entry can hold them (the model is untrusted: a walk of what it
+ * nests must not overflow the stack, and the call fails with a result that says why, tool-args.ts).
+ */
 export function parseToolArgs (raw: string): unknown {
   if (raw.trim() === '') return {}
+  if (nestsDeeperThan(raw, MAX_ARGS_DEPTH)) return { _unparsed: raw }
   try {
     return JSON.parse(raw) as unknown
   } catch {

@@ -5,6 +5,8 @@
  * false. Messages are written for the model to fix its call.
  */
 import type { JsonSchema } from '../../shared/llm-ir'
+import { MAX_ARGS_DEPTH } from '../../shared/entry'
+import { nestsDeeperThan } from '../../shared/json-depth'
 import type { Tool } from './tool'
 
 function typeOf (v: unknown): string {
@@ -28,6 +30,7 @@ export function validateArgs (schema: JsonSchema, args: unknown): string | undef
   if (typeof args !== 'object' || Array.isArray(args)) return `the arguments must be a JSON object, not ${typeOf(args)}`
   const obj = args as Record<string, unknown>
   if (typeof obj._unparsed === 'string' && !('_unparsed' in props)) {
+    if (nestsDeeperThan(obj._unparsed, MAX_ARGS_DEPTH)) return `the arguments nest deeper than ${MAX_ARGS_DEPTH} levels of arrays and objects, more than Arbor accepts`
     return `the arguments were not valid JSON: ${obj._unparsed.slice(0, 200)}`
   }
   for (const name of (schema.required ?? []) as string[]) {
