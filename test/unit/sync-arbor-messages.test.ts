@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import c from 'compact-encoding'
 import fc from 'fast-check'
+import { MAX_JSON_DEPTH } from '../../src/shared/json-depth'
 import { ARBOR_MESSAGES, arborMessages, type ArborMessage, type ArborMessageName, type Decoded } from '../../src/main/sync/arbor-messages'
 
 const k = (ch: string): string => ch.repeat(64)
@@ -75,6 +76,16 @@ describe.each(ARBOR_MESSAGES.map(name => [name]))('the %s codec', (name: ArborMe
 describe('the arbor/1 codecs', () => {
   it('are in the wire order every version numbers them by (append only)', () => {
     expect(ARBOR_MESSAGES).toEqual(['hello', 'feeds', 'devices', 'presence', 'heartbeat', 'live', 'feedsDigest', 'wantFeeds', 'feedsSince', 'held', 'alive'])
+  })
+
+  it('reject a message nesting deeper than any entry may, before anything walks it', () => {
+    // a devices message's statements are checked as z.unknown(): only canonical JSON walks them, recursively
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000)
+    for (const name of ARBOR_MESSAGES) {
+      const text = name === 'devices' ? `{"devices":[],"forgotten":[],"statements":[${deep}]}` : `{"deep":${deep}}`
+      const got = decode(name, c.encode(c.string, text))
+      expect(got).toEqual({ ok: false, error: `nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects` })
+    }
   })
 
   it('never throw, whatever the bytes', () => {

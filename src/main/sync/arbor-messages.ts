@@ -1,6 +1,7 @@
 import c from 'compact-encoding'
 import { z } from 'zod'
 import { Hex32 } from '../../shared/hex32-schema'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../shared/json-depth'
 import { UNVERSIONED, type ProtocolVersions } from '../../shared/protocol-version'
 
 /**
@@ -144,7 +145,10 @@ function jsonMessage<S extends z.ZodType> (schema: S): MessageCodec<z.infer<S>> 
     decode: state => {
       let raw: unknown
       try {
-        raw = c.json.decode(state)
+        const text = c.string.decode(state)
+        // before anything walks it (zod, canonical JSON of a statement): recursion has a bottom
+        if (nestsDeeperThan(text)) return { ok: false, error: `nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects` }
+        raw = JSON.parse(text)
       } catch (err) {
         state.start = state.end // the rest of this frame is not read
         return { ok: false, error: `not JSON (${(err as Error).message})` }
