@@ -8,8 +8,8 @@
  * their list once they are well under it again.
  *
  * Only pending feeds count: a feed leaves the count as its first block verifies, whoever
- * served it, so a new device taking a peer's whole history (13,904 feeds at full size) takes
- * it in rounds of MAX_PENDING_PER_PEER, asking for the rest as the earlier ones arrive.
+ * served it, so a new device takes a peer's whole history, however large, in rounds, asking
+ * for the rest as the earlier feeds arrive.
  */
 
 /**
@@ -40,9 +40,6 @@ export class FeedAdmission {
   pendingOf (device?: string): number {
     return device === undefined ? this.total : this.pending.get(device)?.size ?? 0
   }
-
-  /** Whether `device` had announcements dropped and is still owed a request for its list. */
-  isOwed (device: string): boolean { return this.owed.has(device) }
 
   /**
    * `device` announced a feed this device holds no record of: admitted (counted as pending on

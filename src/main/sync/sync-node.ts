@@ -609,6 +609,8 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   /** Who is in the cluster changed (the cluster's `devices` event): peers hear it, a device gone is dropped, one new may connect. */
   private readonly onDevices = (): void => {
     for (const device of this.peerFeeds.keys()) if (!this.cluster.isTrusted(device)) { this.peerFeeds.delete(device); this.admission.forget(device) }
+    // what a device gone had pending no longer counts: those it kept waiting may be asked now
+    this.askForFeeds(this.admission.due())
     for (const device of this.savedPeers.keys()) if (!this.cluster.isTrusted(device)) this.savedPeers.delete(device)
     this.lease.retain(device => this.cluster.isTrusted(device))
     if (this.savedPeers.size === 0) this.savedMine = null
@@ -984,7 +986,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     if (this.droppedSaid.has(device)) return
     this.droppedSaid.add(device)
     const name = this.cluster.devicesMessage().devices.find(d => d.key === device)?.name ?? device.slice(0, 12)
-    this.log.info(`${name} announced more new feeds than this device records before any of them arrives (${this.admission.pendingOf(device)} of its feeds wait to arrive, at most ${this.admission.perPeer} per device and ${this.admission.inTotal} in all): ${n} were left for now, and are asked for again as those arrive`)
+    this.log.info(`${name} announced more new feeds than this device records before any of them arrives (${this.admission.pendingOf(device)} of its feeds wait to arrive, at most ${this.admission.perPeer} a device and ${this.admission.inTotal} in all): ${n} and any more it announces are left for now, and asked for again as those arrive`)
   }
 
   /** Asks these peers for their whole lists again: what was dropped over the bounds may be taken now. */
