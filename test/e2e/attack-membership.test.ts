@@ -232,6 +232,37 @@ describe('a malicious paired device cannot change who is paired', () => {
     }
   })
 
+  it('cannot pass for the device that shows it: it names itself and a device it plants like that device, and both are told apart from it', async () => {
+    // issue 23: the laptop showed the cloud's plant as "laptop (added by laptop, …)"
+    const { w, laptop, server, cloud, phone } = await cluster()
+    let planted = ''
+    await w.send(cloud, withStatements(cloud.cluster.devicesMessage(), m => {
+      const made = madeUp(m, cloud.kp, 'laptop', Date.now())
+      planted = made.kp.publicKey.toString('hex')
+      return [made.add]
+    }), [laptop, server, phone])
+    // it may rename itself (a name statement it signs): to the laptop's name
+    cloud.cluster.setName('Laptop')
+    await until(() => laptop.cluster.devices().some(r => r.key === cloud.key && r.name.toLowerCase().startsWith('laptop')), 'the laptop to hear the cloud\'s new name')
+    expect(laptop.cluster.isTrusted(planted)).toBe(true) // it may invite devices: the plant counts, shown for what it is
+    const self = laptop.cluster.nameOf(laptop.key)
+    expect(self).toBe('laptop') // this device's own name is never qualified
+    // what the laptop shows of each device: its Devices screen (peers) and `arbor devices` (the cluster's rows)
+    const shown = new Map(laptop.sync.peers().map(p => [p.device, p.name]))
+    for (const r of laptop.cluster.devices()) expect(shown.get(r.key), `${r.key.slice(0, 8)} shown alike in both`).toBe(r.name)
+    const readsAsSelf = (name: string): boolean => name.trim().toLowerCase() === self || /added by laptop[,)]/i.test(name)
+    for (const key of [cloud.key, planted]) {
+      const name = shown.get(key) as string
+      expect(readsAsSelf(name), `${key === cloud.key ? 'the cloud' : 'its plant'} is shown as "${name}"`).toBe(false)
+      expect(name).toContain(key.slice(0, 8))
+    }
+    // the plant names who added it as the laptop shows that device
+    expect(shown.get(planted)).toContain(`added by ${shown.get(cloud.key) as string}`)
+    // no two devices, this one among them, are shown alike
+    const all = [self, ...shown.values()].map(n => n.toLowerCase())
+    expect(new Set(all).size, `the laptop shows ${all.join(', ')}`).toBe(all.length)
+  })
+
   it('cannot rename another device, even to a device that learns of it from the attacker first', async () => {
     const { w, laptop, server, cloud, phone } = await cluster()
     // the phone is cut off from the laptop and the server while the laptop pairs a tablet; the cloud still reaches it

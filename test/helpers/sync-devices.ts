@@ -8,12 +8,14 @@ import { InProcessNetwork } from './in-process-network'
 import { TestCluster, type TestDevices } from './test-cluster'
 import type { PerTest } from './per-test'
 
-export interface SyncDevice { history: HistoryStore; node: SyncNode }
+export interface SyncDevice { history: HistoryStore; node: SyncNode; log: ReturnType<typeof memoryLogger> }
 
 export interface SyncDevicesOptions {
   /** a device's data directory, by name (default: a fresh one) */
   at?: Record<string, string>
   idleCloseMs?: number
+  /** the nodes' bounds on feeds pending from peers (SyncNodeOptions.pendingFeeds) */
+  pendingFeeds?: { perPeer: number; total: number }
 }
 
 /** Ready devices named `names`, closed (network, nodes, stores) after the test. */
@@ -32,10 +34,11 @@ export async function syncDevices (t: PerTest, names: string[], o: SyncDevicesOp
     await history.ready()
     const cluster = new TestCluster(secret, trusted)
     cluster.add(history.device)
-    const node = new SyncNode({ history, cluster, swarm: false, log: memoryLogger() })
+    const log = memoryLogger()
+    const node = new SyncNode({ history, cluster, swarm: false, log, ...(o.pendingFeeds !== undefined ? { pendingFeeds: o.pendingFeeds } : {}) })
     await node.ready()
     net.add(name, node)
-    d.push({ history, node })
+    d.push({ history, node, log })
   }
   return { net, d }
 }

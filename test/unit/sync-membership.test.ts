@@ -165,7 +165,8 @@ describe('membership statements', () => {
     const shown = displayNames(evaluate(s, T + 10_000).members, { key: me.key, name: 'desk' })
     expect(shown.get(x.key)).toBe('new phone')
     expect(shown.get(i.key)).toBe(`server (${i.key.slice(0, 8)})`)
-    expect(shown.get(y.key)).toBe(`Server (added by server, ${y.key.slice(0, 8)})`)
+    // its introducer as this device shows it: qualified too
+    expect(shown.get(y.key)).toBe(`Server (added by server (${i.key.slice(0, 8)}), ${y.key.slice(0, 8)})`)
   })
 })
 

@@ -189,6 +189,8 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
     await Promise.all([this.cache.ready(), this.view.load()])
     const { dir, log, device, indexFile: file, index, cache, manifestLog: manifest, pool, follower, dags, conversations } = this
     await recoverIndex({ dir, log, device, file, index, cache, manifest, pool, follower, dags, conversations })
+    const forgotten = follower.forgetUnverified()
+    if (forgotten > 0) log.info(`${forgotten} feed(s) that peers announced and of which nothing arrived are forgotten until a peer announces them again`)
     // Peer feeds are opened only when a peer has more of them (updateFeed), and idle
     // feeds are closed: a reconnect with nothing new opens no feed at all.
     this.pool.start()

@@ -131,6 +131,23 @@ export class PeerFeedFollower {
   }
 
   /**
+   * Forgets the peers' feeds of which no block was ever verified here (at start): they hold
+   * nothing here, and whoever can serve them announces them again. What a peer made up (feed
+   * keys nobody holds) so goes no further than the session it was said in. Returns how many.
+   */
+  forgetUnverified (): number {
+    const feeds = this.opts.state().feeds
+    let n = 0
+    for (const rec of Object.values(feeds)) {
+      if (rec.own || rec.indexed > 0) continue
+      delete feeds[rec.key]
+      this.opts.changed(rec.key)
+      n++
+    }
+    return n
+  }
+
+  /**
    * A peer holds `length` blocks of a feed: follow it if the peer has blocks this device has
    * not indexed yet. False if the feed is new here (the store adds it).
    */
@@ -186,9 +203,27 @@ export class PeerFeedFollower {
     core.on('download', more)
     // Keep the whole history locally, for offline use.
     core.download({ start: 0, end: -1 })
+    if (core.length === 0) this.releaseIfNobodyServes(rec, core)
     // the connection it was opened for may have closed meanwhile
     this.releaseIfDone(rec, core)
     this.pump(rec, core)
+  }
+
+  /**
+   * A feed of which nothing has arrived gives its slot back once no connection can send it any:
+   * a peer without the core refuses its replication channel, and Hypercore's update then ends
+   * without a length. A peer that announced a feed it cannot serve (made up) would otherwise
+   * hold a slot for as long as it stays connected, and with PEER_FEEDS_AT_ONCE such feeds, every
+   * other feed would wait. It is followed again when a peer announces it again.
+   */
+  private releaseIfNobodyServes (rec: FeedRecord, core: Hypercore.Core): void {
+    core.update({ wait: true }).then(found => {
+      if (found || core.length > 0 || !this.slots.holds(rec.key) || this.opts.closing()) return
+      this.slots.release(rec.key)
+      this.watched.delete(rec.key)
+      // not kept open for a length nobody serves (HistoryStore.keepOpen)
+      this.wanted.delete(rec.key)
+    }, () => undefined) // a session closed meanwhile: its slot went with it
   }
 
   /**

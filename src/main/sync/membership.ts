@@ -465,8 +465,25 @@ export function compact (statements: Statement[]): Statement[] {
 
 // --- names as shown ---
 
+/**
+ * Letters of other scripts that look like Latin ones (from Unicode's confusables, those a
+ * device name is made of): a name written with them reads as the Latin one.
+ */
+const LOOKALIKES: Record<string, string> = {
+  а: 'a', в: 'b', е: 'e', ё: 'e', з: '3', і: 'i', ї: 'i', ј: 'j', к: 'k', м: 'm', н: 'h', о: 'o', п: 'n', р: 'p', с: 'c', т: 't', у: 'y', х: 'x', ѕ: 's', ԁ: 'd', ԛ: 'q', ԝ: 'w', һ: 'h', ӏ: 'l',
+  α: 'a', β: 'b', ε: 'e', η: 'n', ι: 'i', κ: 'k', ν: 'v', ο: 'o', ρ: 'p', τ: 't', υ: 'u', χ: 'x', ω: 'w',
+  '0': 'o', '1': 'l', '|': 'l', ı: 'i'
+}
+
+/**
+ * What a name reads as: case, Unicode form, accents, invisible characters, spacing and letters
+ * that look alike set aside. Two names with the same key cannot be told apart by eye.
+ */
 function nameKey (name: string): string {
-  return name.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim()
+  const plain = name.normalize('NFKD').replace(/[\p{M}\p{Cf}]/gu, '').toLowerCase()
+  let out = ''
+  for (const ch of plain) out += LOOKALIKES[ch] ?? ch
+  return out.replace(/\s+/g, ' ').trim()
 }
 
 /** The name a member is shown with: its self-signed name, else what an act here recorded, else its key's start. */
@@ -474,23 +491,66 @@ export function plainName (v: MemberView): string {
   return v.signedName?.name ?? v.localName ?? v.key.slice(0, 8)
 }
 
+/** How this device is named where another device's row names it (as its introducer). */
+export const THIS_DEVICE = 'this device'
+/** The shortest start of a key a qualified name shows; longer where two would still read alike. */
+const KEY_SHOWN = 8
+
 /**
- * Names to show, by device: a name that equals another member's (or this device's) is shown
- * with who added it and its key's start, so a newcomer cannot pass for a known device.
+ * Names to show, by device. A member whose name reads like another member's, like this
+ * device's own name, or like "this device" is shown qualified: with who added it (by the
+ * name this device shows that device with, "this device" for itself) and its key's start,
+ * so a newcomer cannot pass for a known device nor for this one. This device's own name is
+ * never qualified. If two shown names would still read alike (a name made to look like a
+ * qualified one, keys alike in their first characters), the plain one is qualified and the
+ * qualified ones show more of their keys, until none do.
  */
 export function displayNames (members: Map<string, MemberView>, self: { key: string | null; name: string }): Map<string, string> {
   const plain = new Map<string, string>()
   for (const [k, v] of members) plain.set(k, plainName(v))
+  // names no member may read as unqualified: this device's, and how it names itself
+  const reserved = new Set([nameKey(self.name), nameKey(THIS_DEVICE)])
   const count = new Map<string, number>()
-  if (self.key !== null) count.set(nameKey(self.name), 1)
   for (const n of plain.values()) count.set(nameKey(n), (count.get(nameKey(n)) ?? 0) + 1)
-  const out = new Map<string, string>()
-  for (const [k, n] of plain) {
-    if ((count.get(nameKey(n)) ?? 0) < 2) { out.set(k, n); continue }
-    const by = (members.get(k) as MemberView).addedBy
-    const byName = by === undefined ? undefined : by === self.key ? self.name : plain.get(by) ?? by.slice(0, 8)
-    out.set(k, `${n} (${byName !== undefined ? `added by ${byName}, ` : ''}${k.slice(0, 8)})`)
+  /** per qualified member: how much of its key it shows */
+  const qualified = new Map<string, number>()
+  for (const [k, n] of plain) if ((count.get(nameKey(n)) ?? 0) > 1 || reserved.has(nameKey(n))) qualified.set(k, KEY_SHOWN)
+  /** a member as another member's row names it: its name, and its key's start when it is qualified */
+  const label = (k: string): string => {
+    if (k === self.key) return THIS_DEVICE
+    const n = plain.get(k)
+    if (n === undefined) return k.slice(0, KEY_SHOWN) // not a member (any more)
+    const shown = qualified.get(k)
+    return shown === undefined ? n : `${n} (${k.slice(0, shown)})`
   }
+  const show = (k: string): string => {
+    const n = plain.get(k) as string
+    const shown = qualified.get(k)
+    if (shown === undefined) return n
+    const by = (members.get(k) as MemberView).addedBy
+    return `${n} (${by !== undefined ? `added by ${label(by)}, ` : ''}${k.slice(0, shown)})`
+  }
+  // bounded: each round qualifies a member or shows more of a key, and a whole key tells any two apart
+  for (let round = 0; round <= members.size * 64; round++) {
+    const byKey = new Map<string, string[]>()
+    for (const k of members.keys()) {
+      const key = nameKey(show(k))
+      const same = byKey.get(key)
+      if (same === undefined) byKey.set(key, [k])
+      else same.push(k)
+    }
+    let changed = false
+    for (const [key, same] of byKey) {
+      if (same.length < 2 && !reserved.has(key)) continue
+      for (const k of same) {
+        const shown = qualified.get(k)
+        if (shown === undefined) { qualified.set(k, KEY_SHOWN); changed = true } else if (shown < k.length) { qualified.set(k, Math.min(k.length, shown + 4)); changed = true }
+      }
+    }
+    if (!changed) break
+  }
+  const out = new Map<string, string>()
+  for (const k of members.keys()) out.set(k, show(k))
   return out
 }
 

@@ -10,13 +10,14 @@ import { Lifecycle } from '../../shared/lifecycle'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../../shared/clock'
 import crypto from 'hypercore-crypto'
-import { ALIVE_MAX, type AliveMessage, type DevicesMessage, type HeldMessage, type LiveMessage, type RunningAgent } from './arbor-messages'
+import { ALIVE_MAX, type AliveMessage, type DevicesMessage, type FeedAnnouncement, type HeldMessage, type LiveMessage, type RunningAgent } from './arbor-messages'
 import { HeldAcks } from './held-acks'
 import { AliveAsks, AliveRelays, signAlive, type AliveProof } from './alive-proofs'
 import { FailureDetector } from './failure-detector'
 import { Lease, leaseMargin, type Instant } from './lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
-import { SyncSession, type SessionHost } from './sync-session'
+import { SyncSession, type FeedWord, type SessionHost } from './sync-session'
+import { FeedAdmission, MAX_PENDING_PER_PEER, MAX_PENDING_TOTAL } from './feed-admission'
 import { FeedList, type HeldFeed } from './feed-list'
 import { PeerFeeds, pairs, type SavedMine } from './peer-feeds'
 import { decodeList, decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type PeerFeedsFile, type SavedListView } from './peer-feeds-file'
@@ -107,6 +108,8 @@ export interface SyncNodeOptions {
   openTimeoutMs?: number
   /** batch feed-length announcements for this long (a burst of appends is one message) */
   announceDelayMs?: number
+  /** feeds a peer may make this device record before any block of them verifies: per peer, and in total (feed-admission.ts; tests set small ones) */
+  pendingFeeds?: { perPeer: number; total: number }
   /** the versions this node says it speaks (default: this Arbor's, thisVersion()); tests set others */
   versions?: ProtocolVersions
   clock?: Clock
@@ -181,6 +184,10 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private readonly badProofFrom = new Set<string>()
   /** a device not heard for this long is asked about, so that an answer is due by the time it would be suspected */
   private readonly askAfterMs: number
+  /** the feeds peers' announcements made this device record that are not verified yet, within bounds (feed-admission.ts) */
+  private readonly admission: FeedAdmission
+  /** peers whose dropped announcements were logged, until they are asked for their list again */
+  private readonly droppedSaid = new Set<string>()
   /** what auto-revival agents here act under: renewed by peers echoing this device's heartbeats (lease.ts) */
   private readonly lease: Lease
   /** the lease's monotonic clock: the injected clock in tests, else performance.now (a wall-clock jump moves nothing) */
@@ -229,6 +236,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   /** a feed was added, or this device can serve more of it: peers hear of it */
   private readonly onFeed = (rec: FeedRecord): void => {
     this.feedChanged(rec.key)
+    if (!rec.own && rec.indexed > 0) this.askForFeeds(this.admission.verified(rec.key))
     if (!this.held.isWanted(rec.key)) return
     // Answered after the announcement of that length has gone to every peer (timers of one
     // delay fire in order): a device that may revive the writer's agent hears of the blocks
@@ -246,6 +254,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     this.log = opts.log ?? consoleLogger('sync')
     this.clock = opts.clock ?? systemClock
     this.detector = new FailureDetector(opts.suspectAfterMs ?? DEFAULT_SUSPECT_AFTER_MS)
+    this.admission = new FeedAdmission(opts.pendingFeeds?.perPeer ?? MAX_PENDING_PER_PEER, opts.pendingFeeds?.total ?? MAX_PENDING_TOTAL)
     const window = this.detector.suspectAfterMs
     // a look at the lease later than a tick and the margin means this device stalled
     this.lease = new Lease(window, leaseMargin(window), (opts.heartbeatMs ?? 1000) + leaseMargin(window))
@@ -352,8 +361,13 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       this.log.warn(`this device's saved feed list is not read (${(err as Error).message}); each peer sends its whole feed list again`)
     }
     this.savedList = null
-    const feeds = this.history.feeds()
-    const now = feeds.map(f => ({ conversation: f.conversation, length: this.history.availableLength(f.key) }))
+    // only feeds with a block to serve: one held here unverified is announced by whoever can serve it
+    const feeds: FeedRecord[] = []
+    const now: HeldFeed[] = []
+    for (const f of this.history.feeds()) {
+      const length = this.history.availableLength(f.key)
+      if (length > 0) { feeds.push(f); now.push({ conversation: f.conversation, length }) }
+    }
     if (saved === null) return FeedList.of(new Map(feeds.map((f, i) => [f.key, now[i] as HeldFeed])))
     const inStep: Array<number | undefined> = new Array(feeds.length)
     const outOfStep = new Map<string, number>()
@@ -594,7 +608,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
 
   /** Who is in the cluster changed (the cluster's `devices` event): peers hear it, a device gone is dropped, one new may connect. */
   private readonly onDevices = (): void => {
-    for (const device of this.peerFeeds.keys()) if (!this.cluster.isTrusted(device)) this.peerFeeds.delete(device)
+    for (const device of this.peerFeeds.keys()) if (!this.cluster.isTrusted(device)) { this.peerFeeds.delete(device); this.admission.forget(device) }
+    // what a device gone had pending no longer counts: those it kept waiting may be asked now
+    this.askForFeeds(this.admission.due())
     for (const device of this.savedPeers.keys()) if (!this.cluster.isTrusted(device)) this.savedPeers.delete(device)
     this.lease.retain(device => this.cluster.isTrusted(device))
     if (this.savedPeers.size === 0) this.savedMine = null
@@ -954,6 +970,33 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     return false
   }
 
+  /**
+   * Whether a peer's announcement of a feed is taken (feed-admission.ts): a feed this device
+   * holds a record of always is; a new one only with blocks to fetch, and while the peer's
+   * pending feeds and everyone's are within their bounds.
+   */
+  private admitFeed (device: string, f: FeedAnnouncement): FeedWord {
+    if (this.history.feedRecord(f.key) !== undefined) return 'taken'
+    if (f.length === 0) return 'empty'
+    return this.admission.admit(device, f.key) === 'admitted' ? 'taken' : 'dropped'
+  }
+
+  /** Some of a peer's announcements were dropped over the bounds: said once until it is asked again. */
+  private feedsDropped (device: string, n: number): void {
+    if (this.droppedSaid.has(device)) return
+    this.droppedSaid.add(device)
+    const name = this.cluster.devicesMessage().devices.find(d => d.key === device)?.name ?? device.slice(0, 12)
+    this.log.info(`${name} announced more new feeds than this device records before any of them arrives (${this.admission.pendingOf(device)} of its feeds wait to arrive, at most ${this.admission.perPeer} a device and ${this.admission.inTotal} in all): ${n} and any more it announces are left for now, and asked for again as those arrive`)
+  }
+
+  /** Asks these peers for their whole lists again: what was dropped over the bounds may be taken now. */
+  private askForFeeds (devices: string[]): void {
+    for (const device of devices) {
+      this.droppedSaid.delete(device)
+      for (const s of this.openSessions()) if (s.remoteDevice === device) s.askForFeeds()
+    }
+  }
+
   private openSessions (): SyncSession[] {
     return [...this.sessions].filter(s => s.opened)
   }
@@ -962,10 +1005,14 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private feedChanged (key: string): void {
     const rec = this.history.feedRecord(key)
     if (rec === undefined) return
+    // Nobody can be sent blocks of a feed this device holds none of: it is not announced (or
+    // passed on), so a peer's made-up feeds go no further than this device.
+    const length = this.history.availableLength(key)
+    if (length === 0) return
     // a list built just now has this change already (and, against the saved list, in savedMine)
     const built = this.mine_ === null
     const was = this.mine.get(key)
-    const changed = this.mine.set(key, { conversation: rec.conversation, length: this.history.availableLength(key) })
+    const changed = this.mine.set(key, { conversation: rec.conversation, length })
     if (!changed && !built) return
     // peers not read yet are relative to the saved list: keep how it differs from this one
     if (changed && this.savedMine !== null && !this.savedMine.diff.has(key)) this.savedMine.diff.set(key, was?.length ?? null)
@@ -1044,6 +1091,8 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       get mine () { return mine() },
       peerFeeds: device => this.peerFeedsOf(device),
       peerFeedsChanged: () => this.peerFeedsChanged(),
+      admit: (device, f) => this.admitFeed(device, f),
+      dropped: (device, n) => { this.feedsDropped(device, n) },
       onOpen: s => {
         const since = this.attachedAt.get(s)
         if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)

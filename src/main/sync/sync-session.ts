@@ -49,7 +49,22 @@ export interface SessionHost {
   peerFeeds (device: string): PeerFeeds
   /** a PeerFeeds changed: it is saved soon */
   peerFeedsChanged (): void
+  /**
+   * Whether to take the peer's word on a feed: this device holds a record of it, or may make
+   * one (the peer's pending feeds are within the bounds: feed-admission.ts). A feed not taken
+   * is neither recorded nor kept as the peer's; the peer is asked for its list again later.
+   */
+  admit (device: string, f: FeedAnnouncement): FeedWord
+  /** `n` feeds of one message from the peer were not taken (over the bounds) */
+  dropped (device: string, n: number): void
 }
+
+/**
+ * What this device does with a peer's announcement of a feed: takes it (holds it, or records
+ * it), or not: `empty` (it holds nothing of a feed unknown here: nothing to fetch), `dropped`
+ * (over the bounds on what a peer may make this device record: asked for again later).
+ */
+export type FeedWord = 'taken' | 'empty' | 'dropped'
 
 const NO_FEEDS: ReadonlyMap<string, HeldFeed> = new Map()
 
@@ -231,20 +246,39 @@ export class SyncSession {
   private onFeedsSince (m: FeedsSince): void {
     const known = this.known
     if (m.full) known.heardNothing()
-    for (const f of m.feeds) known.heardFeed(f.key, f, this.host.mine)
+    const taken = this.taken(m.feeds)
+    for (const f of taken) known.heardFeed(f.key, f, this.host.mine)
     if (m.full || m.feeds.length > 0) this.host.peerFeedsChanged()
-    if (known.heard.size === m.count && known.heard.digest === m.digest) this.listKnown(m.feeds)
+    // a feed not taken leaves the digests apart: the whole list comes, and again once more may be taken
+    if (known.heard.size === m.count && known.heard.digest === m.digest) this.listKnown(taken)
     else this.send('wantFeeds', {})
   }
 
   private onFeeds (m: FeedsMessage): void {
     const known = this.known
     if (m.full) known.heardNothing()
-    for (const f of m.feeds) known.heardFeed(f.key, f, this.host.mine)
+    const taken = this.taken(m.feeds)
+    for (const f of taken) known.heardFeed(f.key, f, this.host.mine)
     this.host.peerFeedsChanged()
     if (m.full) this.feedsKnown = true
-    for (const f of m.feeds) this.follow(f.key, f)
+    for (const f of taken) this.follow(f.key, f)
   }
+
+  /** The announcements this device takes the peer's word on (SessionHost.admit); the rest are dropped, said once per message. */
+  private taken (feeds: FeedAnnouncement[]): FeedAnnouncement[] {
+    const out: FeedAnnouncement[] = []
+    let dropped = 0
+    for (const f of feeds) {
+      const word = this.host.admit(this.remoteDevice, f)
+      if (word === 'taken') out.push(f)
+      else if (word === 'dropped') dropped++
+    }
+    if (dropped > 0) this.host.dropped(this.remoteDevice, dropped)
+    return out
+  }
+
+  /** Asks the peer for its whole list (feeds dropped over the bounds may be taken now). */
+  askForFeeds (): void { this.send('wantFeeds', {}) }
 
   /**
    * The peer's whole list is known on this connection. Where the two devices' lengths differ,
@@ -352,7 +386,12 @@ export function newestFirst<F extends { conversation: string }> (history: Histor
   return feeds.map((f, i) => ({ f, i, t: at(f) })).sort((a, b) => b.t - a.t || a.i - b.i).map(x => x.f)
 }
 
-/** Every feed this device holds, with what it can serve of each. */
+/** Every feed this device can serve blocks of, with how many: what it announces (a feed it holds none of is nobody's to pass on). */
 export function localFeeds (history: HistoryStore): FeedAnnouncement[] {
-  return history.feeds().map(f => ({ conversation: f.conversation, key: f.key, length: history.availableLength(f.key) }))
+  const out: FeedAnnouncement[] = []
+  for (const f of history.feeds()) {
+    const length = history.availableLength(f.key)
+    if (length > 0) out.push({ conversation: f.conversation, key: f.key, length })
+  }
+  return out
 }

@@ -1,0 +1,143 @@
+// A paired device turned malicious ("cloud") announces feeds nobody holds (issue 23): 20,000
+// made-up feeds of 20,000 made-up conversations, random keys, lengths above 0. Every device is
+// real: a HistoryStore on disk and a SyncNode; the attacker runs our code with its own key and
+// sends its made-up list through its real session on the in-process network. The victim
+// ("laptop") must record no more of them than the bound (feed records, what it keeps of the
+// attacker's list, on disk), must keep syncing real feeds, and must never pass a made-up feed
+// on to "phone", which never talked to the attacker.
+import { describe, expect, it } from 'vitest'
+import crypto from 'node:crypto'
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import type { HistoryStore } from '../../src/main/history/history-store'
+import type { FeedAnnouncement } from '../../src/main/sync/arbor-messages'
+import type { PeerFeeds } from '../../src/main/sync/peer-feeds'
+import type { SyncNode } from '../../src/main/sync/sync-node'
+import type { SyncSession } from '../../src/main/sync/sync-session'
+import { MemoryLink } from '../helpers/in-process-network'
+import { perTest } from '../helpers/per-test'
+import { syncDevices, type SyncDevice, type SyncDevicesOptions } from '../helpers/sync-devices'
+import { until } from '../helpers/temp-dir'
+
+const { dirs, defer } = perTest('arbor-announce-')
+
+const MADE_UP = 20_000
+/** what a peer may make this device record before any of it verifies (the fix's bound; today there is none) */
+const bounds = await import('../../src/main/sync/feed-admission').catch(() => null)
+const PER_PEER = bounds?.MAX_PENDING_PER_PEER ?? 4096
+
+const hex32 = (): string => crypto.randomBytes(32).toString('hex')
+const madeUp = (n: number): FeedAnnouncement[] => Array.from({ length: n }, () => ({ conversation: hex32(), key: hex32(), length: 1 + crypto.randomInt(1000) }))
+
+/** What a node keeps of a peer's list (the node's own state, saved in sync-peers.bin). */
+const heardOf = (node: SyncNode, device: string): number => (node as unknown as { peerFeeds: Map<string, PeerFeeds> }).peerFeeds.get(device)?.heard.size ?? 0
+const heardKeys = (node: SyncNode, device: string): string[] => [...((node as unknown as { peerFeeds: Map<string, PeerFeeds> }).peerFeeds.get(device)?.heard.feeds.keys() ?? [])]
+
+/** Bytes of every file under a directory. */
+async function du (dir: string): Promise<number> {
+  let n = 0
+  for (const e of await fs.readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) n += (await fs.stat(path.join(e.parentPath, e.name))).size
+  }
+  return n
+}
+
+/** Links two devices with a link of their own, returning each side's session (the attacker sends on its own). */
+async function link (a: SyncDevice, b: SyncDevice): Promise<[SyncSession, SyncSession]> {
+  const l = new MemoryLink(a.history.keyPair, b.history.keyPair)
+  defer(() => l.cut())
+  expect(await l.opened()).toBe(true)
+  const sa = a.node.attach(l.a)
+  const sb = b.node.attach(l.b)
+  if (sa === null || sb === null) throw new Error('a node refused the link')
+  await until(() => sa.opened && sb.opened, 'the arbor channel to open both ways')
+  return [sa, sb]
+}
+
+const held = (h: HistoryStore, conversation: string): number => h.summary(conversation)?.size ?? 0
+
+/** Ready devices in one cluster (closed after the test), not linked yet. */
+async function devices (names: string[], o: SyncDevicesOptions = {}): Promise<SyncDevice[]> {
+  return (await syncDevices({ dirs, defer }, names, o)).d
+}
+
+describe('a paired device announcing feeds nobody holds', () => {
+  it('is recorded up to a bound, real feeds still sync, and nothing made up is passed on', async () => {
+    const [laptop, cloud, phone] = await devices(['laptop', 'cloud', 'phone']) as [SyncDevice, SyncDevice, SyncDevice]
+    // the laptop holds a conversation of the phone's before anything happens
+    const before = await phone.history.createConversation({ title: 'before' })
+    await link(laptop, phone)
+    await until(() => held(laptop.history, before.id) === 1, 'the phone\'s first conversation on the laptop')
+    const [attack] = await link(cloud, laptop)
+    const diskBefore = await du(laptop.history.dir)
+
+    // the flood: 20,000 made-up feeds in batches, as fast as the channel takes them
+    const lies = madeUp(MADE_UP)
+    const liedKeys = new Set(lies.map(f => f.key))
+    for (let i = 0; i < lies.length; i += 2000) attack.sendFeeds(lies.slice(i, i + 2000))
+    const cloudKey = cloud.history.device
+    const recorded = (): number => laptop.history.feeds().filter(f => liedKeys.has(f.key)).length
+    // until the laptop has taken in what it will of the flood
+    await until(async () => {
+      const n = recorded()
+      await new Promise(resolve => setTimeout(resolve, 300))
+      return n > 0 && n === recorded()
+    }, 'the flood to settle', 30_000)
+
+    // a real conversation written after the flood still arrives, whole
+    const after = await phone.history.createConversation({ title: 'after' })
+    await phone.history.append(after.id, [{ kind: 'user', body: { text: 'still here' }, parents: [after.id] }])
+    await until(() => held(laptop.history, after.id) === 2, 'the phone\'s conversation written after the flood to reach the laptop', 30_000)
+
+    // what the laptop keeps of the lies: feed records, its picture of the cloud's list, downloads waiting
+    expect(recorded(), 'made-up feeds recorded as held').toBeLessThanOrEqual(PER_PEER)
+    expect(heardOf(laptop.node, cloudKey), 'the cloud\'s list as the laptop keeps it').toBeLessThanOrEqual(PER_PEER + laptop.history.feeds().length)
+    expect(laptop.history.peerFeedSlots.waiting, 'made-up feeds waiting to download').toBeLessThanOrEqual(PER_PEER)
+    // said once for the peer, not once a feed
+    expect(laptop.log.lines.filter(l => l.message.includes('left for now')).length).toBe(1)
+    // and on disk, once every save is done: a record, a manifest line and an empty core for each
+    // feed taken, none for a feed dropped
+    await new Promise(resolve => setTimeout(resolve, 3000))
+    const grew = await du(laptop.history.dir) - diskBefore
+    expect(grew, `bytes the laptop's data directory grew by (${grew})`).toBeLessThan(PER_PEER * 640)
+
+    // the phone never talked to the cloud: it holds, and was told of, no made-up feed
+    expect(phone.history.feeds().filter(f => liedKeys.has(f.key))).toEqual([])
+    expect(heardKeys(phone.node, laptop.history.device).filter(k => liedKeys.has(k))).toEqual([])
+
+    // nothing of it is kept past a restart (nothing of those feeds arrived); the real conversation is
+    await laptop.node.close()
+    await laptop.history.close()
+    const [again] = await devices(['laptop'], { at: { laptop: laptop.history.dir } }) as [SyncDevice]
+    const restarted = again.history
+    expect(restarted.feeds().filter(f => liedKeys.has(f.key))).toEqual([])
+    expect(restarted.summary(after.id)?.size).toBe(2)
+  }, 120_000)
+
+  it('a device holding more feeds than the bound still gives a new device every one, asked for again as they arrive', async () => {
+    const CONVERSATIONS = 300
+    const bound = { perPeer: 40, total: 80 }
+    const [holder, fresh] = await devices(['holder', 'fresh'], { pendingFeeds: bound }) as [SyncDevice, SyncDevice]
+    for (let i = 0; i < CONVERSATIONS; i++) await holder.history.createConversation({ title: `c${i}` })
+    // at every feed the fresh device records, what is pending there stays within the bound
+    let most = 0
+    fresh.history.on('feed', () => { most = Math.max(most, fresh.history.feeds().filter(f => !f.own && f.indexed === 0).length) })
+    await link(holder, fresh)
+    await until(() => fresh.history.list().length === CONVERSATIONS, 'the fresh device to hold every conversation', 60_000)
+    expect(most).toBeLessThanOrEqual(bound.perPeer)
+    // said once per round, not once per feed left for later
+    const said = fresh.log.lines.filter(l => l.message.includes('left for now'))
+    expect(said.length).toBeGreaterThan(0)
+    expect(said.length).toBeLessThanOrEqual(Math.ceil((CONVERSATIONS - bound.perPeer) / (bound.perPeer / 2)) + 1)
+  }, 120_000)
+
+  it('a device learns a feed from another that holds it while its writer is away', async () => {
+    const [a, b, c] = await devices(['a', 'b', 'c']) as [SyncDevice, SyncDevice, SyncDevice]
+    const root = await b.history.createConversation({ title: 'b\'s' })
+    const [sb] = await link(b, c)
+    await until(() => held(c.history, root.id) === 1, 'c to hold b\'s conversation')
+    sb.close('b goes away')
+    await link(a, c)
+    await until(() => held(a.history, root.id) === 1, 'a to hold b\'s conversation, from c')
+  }, 60_000)
+})
