@@ -70,8 +70,9 @@ describe('a paused device (in-process SIGSTOP)', () => {
 describe('a paused device whose peers answer before its call returns', () => {
   it('after the thaw its lease is renewed before the call returns; it still reads the revival its peers announced before writing the result', async () => {
     const script: FakeScript = { rules: [{ match: '^long', reply: [{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'long work done' }] }], default: { text: 'You said: {{lastUser}}' } }
-    // the call takes 2 s: paused 1.5 s into it, the device wakes before it returns
-    const c = cluster = new AgentCluster({ n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 2000, script })
+    // the call takes 4 s, paused for 3 s of it: the device wakes before it returns, and its peers
+    // have detected it (0.5 s), revived it and ended the revived turn meanwhile, with room under load
+    const c = cluster = new AgentCluster({ n: 3, heartbeatMs: 100, suspectAfterMs: 500, slowMs: 4000, script })
     await c.ready()
     const root = await c.node(0).history.createConversation({ title: 'answered first', autoRevival: true })
     const conv = root.id
@@ -84,15 +85,15 @@ describe('a paused device whose peers answer before its call returns', () => {
       for (const i of [1, 2]) if ((await entriesOf(c.node(i), conv, 'agent.started')).some(e => e.author.device === c.node(i).device && (e.body as { reason?: string }).reason === 'revival')) return i
       return null
     }
-    await until(async () => { const r = await reviver(); return r !== null && !c.node(r).agents.isRunning(conv) }, 'a peer to revive the agent and end its turn', 1400)
+    await until(async () => { const r = await reviver(); return r !== null && !c.node(r).agents.isRunning(conv) }, 'a peer to revive the agent and end its turn', 2900)
     const r = await reviver() as number
     // the revival reaches the woken device over a slow link: announced at once, its blocks later
     const stalled = stallBlocks(c.node(0).history, c.node(r).history.feeds(conv).find(f => f.own)?.key as string)
     try {
-      await sleep(1500 - (Date.now() - pausedAt))
+      await sleep(3000 - (Date.now() - pausedAt))
       const thawedAt = Date.now()
       c.thaw(0)
-      await sleep(800)
+      await sleep(1600) // past the call's return: the result waits for the revival's blocks
       stalled.release()
       await until(() => !c.node(0).agents.isRunning(conv), 'the woken agent to stop', 10_000)
       const mine = (await entriesOf(c.node(0), conv)).filter(e => e.author.device === c.node(0).device && e.ts >= thawedAt)
