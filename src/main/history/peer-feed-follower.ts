@@ -136,15 +136,43 @@ export class PeerFeedFollower {
    * keys nobody holds) so goes no further than the session it was said in. Returns how many.
    */
   forgetUnverified (): number {
-    const feeds = this.opts.state().feeds
     let n = 0
-    for (const rec of Object.values(feeds)) {
+    for (const rec of Object.values(this.opts.state().feeds)) {
       if (rec.own || rec.indexed > 0) continue
-      delete feeds[rec.key]
-      this.opts.changed(rec.key)
+      this.forgetRecord(rec.key)
       n++
     }
     return n
+  }
+
+  /**
+   * Forgets one peer's feed of which no block verified here, while running (the sync layer
+   * evicted it to take another peer's: feed-admission.ts): its record as forgetUnverified
+   * forgets one at start, and its download slot or place in the queue and its open core with
+   * it. It is followed again when a peer announces it again. False, and nothing done, for this
+   * device's own feed, one verified, or one whose blocks are being read and checked now.
+   */
+  forgetUnverifiedFeed (key: string): boolean {
+    const rec = this.opts.state().feeds[key]
+    if (rec === undefined) return true
+    if (rec.own || rec.indexed > 0 || this.pumping.has(key)) return false
+    this.forgetRecord(key)
+    this.watched.delete(key)
+    this.slots.release(key)
+    this.wanted.delete(key)
+    this.refused.delete(key)
+    this.opts.pool.drop(key)
+    return true
+  }
+
+  private forgetRecord (key: string): void {
+    delete this.opts.state().feeds[key]
+    this.opts.changed(key)
+  }
+
+  /** Whether `rec` is still this device's record of its feed (not forgotten, nor learned again since). */
+  private held (rec: FeedRecord): boolean {
+    return this.opts.state().feeds[rec.key] === rec
   }
 
   /**
@@ -186,6 +214,7 @@ export class PeerFeedFollower {
     try {
       core = await this.opts.pool.core(rec.key)
     } catch (err) {
+      if (!this.held(rec)) return // forgotten while it opened (its core closed): its slot went with it
       this.slots.release(key)
       // watched again when a peer announces it again
       this.watched.delete(key)
@@ -193,7 +222,10 @@ export class PeerFeedFollower {
       return
     }
     if (this.opts.closing()) { this.slots.release(key); return }
+    // forgotten while it opened: its slot went with it
+    if (!this.held(rec)) return
     const more = (): void => {
+      if (!this.held(rec)) return
       this.opts.pool.touch(rec.key)
       this.releaseIfDone(rec, core)
       this.pump(rec, core)
@@ -272,7 +304,7 @@ export class PeerFeedFollower {
    */
   async readFeed (rec: FeedRecord, core: Hypercore.Core, whole = true): Promise<void> {
     const { readChunk } = this.opts
-    while (rec.indexed < core.contiguousLength && !this.opts.closing() && !this.refused.has(rec.key)) {
+    while (rec.indexed < core.contiguousLength && !this.opts.closing() && !this.refused.has(rec.key) && this.held(rec)) {
       const start = rec.indexed
       const end = Math.min(core.contiguousLength, start + readChunk)
       if (whole && end < Math.min(core.length, start + readChunk)) return
