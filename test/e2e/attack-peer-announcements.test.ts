@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest'
 import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
 import path from 'node:path'
+import type Hypercore from 'hypercore'
 import type { HistoryStore } from '../../src/main/history/history-store'
 import type { FeedAnnouncement } from '../../src/main/sync/arbor-messages'
 import type { PeerFeeds } from '../../src/main/sync/peer-feeds'
@@ -172,8 +173,9 @@ describe('a paired device announcing feeds nobody holds', () => {
 
     // and keeps at it: every 100 ms each announces its list again, and new lies
     let attacking = true
+    let rounds = 0
     const attack = (async () => {
-      for (let round = 0; round < 600 && attacking; round++) {
+      for (; rounds < 600 && attacking; rounds++) {
         attacks.forEach((a, i) => {
           const more = madeUp(5)
           for (const f of more) liedKeys.add(f.key)
@@ -189,6 +191,15 @@ describe('a paired device announcing feeds nobody holds', () => {
       const after = await phone.history.createConversation({ title: `after ${i}` })
       await phone.history.append(after.id, [{ kind: 'user', body: { text: 'still here' }, parents: [after.id] }])
       await until(() => held(laptop.history, after.id) === 2, `the phone's conversation ${i}, written while the planted devices fill the total, to reach the laptop`, 15_000)
+    }
+    // what the lies announced again and again cost stays what one announcement cost: each
+    // made-up feed still open is followed once (its listeners and download range)
+    await until(() => rounds >= 30, 'the planted devices to announce their lists 30 times')
+    const cores = (laptop.history as unknown as { cores: Map<string, Hypercore.Core & { activeRequests: unknown[] }> }).cores
+    for (const [key, core] of cores) {
+      if (!liedKeys.has(key)) continue
+      expect(core.listenerCount('download'), `download listeners of made-up feed ${key.slice(0, 12)}`).toBeLessThanOrEqual(1)
+      expect(core.activeRequests.length, `requests of made-up feed ${key.slice(0, 12)}`).toBeLessThanOrEqual(2)
     }
     attacking = false
     await attack

@@ -70,6 +70,8 @@ export class PeerFeedFollower {
   private readonly refused = new Set<string>()
   /** the longest length peers announced for a feed: it is not closed before it is read that far */
   private readonly wanted = new Map<string, number>()
+  /** the open sessions this follower reads as blocks arrive (its listeners and download range are set once a session) */
+  private readonly following = new WeakSet<Hypercore.Core>()
 
   constructor (private readonly opts: PeerFeedFollowerOptions) {}
 
@@ -224,17 +226,22 @@ export class PeerFeedFollower {
     if (this.opts.closing()) { this.slots.release(key); return }
     // forgotten while it opened: its slot went with it
     if (!this.held(rec)) return
-    const more = (): void => {
-      if (!this.held(rec)) return
-      this.opts.pool.touch(rec.key)
-      this.releaseIfDone(rec, core)
-      this.pump(rec, core)
+    // A feed given a slot again while its core stayed open (announced again after nobody served
+    // it) is already followed: listeners and a download range added each time would pile up.
+    if (!this.following.has(core)) {
+      this.following.add(core)
+      const more = (): void => {
+        if (!this.held(rec)) return
+        this.opts.pool.touch(rec.key)
+        this.releaseIfDone(rec, core)
+        this.pump(rec, core)
+      }
+      core.on('append', more)
+      // The reader reads only what is stored here: it runs again as each block arrives.
+      core.on('download', more)
+      // Keep the whole history locally, for offline use.
+      core.download({ start: 0, end: -1 })
     }
-    core.on('append', more)
-    // The reader reads only what is stored here: it runs again as each block arrives.
-    core.on('download', more)
-    // Keep the whole history locally, for offline use.
-    core.download({ start: 0, end: -1 })
     if (core.length === 0) this.releaseIfNobodyServes(rec, core)
     // the connection it was opened for may have closed meanwhile
     this.releaseIfDone(rec, core)
