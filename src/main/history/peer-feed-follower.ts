@@ -257,7 +257,7 @@ export class PeerFeedFollower {
    */
   private releaseIfNobodyServes (rec: FeedRecord, core: Hypercore.Core): void {
     core.update({ wait: true }).then(found => {
-      if (found || core.length > 0 || !this.slots.holds(rec.key) || this.opts.closing()) return
+      if (found || core.length > 0 || !this.held(rec) || !this.slots.holds(rec.key) || this.opts.closing()) return
       this.slots.release(rec.key)
       this.watched.delete(rec.key)
       // not kept open for a length nobody serves (HistoryStore.keepOpen)
