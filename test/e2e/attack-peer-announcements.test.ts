@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest'
 import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
 import path from 'node:path'
+import type Hypercore from 'hypercore'
 import type { HistoryStore } from '../../src/main/history/history-store'
 import type { FeedAnnouncement } from '../../src/main/sync/arbor-messages'
 import type { PeerFeeds } from '../../src/main/sync/peer-feeds'
@@ -43,8 +44,8 @@ async function du (dir: string): Promise<number> {
 }
 
 /** Links two devices with a link of their own, returning each side's session (the attacker sends on its own). */
-async function link (a: SyncDevice, b: SyncDevice): Promise<[SyncSession, SyncSession]> {
-  const l = new MemoryLink(a.history.keyPair, b.history.keyPair)
+async function link (a: SyncDevice, b: SyncDevice, delayMs = 0): Promise<[SyncSession, SyncSession]> {
+  const l = new MemoryLink(a.history.keyPair, b.history.keyPair, { delayMs })
   defer(() => l.cut())
   expect(await l.opened()).toBe(true)
   const sa = a.node.attach(l.a)
@@ -129,6 +130,113 @@ describe('a paired device announcing feeds nobody holds', () => {
     const said = fresh.log.lines.filter(l => l.message.includes('left for now'))
     expect(said.length).toBeGreaterThan(0)
     expect(said.length).toBeLessThanOrEqual(Math.ceil((CONVERSATIONS - bound.perPeer) / (bound.perPeer / 2)) + 1)
+  }, 120_000)
+
+  it('two devices holding big histories both give a new device every feed at once, sharing the total', async () => {
+    // a total below two peers' bounds: the second holder's feeds take their share from the first's
+    const bound = { perPeer: 40, total: 60 }
+    const [a, b, fresh] = await devices(['a', 'b', 'fresh'], { pendingFeeds: bound }) as [SyncDevice, SyncDevice, SyncDevice]
+    // both hold 200 conversations, and each 50 the other does not
+    for (let i = 0; i < 100; i++) await a.history.createConversation({ title: `a${i}` })
+    for (let i = 0; i < 100; i++) await b.history.createConversation({ title: `b${i}` })
+    const [ab] = await link(a, b)
+    await until(() => a.history.list().length === 200 && b.history.list().length === 200, 'a and b to hold each other\'s conversations', 60_000)
+    ab.close('a and b part')
+    for (let i = 0; i < 50; i++) await a.history.createConversation({ title: `a-only${i}` })
+    for (let i = 0; i < 50; i++) await b.history.createConversation({ title: `b-only${i}` })
+    let most = 0
+    fresh.history.on('feed', () => { most = Math.max(most, fresh.history.feeds().filter(f => !f.own && f.indexed === 0).length) })
+    await Promise.all([link(a, fresh), link(b, fresh)])
+    await until(() => fresh.history.list().length === 300, 'the fresh device to hold every conversation of both', 90_000)
+    for (const c of [...a.history.list(), ...b.history.list()]) expect(fresh.history.summary(c.id)?.size, `conversation ${c.title}`).toBe(c.size)
+    expect(most).toBeLessThanOrEqual(bound.total)
+  }, 180_000)
+
+  it('devices an attacker planted fill the total, and another device\'s new conversations still arrive', async () => {
+    // small bounds: four planted devices at their bound fill the total
+    const bound = { perPeer: 20, total: 80 }
+    const [laptop, phone, ...clouds] = await devices(['laptop', 'phone', 'cloud1', 'cloud2', 'cloud3', 'cloud4'], { pendingFeeds: bound }) as [SyncDevice, SyncDevice, ...SyncDevice[]]
+    const before = await phone.history.createConversation({ title: 'before' })
+    await link(laptop, phone)
+    await until(() => held(laptop.history, before.id) === 1, 'the phone\'s first conversation on the laptop')
+    const attacks: SyncSession[] = []
+    for (const c of clouds) attacks.push((await link(c, laptop))[0])
+
+    // each planted device announces five times its bound of made-up feeds
+    const lies = clouds.map(() => madeUp(5 * bound.perPeer))
+    const liedKeys = new Set(lies.flat().map(f => f.key))
+    const recorded = (): number => laptop.history.feeds().filter(f => liedKeys.has(f.key)).length
+    let most = 0
+    laptop.history.on('feed', () => { most = Math.max(most, recorded()) })
+    attacks.forEach((a, i) => { a.sendFeeds(lies[i] as FeedAnnouncement[]) })
+    await until(() => recorded() === bound.total, 'the planted devices\' made-up feeds to fill the total')
+
+    // and keeps at it: every 100 ms each announces its list again, and new lies
+    let attacking = true
+    let rounds = 0
+    const attack = (async () => {
+      for (; rounds < 600 && attacking; rounds++) {
+        attacks.forEach((a, i) => {
+          const more = madeUp(5)
+          for (const f of more) liedKeys.add(f.key)
+          a.sendFeeds([...(lies[i] as FeedAnnouncement[]), ...more])
+        })
+        await new Promise(resolve => setTimeout(resolve, 100))
+      }
+    })()
+    defer(async () => { attacking = false; await attack })
+
+    // the phone writes conversations while the total is full: each arrives, whole
+    for (let i = 0; i < 3; i++) {
+      const after = await phone.history.createConversation({ title: `after ${i}` })
+      await phone.history.append(after.id, [{ kind: 'user', body: { text: 'still here' }, parents: [after.id] }])
+      await until(() => held(laptop.history, after.id) === 2, `the phone's conversation ${i}, written while the planted devices fill the total, to reach the laptop`, 15_000)
+    }
+    // what the lies announced again and again cost stays what one announcement cost: each
+    // made-up feed still open is followed once (its listeners and download range)
+    await until(() => rounds >= 30, 'the planted devices to announce their lists 30 times')
+    const cores = (laptop.history as unknown as { cores: Map<string, Hypercore.Core & { activeRequests: unknown[] }> }).cores
+    for (const [key, core] of cores) {
+      if (!liedKeys.has(key)) continue
+      expect(core.listenerCount('download'), `download listeners of made-up feed ${key.slice(0, 12)}`).toBeLessThanOrEqual(1)
+      expect(core.activeRequests.length, `requests of made-up feed ${key.slice(0, 12)}`).toBeLessThanOrEqual(2)
+    }
+    attacking = false
+    await attack
+    // the total stayed a hard bound throughout
+    expect(most, 'made-up feeds recorded at once').toBeLessThanOrEqual(bound.total)
+    expect(recorded()).toBeLessThanOrEqual(bound.total)
+  }, 120_000)
+
+  it('a holder cut off while planted devices take its share gives every feed once it is back', async () => {
+    const bound = { perPeer: 20, total: 60 }
+    const [fresh, holder, ...clouds] = await devices(['fresh', 'holder', 'cloud1', 'cloud2', 'cloud3', 'cloud4'], { pendingFeeds: bound }) as [SyncDevice, SyncDevice, ...SyncDevice[]]
+    for (let i = 0; i < 80; i++) await holder.history.createConversation({ title: `h${i}` })
+    const attacks: SyncSession[] = []
+    for (const c of clouds) attacks.push((await link(c, fresh))[0])
+    const liedKeys = new Set<string>()
+    const lie = (a: SyncSession, n: number): void => {
+      const feeds = madeUp(n)
+      for (const f of feeds) liedKeys.add(f.key)
+      a.sendFeeds(feeds)
+    }
+    const waiting = (): number => fresh.history.feeds().filter(f => !f.own && f.indexed === 0 && !liedKeys.has(f.key)).length
+    // three planted devices fill the total
+    for (const a of attacks.slice(0, 3)) lie(a, 100)
+    await until(() => fresh.history.feeds().filter(f => liedKeys.has(f.key)).length === bound.total, 'the planted devices to fill the total')
+
+    // the holder's list takes its fair share (60 among four); a slow link keeps its blocks away meanwhile
+    const [toFresh] = await link(holder, fresh, 300)
+    await until(() => waiting() === 15, 'the holder\'s fair share of feeds to be taken')
+    toFresh.close('the holder goes away before any of them arrives')
+    // a fourth planted device comes while it is away: 60 among five, some of the holder's are forgotten
+    lie(attacks[3] as SyncSession, 100)
+    await until(() => waiting() === 12, 'the holder\'s share to shrink to 12')
+
+    // back, the holder gives every conversation, the forgotten ones too
+    await link(holder, fresh)
+    await until(() => fresh.history.list().length === 80, 'every conversation of the holder on the fresh device', 60_000)
+    expect(fresh.history.feeds().filter(f => liedKeys.has(f.key)).length).toBeLessThanOrEqual(bound.total)
   }, 120_000)
 
   it('a device learns a feed from another that holds it while its writer is away', async () => {

@@ -1,6 +1,6 @@
 // FeedList's digest is a function of the list alone (feed-list.ts): whatever order of changes
-// made it, whatever was restored from a save and changed since. fast-check prints the seed and
-// path of a failure: replay with fc.assert(..., { seed, path }).
+// (and feeds taken out) made it, whatever was restored from a save or built whole and changed
+// since. fast-check prints the seed and path of a failure: replay with fc.assert(..., { seed, path }).
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { FeedList, feedsDigest } from '../../src/main/sync/feed-list'
@@ -8,6 +8,10 @@ import { FeedList, feedsDigest } from '../../src/main/sync/feed-list'
 const key = fc.constantFrom(...Array.from({ length: 6 }, (_, i) => String(i).repeat(64)))
 const conv = fc.constantFrom('a'.repeat(64), 'b'.repeat(64))
 const change = fc.record({ key, conversation: conv, length: fc.nat({ max: 5 }) })
+/** a change, or a feed taken out of the list */
+const edit = fc.oneof({ weight: 4, arbitrary: change }, { weight: 1, arbitrary: fc.record({ key, gone: fc.constant(true as const) }) })
+type Edit = { key: string; conversation: string; length: number } | { key: string; gone: true }
+const apply = (l: FeedList, e: Edit): void => { if ('gone' in e) l.delete(e.key); else l.set(e.key, e) }
 
 /** The list a fresh FeedList would hold, built in one go from `entries`. */
 function fresh (entries: Iterable<[string, { conversation: string; length: number }]>): FeedList {
@@ -18,15 +22,18 @@ function fresh (entries: Iterable<[string, { conversation: string; length: numbe
 
 describe('FeedList', () => {
   it('has the digest of its final list, whatever the order of changes, and a restored list changed since has it too', () => {
-    fc.assert(fc.property(fc.array(change, { maxLength: 30 }), fc.array(change, { maxLength: 10 }), fc.boolean(), (first, then, clear) => {
+    fc.assert(fc.property(fc.array(edit, { maxLength: 30 }), fc.array(edit, { maxLength: 10 }), fc.boolean(), (first, then, clear) => {
       const l = new FeedList()
-      for (const c of first) l.set(c.key, c)
+      for (const e of first) apply(l, e)
       if (clear) l.clear()
       const restored = FeedList.restore(new Map(l.feeds), l.digest)
-      for (const c of then) { l.set(c.key, c); restored.set(c.key, c) }
+      // built whole: its digest is computed when first read, after these edits
+      const built = FeedList.of(new Map(l.feeds))
+      for (const e of then) { apply(l, e); apply(restored, e); apply(built, e) }
       const reference = fresh([...l.feeds].reverse())
       expect(l.digest).toBe(reference.digest)
       expect(restored.digest).toBe(reference.digest)
+      expect(built.digest).toBe(reference.digest)
       expect(l.sorted()).toBe(feedsDigest(l.list()))
     }))
   })

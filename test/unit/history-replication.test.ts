@@ -87,6 +87,29 @@ describe('replication between two stores', () => {
     expect(c.list()[0]).toMatchObject({ title: 'relay', size: 3, waiting: 0 })
   })
 
+  it('forgets a peer\'s feed of which nothing verified while it runs, and follows it again when announced again', async () => {
+    const a = await store()
+    const b = await store()
+    const root = await a.createConversation({ title: 'far' })
+    const key = ownFeed(a, root.id)
+    const mine = await b.createConversation({ title: 'own' })
+    // announced while nobody can serve it: recorded, opened, nothing arrives
+    await b.updateFeed(root.id, key, 1)
+    const cores = (b as unknown as { cores: Map<string, unknown> }).cores
+    await until(() => cores.has(key), 'the feed to be opened')
+    expect(b.forgetUnverifiedFeed(ownFeed(b, mine.id)), 'an own feed').toBe(false)
+    expect(b.forgetUnverifiedFeed(key)).toBe(true)
+    expect(b.feeds().map(f => f.key)).not.toContain(key)
+    expect(b.peerFeedSlots).toEqual({ active: 0, waiting: 0 })
+    expect(cores.has(key), 'its core closed').toBe(false)
+    // announced again, by a peer that holds it: followed and read as any feed
+    connect(a.corestore, b.corestore)
+    await b.updateFeed(root.id, key, 1)
+    await until(() => b.summary(root.id)?.size === 1, 'the feed forgotten, then announced again, to arrive')
+    expect(b.forgetUnverifiedFeed(key), 'a feed verified here').toBe(false)
+    expect(b.feeds().map(f => f.key)).toContain(key)
+  })
+
   it('skips invalid entries from a peer with a warning, and still reads the rest of that feed', async () => {
     const a = await store()
     const b = await store()

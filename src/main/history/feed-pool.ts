@@ -150,6 +150,17 @@ export class FeedPool {
     return core
   }
 
+  /** A feed is no longer held here (forgotten before any block of it verified): its session closes now. */
+  drop (key: string): void {
+    this.unwatch(key)
+    const core = this.cores.get(key)
+    if (core === undefined) return
+    this.cores.delete(key)
+    this.lastUsed.delete(key)
+    this.passive.delete(key)
+    core.close().catch((err: Error) => { this.opts.log.warn(`could not close forgotten feed ${key.slice(0, 12)}: ${err.message}`) })
+  }
+
   /** A feed held passive until now is used by this device (downloaded, replicated) from here on. */
   activate (key: string): void {
     if (this.passive.delete(key)) this.cores.get(key)?.setActive(true)

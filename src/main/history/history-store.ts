@@ -348,8 +348,24 @@ export class HistoryStore extends EventEmitter<HistoryStoreEvents> {
    * replicate; invalid ones are reported and skipped.
    */
   async addFeed (conversation: string, key: Buffer | string): Promise<void> {
-    await this.ready()
+    // the record is made before this returns once the store is open: the sync layer's count of
+    // what peers made it record (feed-admission.ts) must never lag the records
+    if (!this.life.opened) await this.ready()
     await this.follower.addFeed(conversation, key)
+  }
+
+  /**
+   * Forgets a peer's feed of which no block verified here (the sync layer evicted it:
+   * feed-admission.ts); it is followed again when a peer announces it again. False, and
+   * nothing done, for an own feed, one verified, or one being read and checked now.
+   */
+  forgetUnverifiedFeed (key: string): boolean {
+    return this.follower.forgetUnverifiedFeed(key)
+  }
+
+  /** Whether a peer's feed is being read and checked now (it is not forgotten meanwhile). */
+  checking (key: string): boolean {
+    return this.follower.reading(key)
   }
 
   /**

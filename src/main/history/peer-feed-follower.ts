@@ -70,6 +70,8 @@ export class PeerFeedFollower {
   private readonly refused = new Set<string>()
   /** the longest length peers announced for a feed: it is not closed before it is read that far */
   private readonly wanted = new Map<string, number>()
+  /** the open sessions this follower reads as blocks arrive (its listeners and download range are set once a session) */
+  private readonly following = new WeakSet<Hypercore.Core>()
 
   constructor (private readonly opts: PeerFeedFollowerOptions) {}
 
@@ -136,15 +138,43 @@ export class PeerFeedFollower {
    * keys nobody holds) so goes no further than the session it was said in. Returns how many.
    */
   forgetUnverified (): number {
-    const feeds = this.opts.state().feeds
     let n = 0
-    for (const rec of Object.values(feeds)) {
+    for (const rec of Object.values(this.opts.state().feeds)) {
       if (rec.own || rec.indexed > 0) continue
-      delete feeds[rec.key]
-      this.opts.changed(rec.key)
+      this.forgetRecord(rec.key)
       n++
     }
     return n
+  }
+
+  /**
+   * Forgets one peer's feed of which no block verified here, while running (the sync layer
+   * evicted it to take another peer's: feed-admission.ts): its record as forgetUnverified
+   * forgets one at start, and its download slot or place in the queue and its open core with
+   * it. It is followed again when a peer announces it again. False, and nothing done, for this
+   * device's own feed, one verified, or one whose blocks are being read and checked now.
+   */
+  forgetUnverifiedFeed (key: string): boolean {
+    const rec = this.opts.state().feeds[key]
+    if (rec === undefined) return true
+    if (rec.own || rec.indexed > 0 || this.pumping.has(key)) return false
+    this.forgetRecord(key)
+    this.watched.delete(key)
+    this.slots.release(key)
+    this.wanted.delete(key)
+    this.refused.delete(key)
+    this.opts.pool.drop(key)
+    return true
+  }
+
+  private forgetRecord (key: string): void {
+    delete this.opts.state().feeds[key]
+    this.opts.changed(key)
+  }
+
+  /** Whether `rec` is still this device's record of its feed (not forgotten, nor learned again since). */
+  private held (rec: FeedRecord): boolean {
+    return this.opts.state().feeds[rec.key] === rec
   }
 
   /**
@@ -186,6 +216,7 @@ export class PeerFeedFollower {
     try {
       core = await this.opts.pool.core(rec.key)
     } catch (err) {
+      if (!this.held(rec)) return // forgotten while it opened (its core closed): its slot went with it
       this.slots.release(key)
       // watched again when a peer announces it again
       this.watched.delete(key)
@@ -193,16 +224,24 @@ export class PeerFeedFollower {
       return
     }
     if (this.opts.closing()) { this.slots.release(key); return }
-    const more = (): void => {
-      this.opts.pool.touch(rec.key)
-      this.releaseIfDone(rec, core)
-      this.pump(rec, core)
+    // forgotten while it opened: its slot went with it
+    if (!this.held(rec)) return
+    // A feed given a slot again while its core stayed open (announced again after nobody served
+    // it) is already followed: listeners and a download range added each time would pile up.
+    if (!this.following.has(core)) {
+      this.following.add(core)
+      const more = (): void => {
+        if (!this.held(rec)) return
+        this.opts.pool.touch(rec.key)
+        this.releaseIfDone(rec, core)
+        this.pump(rec, core)
+      }
+      core.on('append', more)
+      // The reader reads only what is stored here: it runs again as each block arrives.
+      core.on('download', more)
+      // Keep the whole history locally, for offline use.
+      core.download({ start: 0, end: -1 })
     }
-    core.on('append', more)
-    // The reader reads only what is stored here: it runs again as each block arrives.
-    core.on('download', more)
-    // Keep the whole history locally, for offline use.
-    core.download({ start: 0, end: -1 })
     if (core.length === 0) this.releaseIfNobodyServes(rec, core)
     // the connection it was opened for may have closed meanwhile
     this.releaseIfDone(rec, core)
@@ -218,7 +257,7 @@ export class PeerFeedFollower {
    */
   private releaseIfNobodyServes (rec: FeedRecord, core: Hypercore.Core): void {
     core.update({ wait: true }).then(found => {
-      if (found || core.length > 0 || !this.slots.holds(rec.key) || this.opts.closing()) return
+      if (found || core.length > 0 || !this.held(rec) || !this.slots.holds(rec.key) || this.opts.closing()) return
       this.slots.release(rec.key)
       this.watched.delete(rec.key)
       // not kept open for a length nobody serves (HistoryStore.keepOpen)
@@ -272,7 +311,7 @@ export class PeerFeedFollower {
    */
   async readFeed (rec: FeedRecord, core: Hypercore.Core, whole = true): Promise<void> {
     const { readChunk } = this.opts
-    while (rec.indexed < core.contiguousLength && !this.opts.closing() && !this.refused.has(rec.key)) {
+    while (rec.indexed < core.contiguousLength && !this.opts.closing() && !this.refused.has(rec.key) && this.held(rec)) {
       const start = rec.indexed
       const end = Math.min(core.contiguousLength, start + readChunk)
       if (whole && end < Math.min(core.length, start + readChunk)) return

@@ -78,6 +78,16 @@ export class FeedList {
     return true
   }
 
+  /** Takes a feed out of the list; true if it was in it. */
+  delete (key: string): boolean {
+    const old = this.map.get(key)
+    if (old === undefined) return false
+    this.map.delete(key)
+    this.sortedDigest = null
+    if (this.acc !== null) xorInto(this.acc, term(key, old))
+    return true
+  }
+
   clear (): void {
     this.map.clear()
     this.acc = Buffer.alloc(32)

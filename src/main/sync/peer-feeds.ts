@@ -31,6 +31,16 @@ export class PeerFeeds {
     this.lag.clear()
   }
 
+  /**
+   * A feed the peer announced was forgotten here before any of it arrived (evicted over the
+   * bound on what peers make this device record): what the peer said of it is dropped too, so
+   * the two lists' digests differ and the peer's whole list comes again. True if it was heard.
+   */
+  forget (key: string): boolean {
+    this.lag.delete(key)
+    return this.heard.delete(key)
+  }
+
   /** This device's entry for `key` changed (mine holds the new one). */
   localChanged (key: string, mine: FeedList): void {
     if (this.unsent !== 'all') this.unsent.add(key)

@@ -16,8 +16,8 @@ import { AliveAsks, AliveRelays, signAlive, type AliveProof } from './alive-proo
 import { FailureDetector } from './failure-detector'
 import { Lease, leaseMargin, type Instant } from './lease'
 import { SILENT_FLOOR_MS, SilenceDeadlines, heardFrom, peerAddress } from './silent-connections'
-import { SyncSession, type FeedWord, type SessionHost } from './sync-session'
-import { FeedAdmission, MAX_PENDING_PER_PEER, MAX_PENDING_TOTAL } from './feed-admission'
+import { SyncSession, type SessionHost } from './sync-session'
+import { FeedAdmission, MAX_PENDING_PER_PEER, MAX_PENDING_TOTAL, type Eviction } from './feed-admission'
 import { FeedList, type HeldFeed } from './feed-list'
 import { PeerFeeds, pairs, type SavedMine } from './peer-feeds'
 import { decodeList, decodePeer, decodePeerFeedsFile, encodePeerFeedsFile, type PeerFeedsFile, type SavedListView } from './peer-feeds-file'
@@ -971,22 +971,59 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   }
 
   /**
-   * Whether a peer's announcement of a feed is taken (feed-admission.ts): a feed this device
-   * holds a record of always is; a new one only with blocks to fetch, and while the peer's
-   * pending feeds and everyone's are within their bounds.
+   * The feeds of a peer's announcement this device takes its word on (feed-admission.ts): a
+   * feed it holds a record of always; a new one only with blocks to fetch, and while the
+   * peer's pending feeds and everyone's are within their bounds, or the peer is below its fair
+   * share of the total (another peer's pending feed is then evicted for it). The rest are
+   * dropped, said once for the peer.
    */
-  private admitFeed (device: string, f: FeedAnnouncement): FeedWord {
-    if (this.history.feedRecord(f.key) !== undefined) return 'taken'
-    if (f.length === 0) return 'empty'
-    return this.admission.admit(device, f.key) === 'admitted' ? 'taken' : 'dropped'
+  private admitFeeds (device: string, feeds: FeedAnnouncement[]): FeedAnnouncement[] {
+    const out: FeedAnnouncement[] = []
+    let dropped = 0
+    let evicted = false
+    const busy = (key: string): boolean => this.history.checking(key)
+    for (const f of feeds) {
+      if (this.history.feedRecord(f.key) !== undefined) { out.push(f); continue }
+      if (f.length === 0) continue
+      const a = this.admission.admit(device, f.key, busy)
+      if (!a.admitted) { dropped++; continue }
+      out.push(f)
+      if (a.evicted !== undefined) { this.evict(a.evicted); evicted = true }
+    }
+    if (dropped > 0) this.feedsDropped(device, dropped)
+    if (!evicted) return out
+    // A feed this message named that was evicted for a later one is neither held nor pending:
+    // not taken, and the peer is owed a request for it, as for one dropped.
+    const taken = out.filter(f => this.history.feedRecord(f.key) !== undefined || this.admission.isPending(f.key))
+    if (taken.length < out.length) this.admission.owe(device)
+    // the peers owed a request for an evicted feed are asked now if they may be
+    this.askForFeeds(this.admission.due())
+    return taken
+  }
+
+  /**
+   * A pending feed was evicted to take another peer's (feed-admission.ts): it is forgotten here
+   * as if never announced, and every peer that announced it is owed a request for its list, so
+   * it comes again, from whoever holds it, once there is room.
+   */
+  private evict ({ key, device }: Eviction): void {
+    if (!this.history.forgetUnverifiedFeed(key)) this.log.warn(`feed ${key.slice(0, 12)} was evicted from what peers made this device record, but is being read: kept`)
+    for (const p of this.peerFeeds.values()) if (p.forget(key)) this.admission.owe(p.device)
+    this.peerFeedsChanged()
+    if (this.droppedSaid.has(device)) return
+    this.droppedSaid.add(device)
+    this.log.info(`${this.nameOf(device)} has more feeds waiting to arrive here than its share while others wait (${this.admission.pendingOf(device)} of its feeds wait, ${this.admission.inTotal} in all): its newest are forgotten for now, and asked for again as its others arrive`)
+  }
+
+  private nameOf (device: string): string {
+    return this.cluster.devicesMessage().devices.find(d => d.key === device)?.name ?? device.slice(0, 12)
   }
 
   /** Some of a peer's announcements were dropped over the bounds: said once until it is asked again. */
   private feedsDropped (device: string, n: number): void {
     if (this.droppedSaid.has(device)) return
     this.droppedSaid.add(device)
-    const name = this.cluster.devicesMessage().devices.find(d => d.key === device)?.name ?? device.slice(0, 12)
-    this.log.info(`${name} announced more new feeds than this device records before any of them arrives (${this.admission.pendingOf(device)} of its feeds wait to arrive, at most ${this.admission.perPeer} a device and ${this.admission.inTotal} in all): ${n} and any more it announces are left for now, and asked for again as those arrive`)
+    this.log.info(`${this.nameOf(device)} announced more new feeds than this device records before any of them arrives (${this.admission.pendingOf(device)} of its feeds wait to arrive, at most ${this.admission.perPeer} a device and ${this.admission.inTotal} in all): ${n} and any more it announces are left for now, and asked for again as those arrive`)
   }
 
   /** Asks these peers for their whole lists again: what was dropped over the bounds may be taken now. */
@@ -1091,8 +1128,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
       get mine () { return mine() },
       peerFeeds: device => this.peerFeedsOf(device),
       peerFeedsChanged: () => this.peerFeedsChanged(),
-      admit: (device, f) => this.admitFeed(device, f),
-      dropped: (device, n) => { this.feedsDropped(device, n) },
+      admit: (device, feeds) => this.admitFeeds(device, feeds),
       onOpen: s => {
         const since = this.attachedAt.get(s)
         if (since !== undefined) this.silence.opened(s.remoteDevice, this.clock.now() - since)

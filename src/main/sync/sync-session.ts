@@ -50,21 +50,13 @@ export interface SessionHost {
   /** a PeerFeeds changed: it is saved soon */
   peerFeedsChanged (): void
   /**
-   * Whether to take the peer's word on a feed: this device holds a record of it, or may make
-   * one (the peer's pending feeds are within the bounds: feed-admission.ts). A feed not taken
-   * is neither recorded nor kept as the peer's; the peer is asked for its list again later.
+   * The feeds of one message whose announcement this device takes the peer's word on: those it
+   * holds a record of, and those it may record (within the bounds on what peers make it record:
+   * feed-admission.ts). A feed not taken is neither recorded nor kept as the peer's; the peer
+   * is asked for its list again later.
    */
-  admit (device: string, f: FeedAnnouncement): FeedWord
-  /** `n` feeds of one message from the peer were not taken (over the bounds) */
-  dropped (device: string, n: number): void
+  admit (device: string, feeds: FeedAnnouncement[]): FeedAnnouncement[]
 }
-
-/**
- * What this device does with a peer's announcement of a feed: takes it (holds it, or records
- * it), or not: `empty` (it holds nothing of a feed unknown here: nothing to fetch), `dropped`
- * (over the bounds on what a peer may make this device record: asked for again later).
- */
-export type FeedWord = 'taken' | 'empty' | 'dropped'
 
 const NO_FEEDS: ReadonlyMap<string, HeldFeed> = new Map()
 
@@ -264,17 +256,9 @@ export class SyncSession {
     for (const f of taken) this.follow(f.key, f)
   }
 
-  /** The announcements this device takes the peer's word on (SessionHost.admit); the rest are dropped, said once per message. */
+  /** The announcements this device takes the peer's word on (SessionHost.admit). */
   private taken (feeds: FeedAnnouncement[]): FeedAnnouncement[] {
-    const out: FeedAnnouncement[] = []
-    let dropped = 0
-    for (const f of feeds) {
-      const word = this.host.admit(this.remoteDevice, f)
-      if (word === 'taken') out.push(f)
-      else if (word === 'dropped') dropped++
-    }
-    if (dropped > 0) this.host.dropped(this.remoteDevice, dropped)
-    return out
+    return this.host.admit(this.remoteDevice, feeds)
   }
 
   /** Asks the peer for its whole list (feeds dropped over the bounds may be taken now). */
