@@ -192,6 +192,7 @@ export class ArborNode {
     // Any change in who is live, or in what peers run, may call for a placement decision.
     this.sync.on('peer', () => { this.placement.peersChanged() })
     this.sync.on('hears', () => { this.placement.peersChanged() })
+    this.sync.on('lapse', () => { this.placement.peersChanged() })
     this.sync.on('presence', ({ agents }) => { for (const a of agents) this.placement.reconcile(a.conversation) })
     this.life = new Lifecycle(() => this.open(), () => this.shut())
   }

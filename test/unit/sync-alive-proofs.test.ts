@@ -102,12 +102,19 @@ describe('AliveAsks', () => {
           }
           expect(got).toBe(want)
         }
+        let lapse: number | undefined
         for (const kp of DEVICES) {
           const d = hex(kp)
-          expect(asks.heardThrough(d, now), `heard through at ${now}`).toBe((m.proven.get(d) ?? []).some(at => at >= now - VALID_MS))
+          const newest = Math.max(...(m.proven.get(d) ?? []).filter(at => at >= now - VALID_MS), Number.NEGATIVE_INFINITY)
+          expect(asks.heardThrough(d, now), `heard through at ${now}`).toBe(newest > Number.NEGATIVE_INFINITY)
           const run = m.runs.get(d)
-          expect(asks.answerDue(d, now), `answer due at ${now}`).toBe(run !== undefined && !run.answered && now - run.since < ANSWER_MS)
+          const due = run !== undefined && !run.answered && now - run.since < ANSWER_MS
+          expect(asks.answerDue(d, now), `answer due at ${now}`).toBe(due)
+          // the first moment, with nothing new, at which it is neither: a revival may be due then
+          const held = Math.max(newest + VALID_MS + 1, due ? (run as { since: number }).since + ANSWER_MS : Number.NEGATIVE_INFINITY)
+          if (held > now) lapse = Math.min(lapse ?? held, held)
         }
+        expect(asks.nextLapse(now), `next lapse at ${now}`).toBe(lapse)
       }
     }), { numRuns: 300 })
   })

@@ -118,6 +118,22 @@ export class AliveAsks {
     const run = this.asking.get(device)
     return run !== undefined && !run.answered && now - run.since < this.answerMs
   }
+
+  /**
+   * The first moment after `now` at which, with nothing new, a device heard through peers or
+   * with an answer due is neither (it may then be taken for dead); undefined when none is.
+   */
+  nextLapse (now: number): number | undefined {
+    let next: number | undefined
+    for (const d of new Set([...this.proven.keys(), ...this.asking.keys()])) {
+      const proven = this.proven.get(d)
+      const heard = proven !== undefined && proven >= now - this.validMs ? proven + this.validMs + 1 : Number.NEGATIVE_INFINITY
+      const due = this.answerDue(d, now) ? (this.asking.get(d) as { since: number }).since + this.answerMs : Number.NEGATIVE_INFINITY
+      const lapse = Math.max(heard, due)
+      if (lapse > now && (next === undefined || lapse < next)) next = lapse
+    }
+    return next
+  }
 }
 
 /** The relay's side: which questions it forwarded to each device, so that only their answers go back. */

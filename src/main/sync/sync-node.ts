@@ -157,6 +157,8 @@ export interface SyncNodeEvents {
   live: [LiveMessage & { device: string }]
   /** the network was switched on or off here */
   online: [boolean]
+  /** a device kept alive only by peers' relayed answers (or one awaited) may now be taken for dead */
+  lapse: []
 }
 
 /**
@@ -223,6 +225,8 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
   private heartbeatTimer: ClockTimer | null = null
   /** a check at the detection deadline that falls before the next heartbeat tick */
   private deadlineTimer: ClockTimer | null = null
+  /** at the next moment a device heard only through peers would no longer be (isDown may turn) */
+  private lapseTimer: ClockTimer | null = null
   private announceTimer: ClockTimer | null = null
   private readonly changed = new Set<string>()
   private agents: RunningAgent[] = []
@@ -312,6 +316,7 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     this.history.setPeers({ lack: () => false, have: () => false })
     if (this.heartbeatTimer !== null) this.clock.clearTimeout(this.heartbeatTimer)
     if (this.deadlineTimer !== null) this.clock.clearTimeout(this.deadlineTimer)
+    if (this.lapseTimer !== null) this.clock.clearTimeout(this.lapseTimer)
     if (this.announceTimer !== null) this.clock.clearTimeout(this.announceTimer)
     if (this.lookupTimer !== null) this.clock.clearTimeout(this.lookupTimer)
     for (const t of this.answerTimers) this.clock.clearTimeout(t)
@@ -885,6 +890,20 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
     const n = asks.length === 0 ? null : crypto.randomBytes(32).toString('hex')
     this.asks.asked(n, about, now)
     if (n !== null) for (const [s, others] of asks) s.sendAlive({ ask: { n, about: others } })
+    this.watchLapse(now)
+  }
+
+  /** Says so (`lapse`) when a device heard only through peers would be no longer: a revival is decided then, not at a later sweep. */
+  private watchLapse (now: number): void {
+    if (this.lapseTimer !== null) this.clock.clearTimeout(this.lapseTimer)
+    this.lapseTimer = null
+    const at = this.asks.nextLapse(now)
+    if (at === undefined) return
+    this.lapseTimer = this.clock.setTimeout(() => {
+      this.lapseTimer = null
+      this.emit('lapse')
+      this.watchLapse(this.clock.now())
+    }, at - now)
   }
 
   /**
@@ -921,7 +940,9 @@ export class SyncNode extends EventEmitter<SyncNodeEvents> {
 
   /** A proof for this device, relayed by `relay`: counted once checked; a bad signature is said once per relay. */
   private countProof (relay: string, p: AliveProof, now: number): void {
-    if (this.asks.accept(relay, p, now) !== 'bad-signature' || this.badProofFrom.has(relay)) return
+    const outcome = this.asks.accept(relay, p, now)
+    if (outcome === 'counted') this.watchLapse(now)
+    if (outcome !== 'bad-signature' || this.badProofFrom.has(relay)) return
     this.badProofFrom.add(relay)
     this.log.warn(`ignored a proof that ${p.device.slice(0, 12)} is alive, relayed by ${relay.slice(0, 12)}: its signature does not verify (that device may run a modified Arbor; said once)`)
   }
