@@ -148,6 +148,27 @@ describe('decide', () => {
     }), params)
   })
 
+  it('no agent yet: its sender starts it (after a crash too); a dead sender\'s opt-in message is revived at epoch 0, in turns', () => {
+    fc.assert(fc.property(worldArb, fc.constantFrom<'self' | 'live' | 'dead'>('self', 'live', 'dead'), fc.nat({ max: 4 * REVIVAL_TURN_MS }), (w, who, elapsed) => {
+      const world = { ...w, owner: null, running: new Map<string, number>() }
+      const [first] = world.live
+      const sender = who === 'self' ? first as string : who === 'live' ? world.live[1] : DEVICES.find(d => !world.live.includes(d))
+      if (sender === undefined) return
+      const dead = who === 'dead' ? new Set([...world.dead, sender]) : new Set([...world.dead].filter(d => d !== sender))
+      const msg = makeEntry({ kind: 'user', parents: [root.id], body: { text: 'hi' } }, { conversation: root.id, device: sender, ts: 1 })
+      const view = (self: string): PlacementView => ({ ...viewOf({ ...world, dead }, self, elapsed), work: world.hasWork ? [{ kind: 'message', leaf: msg, message: msg }] : [], fresh: new Set(world.fresh ? [msg.id] : []) })
+      const order = revivalOrder(CONV, world.live)
+      for (const self of world.live) {
+        const a = decide(view(self))
+        if (!world.hasWork || !world.fresh) { expect(a).toEqual({ do: 'nothing' }); continue }
+        if (self === sender) { expect(a).toEqual({ do: 'start', leaf: msg.id, epoch: 0, reason: 'user' }); continue }
+        if (who !== 'dead' || !world.autoRevival) { expect(a).toEqual({ do: 'nothing' }); continue }
+        const turn = order.indexOf(self)
+        expect(a).toEqual(elapsed >= turn * REVIVAL_TURN_MS ? { do: 'revive', leaf: msg.id, epoch: 0, previous: null, poster: sender } : { do: 'nothing' })
+      }
+    }), params)
+  })
+
   it('revival happens only for an opt-in conversation whose owner is down, with a higher epoch, by the rendezvous pick', () => {
     fc.assert(fc.property(worldArb, w => {
       const world = { ...w, running: new Map<string, number>() }

@@ -181,11 +181,10 @@ export class AgentPlacement {
     const run = this.opts.agents.runOf(conversation)
     const top = topRef([k.epochs.owner, ...this.announced(conversation), run === undefined ? null : { device: self, epoch: run.epoch }])
     if (top === null || top.device === self) {
-      // Busy here: the message waits its turn; the agent takes it up when the current run ends.
-      if (this.opts.agents.isRunning(conversation)) {
-        this.addFresh(conversation, [entry.id])
-        return { runs: 'here', queued: true }
-      }
+      // Fresh until answered, so a crash before its agent starts leaves it to be answered after the restart.
+      this.addFresh(conversation, [entry.id])
+      // Busy here (or starting): the message waits its turn; the agent takes it up when the current run ends.
+      if (this.opts.agents.isRunning(conversation) || this.starting.has(conversation)) return { runs: 'here', queued: true }
       await this.run(conversation, { leaf: entry.id, epoch: top?.epoch ?? 0, reason: 'user' })
       return { runs: 'here' }
     }
@@ -328,6 +327,8 @@ export class AgentPlacement {
       // cheap checks first: only an opt-in conversation whose owner looks dead can need reviving
       const owner = k.epochs.owner
       if (owner !== null && this.autoRevival(conversation) && owner.device !== self && this.downSince(owner.device) !== null) this.reconcile(conversation)
+      // no agent yet, messages waiting: their device may have died before it started one
+      else if (owner === null && this.fresh.has(conversation) && this.autoRevival(conversation)) this.reconcile(conversation)
     }
     for (const run of this.opts.agents.runs()) this.reconcile(run.conversation)
   }
@@ -402,6 +403,8 @@ export class AgentPlacement {
 
   private async decideAndAct (conversation: string): Promise<void> {
     const { history, agents, peers } = this.opts
+    // an agent being started here decides again once its run ends
+    if (this.starting.has(conversation)) return
     const k = await this.learn(conversation)
     const dag = await history.open(conversation)
     const run = agents.runOf(conversation)
@@ -451,10 +454,13 @@ export class AgentPlacement {
           return
         }
         this.unreadSaid.delete(conversation)
-        const from = peers.name(action.previous.device)
+        const from = peers.name(action.previous?.device ?? action.poster ?? '')
         this.opts.log.info(`reviving the agent of ${conversation.slice(0, 12)} from ${from} (epoch ${action.epoch})`)
-        const [note] = await history.append(conversation, [{ kind: 'note', body: { text: `This conversation's agent was revived on ${this.opts.name()} because ${from}, where it ran, stopped responding. The working directory on ${from} is not on this device: files there are not available here. A step that was running there has an unknown outcome: check before repeating it.` }, parents: [action.leaf] }])
-        await this.run(conversation, { leaf: (note as Entry).id, epoch: action.epoch, reason: 'revival', previous: action.previous })
+        const why = action.previous === null
+          ? `the message was sent on ${from}, which stopped responding before its agent started. The working directory on ${from} is not on this device: files there are not available here.`
+          : `${from}, where it ran, stopped responding. The working directory on ${from} is not on this device: files there are not available here. A step that was running there has an unknown outcome: check before repeating it.`
+        const [note] = await history.append(conversation, [{ kind: 'note', body: { text: `This conversation's agent was revived on ${this.opts.name()} because ${why}` }, parents: [action.leaf] }])
+        await this.run(conversation, { leaf: (note as Entry).id, epoch: action.epoch, reason: 'revival', ...(action.previous !== null ? { previous: action.previous } : {}) })
         break
       }
     }

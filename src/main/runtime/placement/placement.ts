@@ -194,8 +194,11 @@ export type PlacementAction =
   | { do: 'stop'; by: AgentRef }
   /** the owner (this device) answers a peer's message, or continues a turn its crash cut short */
   | { do: 'start'; leaf: string; epoch: number; reason: 'user' | 'restart' }
-  /** this device takes over a dead device's agent with a higher epoch */
-  | { do: 'revive'; leaf: string; epoch: number; previous: AgentRef }
+  /**
+   * this device takes over a dead device's agent with a higher epoch; or (previous null) answers,
+   * at epoch 0, a message whose device died before its agent started
+   */
+  | { do: 'revive'; leaf: string; epoch: number; previous: AgentRef | null; poster?: string }
   | { do: 'nothing' }
 
 /**
@@ -208,8 +211,8 @@ export function decide (v: PlacementView): PlacementAction {
     if (top !== null && compareRefs(top, v.running) > 0) return { do: 'stop', by: top }
     return { do: 'nothing' }
   }
-  // Never answer for nobody: the device that posted to an agent-less conversation starts it.
-  if (v.owner === null || top === null) return { do: 'nothing' }
+  if (top === null) return firstAgent(v)
+  if (v.owner === null) return { do: 'nothing' }
   // The owner's turns cut short (only the current owner's: older ones were taken over), and new messages.
   const work = v.work.filter(w => w.kind === 'message' ? v.fresh.has(w.message.id) : w.agent.device === top.device && w.agent.epoch === top.epoch)
   if (top.device === v.self) {
@@ -223,8 +226,32 @@ export function decide (v: PlacementView): PlacementAction {
   if (!v.autoRevival || since === null) return { do: 'nothing' }
   const w = newestWork(work)
   if (w === undefined) return { do: 'nothing' }
-  // Each in the order after the ones before it had their turn: one that never revives delays, never cancels.
-  const rank = revivalOrder(v.conversation, [v.self, ...v.live]).indexOf(v.self)
-  if (rank > 0 && v.now - since < rank * REVIVAL_TURN_MS) return { do: 'nothing' }
+  if (!turnCame(v, since)) return { do: 'nothing' }
   return { do: 'revive', leaf: w.leaf.id, epoch: top.epoch + 1, previous: top }
+}
+
+/** Each in the revival order after the ones before it had their turn: one that never revives delays, never cancels. */
+function turnCame (v: PlacementView, downSince: number): boolean {
+  const rank = revivalOrder(v.conversation, [v.self, ...v.live]).indexOf(v.self)
+  return rank <= 0 || v.now - downSince >= rank * REVIVAL_TURN_MS
+}
+
+/**
+ * No agent yet: a message is answered by the device it was posted on (never for nobody), also
+ * when a crash came between the message and its agent's start; in an opt-in conversation, when
+ * that device died first, by a reviver in its turn, at epoch 0.
+ */
+function firstAgent (v: PlacementView): PlacementAction {
+  const messages = v.work.filter((w): w is Extract<OpenWork, { kind: 'message' }> => w.kind === 'message' && v.fresh.has(w.message.id))
+  const own = newestWork(messages.filter(w => w.message.author.device === v.self))
+  if (own !== undefined) return { do: 'start', leaf: own.leaf.id, epoch: 0, reason: 'user' }
+  if (!v.autoRevival) return { do: 'nothing' }
+  const orphaned = messages.flatMap(w => {
+    const since = v.downSince(w.message.author.device)
+    return since === null ? [] : [{ w, since }]
+  })
+  const newest = newestWork(orphaned.map(o => o.w))
+  const pick = orphaned.find(o => o.w === newest)
+  if (pick === undefined || !turnCame(v, pick.since)) return { do: 'nothing' }
+  return { do: 'revive', leaf: pick.w.leaf.id, epoch: 0, previous: null, poster: pick.w.message.author.device }
 }
