@@ -36,11 +36,13 @@ const parent = process.ppid
 const end = Number(deadline)
 let strays = 0
 // a tool may have created the name while it was missing (write_file makes parents): move that aside
+// (again while a tool keeps making it: a directory there refuses the rename with ENOTEMPTY)
 function put (from, to) {
-  try { fs.renameSync(from, to) } catch (e) {
-    if (e.code === 'ENOENT') throw e
-    fs.renameSync(to, to + '.stray-' + strays++)
-    fs.renameSync(from, to)
+  for (let tries = 0; ; tries++) {
+    try { fs.renameSync(from, to); return } catch (e) {
+      if (e.code === 'ENOENT' || tries >= 100) throw e
+      try { fs.renameSync(to, to + '.stray-' + strays++) } catch (e2) { if (e2.code !== 'ENOENT') throw e2 }
+    }
   }
 }
 process.stdout.write('ready\\n')
