@@ -20,7 +20,7 @@ import { spawnSandbox } from '../src/main/tools/sandbox/spawn-sandbox'
 import { closeSpareSandboxes, spareSandboxes } from '../src/main/tools/sandbox/spare-sandbox'
 import type { SandboxPolicy } from '../src/main/tools/sandbox-policy'
 import type { Tool, ToolContext } from '../src/main/tools/tool'
-import type { Entry } from '../src/shared/entry'
+import type { Entry } from '../src/shared/entry/entry'
 import type { Logger } from '../src/shared/logger'
 import { emit, median, percentile, round } from './lib/util'
 

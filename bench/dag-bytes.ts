@@ -1,4 +1,4 @@
-// How well the DAG cache's size estimate (src/main/history/dag-cache.ts) bounds the heap the
+// How well the DAG cache's size estimate (src/main/history/store/dag-cache.ts) bounds the heap the
 // DAGs really take: conversations of realistic entries (test/fixtures/big-conversation.ts) are
 // opened in a fresh store with a budget large enough to keep them all, and the live heap they
 // add (heapUsed after a full collection) is set against the estimate the cache counts
@@ -10,8 +10,8 @@ import path from 'node:path'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 import { HistoryStore } from '../src/main/history/history-store'
-import type { ConversationDag } from '../src/shared/conversation-dag'
-import { encodeEntry } from '../src/shared/entry'
+import type { ConversationDag } from '../src/shared/conversation/conversation-dag'
+import { encodeEntry } from '../src/shared/entry/entry'
 import { buildBigConversation } from '../test/fixtures/big-conversation'
 import { benchLog, emit, round } from './lib/util'
 

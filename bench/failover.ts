@@ -13,12 +13,12 @@ import { existsSync } from 'node:fs'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Entry, EntryOf } from '../src/shared/entry'
+import type { Entry, EntryOf } from '../src/shared/entry/entry'
 import { ProcessCluster } from '../test/helpers/arbor-processes'
 import { until } from '../test/helpers/temp-dir'
 import { emit, median, percentile, round } from './lib/util'
 import { DEFAULT_SUSPECT_AFTER_MS } from '../src/main/sync/sync-node'
-import { leaseMargin } from '../src/main/sync/lease'
+import { leaseMargin } from '../src/main/sync/peers/lease'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const RUNS = Number(process.env.ARBOR_BENCH_FAILOVER_RUNS ?? 10)

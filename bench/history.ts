@@ -5,7 +5,7 @@ import os from 'node:os'
 import path from 'node:path'
 import Corestore from 'corestore'
 import { HistoryStore } from '../src/main/history/history-store'
-import { encodeEntry, type Entry } from '../src/shared/entry'
+import { encodeEntry, type Entry } from '../src/shared/entry/entry'
 import { benchLog, chain, emit, ensureBuilt, interleave, median, lsCli, round, runNode, textMaker } from './lib/util'
 
 const TS = 1_700_000_000_000 // fixed clock: entry ids can be computed ahead (see chain)

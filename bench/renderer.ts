@@ -5,7 +5,7 @@
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import type { ConversationDag } from '../src/shared/conversation-dag'
+import type { ConversationDag } from '../src/shared/conversation/conversation-dag'
 import { highlight } from '../src/renderer/markdown/highlight'
 import { layoutTree } from '../src/renderer/tree/tree-layout'
 import { buildBigConversation } from '../test/fixtures/big-conversation'

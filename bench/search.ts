@@ -13,7 +13,7 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from '../src/main/history/history-store'
-import { SearchIndex } from '../src/main/history/search-index'
+import { SearchIndex } from '../src/main/search/search-index'
 import { FULL, SMALL, datasetDir, deviceDir, readMeta } from './lib/scale-dataset'
 import { benchLog, emit, median, percentile, round } from './lib/util'
 

@@ -1,5 +1,5 @@
 // The dependency rule of DESIGN.md ("Layout"), as one table: which folder of src/ may import
-// which. test/unit/dependency-rule.test.ts enforces it on every import (the authority, inside
+// which. test/unit/repo/dependency-rule.test.ts enforces it on every import (the authority, inside
 // npm test); eslint.config.js turns it into no-restricted-imports for early warnings.
 
 /** Each unit's folder (or, for the composition root, its one file), repository-relative. */
@@ -7,7 +7,14 @@ export const UNITS = {
   shared: 'src/shared/',
   disk: 'src/main/disk/',
   secrets: 'src/main/secrets/',
+  'history/index': 'src/main/history/index/',
+  'history/store': 'src/main/history/store/',
+  'history/import': 'src/main/history/import/',
   history: 'src/main/history/',
+  search: 'src/main/search/',
+  'sync/cluster': 'src/main/sync/cluster/',
+  'sync/peers': 'src/main/sync/peers/',
+  'sync/wire': 'src/main/sync/wire/',
   sync: 'src/main/sync/',
   llm: 'src/main/llm/',
   tools: 'src/main/tools/',
@@ -22,7 +29,10 @@ export const UNITS = {
 }
 
 const LEAVES = ['shared', 'disk']
-const CORE = [...LEAVES, 'secrets', 'history', 'sync', 'llm', 'tools', 'runtime']
+// a folder's parts, below the folder's own files (the orchestrator over them, as Corestore over its lib/)
+const HISTORY = ['history', 'history/store', 'history/index', 'history/import']
+const SYNC = ['sync', 'sync/cluster', 'sync/peers', 'sync/wire']
+const CORE = [...LEAVES, 'secrets', ...HISTORY, 'search', ...SYNC, 'llm', 'tools', 'runtime']
 
 /** What each unit may import besides itself; anything not named is refused. */
 export const ALLOWED = {
@@ -30,11 +40,19 @@ export const ALLOWED = {
   // plain-Node leaves for what shared may not do (node:fs): every folder of main may use them
   disk: ['shared'],
   secrets: LEAVES,
-  history: LEAVES,
-  sync: [...LEAVES, 'history'],
+  'history/index': LEAVES,
+  'history/store': [...LEAVES, 'history/index'],
+  'history/import': LEAVES,
+  history: [...LEAVES, 'history/store', 'history/index', 'history/import'],
+  // fed through its SearchSource: it knows entries, not how they are stored
+  search: LEAVES,
+  'sync/cluster': LEAVES,
+  'sync/peers': LEAVES,
+  'sync/wire': [...LEAVES, ...HISTORY, 'sync/peers'],
+  sync: [...LEAVES, ...HISTORY, 'sync/cluster', 'sync/peers', 'sync/wire'],
   llm: LEAVES,
   tools: LEAVES,
-  runtime: [...LEAVES, 'history', 'llm', 'tools'],
+  runtime: [...LEAVES, ...HISTORY, 'llm', 'tools'],
   // the wiring: the composition root, the API and its transports, the CLI, the Electron shell
   root: [...CORE, 'api'],
   api: [...CORE, 'root'],
@@ -57,6 +75,11 @@ export const MAY_IMPORT_ELECTRON = ['electron', 'preload']
  * @returns {keyof typeof UNITS | undefined}
  */
 export function unitOf (file) {
-  for (const [unit, where] of Object.entries(UNITS)) if (where.endsWith('/') ? file.startsWith(where) : file === where) return /** @type {keyof typeof UNITS} */ (unit)
-  return undefined
+  // the longest folder that holds it: a folder's parts are units of their own
+  let best
+  for (const [unit, where] of Object.entries(UNITS)) {
+    const holds = where.endsWith('/') ? file.startsWith(where) : file === where
+    if (holds && (best === undefined || where.length > UNITS[best].length)) best = unit
+  }
+  return /** @type {keyof typeof UNITS | undefined} */ (best)
 }

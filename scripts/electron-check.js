@@ -1,5 +1,5 @@
 // Can the Electron desktop app start on this machine? Used by scripts/start.js.
-// electronStartDecision is pure (tested in test/unit/electron-shell.test.ts);
+// electronStartDecision is pure (tested in test/unit/electron/shell.test.ts);
 // findElectronBinary looks at node_modules/electron.
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'

@@ -1,6 +1,6 @@
 // `npm test` runs this first: without the system packages the tests need (bubblewrap for the
 // sandbox, Chromium for the UI) it stops at once with one paragraph saying what to install,
-// instead of many failing files. The decision is pure (test/unit/test-preflight.test.ts).
+// instead of many failing files. The decision is pure (test/unit/repo/test-preflight.test.ts).
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { pathToFileURL } from 'node:url'

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from '../../src/main/history/history-store'
-import type { Entry, EntryDraft } from '../../src/shared/entry'
+import type { Entry, EntryDraft } from '../../src/shared/entry/entry'
 import { benchLog, textMaker } from './util'
 
 const TS = 1_700_000_000_000

@@ -5,7 +5,7 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import Corestore from 'corestore'
 import { HistoryStore } from '../../src/main/history/history-store'
-import { encodeEntry, type Entry, type EntryDraft } from '../../src/shared/entry'
+import { encodeEntry, type Entry, type EntryDraft } from '../../src/shared/entry/entry'
 import { measureInPlace, measurePieces, profile } from './append-breakdown'
 import { benchLog, median, round, textMaker } from './util'
 

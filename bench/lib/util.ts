@@ -2,8 +2,8 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { type EntryDraft } from '../../src/shared/entry'
-import { makeEntry } from '../../src/main/history/entry-codec'
+import { type EntryDraft } from '../../src/shared/entry/entry'
+import { makeEntry } from '../../src/main/history/store/entry-codec'
 import type { Logger } from '../../src/shared/logger'
 import { random } from '../../test/helpers/seeded-random'
 

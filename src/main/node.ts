@@ -2,20 +2,20 @@ import { EventEmitter } from 'node:events'
 import os from 'node:os'
 import path from 'node:path'
 import { HistoryStore } from './history/history-store'
-import { indexDir } from './history/history-index'
-import { SearchIndex } from './history/search-index'
+import { indexDir } from './history/index/history-index'
+import { SearchIndex } from './search/search-index'
 import { conversationCwd, readNodeSettings, resolveAgentConfig } from './runtime/agent/agent-config'
 import { AgentHost, type AgentConfig, type RunOverrides, type StartOptions } from './runtime/agent/agent-host'
 import { AgentPlacement, type PlacementStatus, type PostOutcome } from './runtime/placement/agent-placement'
 import type { AgentRef } from './runtime/placement/placement'
-import type { Entry } from '../shared/entry'
+import type { Entry } from '../shared/entry/entry'
 import type { AgentDeps, AgentEvent, AgentRun } from './runtime/agent/agent-loop'
 import { Lifecycle } from '../shared/lifecycle'
 import { consoleLogger, type Logger } from '../shared/logger'
-import { ClusterStore, describeForget } from './sync/cluster-store'
-import type { PairingHost } from './sync/pairing'
+import { ClusterStore, describeForget } from './sync/cluster/cluster-store'
+import type { PairingHost } from './sync/cluster/pairing'
 import { SyncNode, type BootstrapNode, type HeldWait } from './sync/sync-node'
-import type { AgentWait } from '../shared/agent-wait'
+import type { AgentWait } from '../shared/conversation/agent-wait'
 import { LocalApiServer } from './api/local-socket'
 import { ApiService } from './api/api-service'
 import { FileSecretStore, type SecretStore } from './secrets/secret-store'
@@ -247,7 +247,7 @@ export class ArborNode {
     const swarm = this.sync.hyperswarm
     if (swarm === null || this.life.closed) return
     // loaded with the network only (blind pairing): a node opened for one command has none
-    const { PairingHost } = await import('./sync/pairing')
+    const { PairingHost } = await import('./sync/cluster/pairing')
     if (this.life.closed || this.pairing !== null) return
     this.pairing = new PairingHost({
       swarm,
@@ -260,7 +260,7 @@ export class ArborNode {
     await this.pairing.ready()
   }
 
-  /** The node's API (src/shared/api.ts): its local socket, the web server, Electron's ports and the CLI in process all serve this one. */
+  /** The node's API (src/shared/api/api.ts): its local socket, the web server, Electron's ports and the CLI in process all serve this one. */
   get apiService (): ApiService {
     this.service ??= new ApiService(this, { log: this.logFor('api'), ...(this.opts.version !== undefined ? { version: this.opts.version } : {}) })
     return this.service
@@ -348,7 +348,7 @@ export class ArborNode {
   // ------------------------------------------------------------ devices and the network (the API's devices and net handlers)
 
   async invite (opts: { expiresMs?: number } = {}): Promise<{ code: string; expiresAt: number }> {
-    const { createInvite } = await import('./sync/pairing')
+    const { createInvite } = await import('./sync/cluster/pairing')
     const inv = await createInvite(this.cluster, opts.expiresMs !== undefined ? { expiresMs: opts.expiresMs } : {})
     await this.sync.refresh() // the first invite creates the cluster: start meeting on its topic
     return { code: inv.code, expiresAt: inv.expiresAt }
@@ -364,7 +364,7 @@ export class ArborNode {
     this.pairing = null
     let inviter: Buffer
     try {
-      const { joinCluster } = await import('./sync/pairing')
+      const { joinCluster } = await import('./sync/cluster/pairing')
       inviter = await joinCluster({ swarm, code, device: this.history.keyPair, cluster: this.cluster, signal, pollMs: PAIRING_POLL_MS })
     } finally {
       this.joining = false

@@ -3,7 +3,7 @@
 // it passes on as window messages (a MessagePort cannot cross contextBridge).
 import { contextBridge, ipcRenderer } from 'electron'
 import { version } from '../../package.json'
-import { API_PORT, NODE_DOWN, type ArborBridge, type BridgeMessage } from '../shared/desktop-bridge'
+import { API_PORT, NODE_DOWN, type ArborBridge, type BridgeMessage } from '../shared/api/desktop-bridge'
 
 const arbor: ArborBridge = { version, api: 'message-port' }
 

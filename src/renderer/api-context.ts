@@ -1,5 +1,5 @@
 import { createContext, useCallback, useContext, useSyncExternalStore } from 'react'
-import type { ApiClient, ConnectionStatus } from '../shared/api-client'
+import type { ApiClient, ConnectionStatus } from '../shared/api/api-client'
 
 export const ApiContext = createContext<ApiClient | null>(null)
 

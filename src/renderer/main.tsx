@@ -1,7 +1,7 @@
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './app/App'
-import { ApiClient } from '../shared/api-client'
+import { ApiClient } from '../shared/api/api-client'
 import { ApiContext } from './api-context'
 import { MessagePortConnector } from './transport-messageport'
 import { apiSocketUrl, hashWithoutToken, tokenFromHash, webSocketTransport } from './transport-websocket'

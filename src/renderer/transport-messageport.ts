@@ -1,7 +1,7 @@
 // The desktop transport: the API over a MessagePort to the node, which main sends through
 // the preload as a window message — a new one after every page load and node restart.
-import { API_PORT, NODE_DOWN, type BridgeMessage } from '../shared/desktop-bridge'
-import type { Transport } from '../shared/api-client'
+import { API_PORT, NODE_DOWN, type BridgeMessage } from '../shared/api/desktop-bridge'
+import type { Transport } from '../shared/api/api-client'
 
 /** Where the preload's messages arrive: the window. */
 export interface BridgeWindow {

@@ -1,5 +1,5 @@
 // The browser transport: a WebSocket to `arbor serve` on the page's own origin.
-import type { Transport } from '../shared/api-client'
+import type { Transport } from '../shared/api/api-client'
 
 /** The token from a page address fragment like `#token=HEX` (also `#a=1&token=HEX`). */
 export function tokenFromHash (hash: string): string | undefined {

@@ -9,7 +9,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import createTestnet from 'hyperdht/testnet.js'
 import { afterAll, beforeAll } from 'vitest'
-import type { Entry } from '../../src/shared/entry'
+import type { Entry } from '../../src/shared/entry/entry'
 import { until } from './temp-dir'
 
 const BIN = fileURLToPath(new URL('../../bin/arbor.js', import.meta.url))

@@ -1,10 +1,10 @@
 // A history of DAGs fed entry by entry, as the search index sees a HistoryStore: it emits what
 // ConversationIndex emits and answers a query by a scan of the joined entries (what the index must answer).
-import { ConversationDag } from '../../src/shared/conversation-dag'
-import type { Entry } from '../../src/shared/entry'
+import { ConversationDag } from '../../src/shared/conversation/conversation-dag'
+import type { Entry } from '../../src/shared/entry/entry'
 import type { EntriesEvent } from '../../src/main/history/conversation-index'
-import type { SearchSource } from '../../src/main/history/search-index'
-import { parseQuery, searchableText, textMatches } from '../../src/main/history/search-text'
+import type { SearchSource } from '../../src/main/search/search-index'
+import { parseQuery, searchableText, textMatches } from '../../src/main/search/search-text'
 
 export class DagHistory implements SearchSource {
   readonly dags = new Map<string, ConversationDag>()

@@ -1,5 +1,5 @@
-import { makeEntry } from '../../src/main/history/entry-codec'
-import type { Entry, EntryDraft } from '../../src/shared/entry'
+import { makeEntry } from '../../src/main/history/store/entry-codec'
+import type { Entry, EntryDraft } from '../../src/shared/entry/entry'
 
 /** A device key for tests: this device's (`DEV`), a peer's (`PEER`). */
 export const DEV = 'd'.repeat(64)

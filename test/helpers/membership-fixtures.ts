@@ -1,6 +1,6 @@
 import crypto from 'hypercore-crypto'
-import type { ClusterStore, InviteRecord } from '../../src/main/sync/cluster-store'
-import { inviteDiscoveryKey, inviteKey, signAdd, signJoin, type AddStatement, type KeyPair } from '../../src/main/sync/membership'
+import type { ClusterStore, InviteRecord } from '../../src/main/sync/cluster/cluster-store'
+import { inviteDiscoveryKey, inviteKey, signAdd, signJoin, type AddStatement, type KeyPair } from '../../src/main/sync/cluster/membership'
 
 /** A device's key pair and its key (hex). */
 export interface TestKey { kp: KeyPair; key: string }

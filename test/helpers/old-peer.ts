@@ -1,7 +1,7 @@
 // A device of an older protocol at one end of a link, for the version tests: the frozen
 // session of test/fixtures/protocol-1.0 or -1.1 (the code as that version shipped it, kept a
 // copy on purpose) with a real HistoryStore behind it, announcing its feeds as a node does.
-import type { FeedRecord } from '../../src/main/history/history-index'
+import type { FeedRecord } from '../../src/main/history/index/history-index'
 import type { HistoryStore } from '../../src/main/history/history-store'
 import { memoryLogger } from '../../src/shared/logger'
 import * as v10 from '../fixtures/protocol-1.0/sync-session'

@@ -4,9 +4,9 @@
 import crypto from 'node:crypto'
 import hypercoreCrypto from 'hypercore-crypto'
 import type { HistoryStore } from '../../src/main/history/history-store'
-import type { OwnFeeds } from '../../src/main/history/own-feeds'
-import { makeEntryBlock } from '../../src/main/history/entry-codec'
-import { encodeFields, hashInput, storedOf, type Entry, type EntryDraft, type WrittenEntry } from '../../src/shared/entry'
+import type { OwnFeeds } from '../../src/main/history/store/own-feeds'
+import { makeEntryBlock } from '../../src/main/history/store/entry-codec'
+import { encodeFields, hashInput, storedOf, type Entry, type EntryDraft, type WrittenEntry } from '../../src/shared/entry/entry'
 
 /**
  * Appends blocks as they are to the device's own feed of a conversation. A feed it does not

@@ -4,8 +4,8 @@
  * seccomp_data, ALU AND, forward jumps inside the program, and a return at the end of
  * every path. Written from the kernel's semantics, not from our assembler, to check it.
  */
-import { decodeProgram, type Insn } from '../../src/main/tools/sandbox/seccomp-bpf'
-import type { SeccompData } from '../../src/main/tools/sandbox/seccomp'
+import { decodeProgram, type Insn } from '../../src/main/tools/sandbox/seccomp/seccomp-bpf'
+import type { SeccompData } from '../../src/main/tools/sandbox/seccomp/seccomp'
 
 /** The 64 bytes of struct seccomp_data, little-endian. */
 export function seccompDataBytes (d: SeccompData, ip = 0n): Buffer {

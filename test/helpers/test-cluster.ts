@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events'
 import crypto from 'hypercore-crypto'
-import type { DevicesMessage } from '../../src/main/sync/arbor-messages'
+import type { DevicesMessage } from '../../src/main/sync/wire/arbor-messages'
 import type { ClusterMembership } from '../../src/main/sync/sync-node'
 
 export type TestDevices = Map<string, { name: string; addedAt: number }>

@@ -1,7 +1,7 @@
 // Where conversations' agents run, as this node knows it: its own agents, and those the
 // connected paired devices announce in their presence messages (DESIGN.md, "One agent per
 // side"). A view for the UI: the decisions are runtime/placement's.
-import type { AgentPlaceDto } from '../../shared/api'
+import type { AgentPlaceDto } from '../../shared/api/api'
 import type { PeerState } from '../sync/sync-node'
 
 export interface PlacementSource {

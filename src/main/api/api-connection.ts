@@ -1,7 +1,7 @@
 // One client's session with the API, whatever carries it: a WebSocket (`arbor serve`) or an
 // Electron MessagePort (the desktop app). Both transports hand it the frames they receive and
 // give it a way to send; the dispatch and the event forwarding live here once.
-import type { ServerMessage } from '../../shared/api'
+import type { ServerMessage } from '../../shared/api/api'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { ApiError, type ApiService } from './api-service'
 

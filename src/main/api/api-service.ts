@@ -1,10 +1,10 @@
-// The one API every client speaks to a node (src/shared/api.ts), carried out against an
+// The one API every client speaks to a node (src/shared/api/api.ts), carried out against an
 // ArborNode. Transport-neutral: the WebSocket server (`arbor serve`), the Electron MessagePort
 // and the local socket hand requests to call() and forward subscribe()'s events. The handlers
 // live by area in handlers/; this file checks the params and dispatches.
 import type { z } from 'zod'
-import { API_PARAMS, describeParamIssues } from '../../shared/api-params'
-import type { ApiEvent, ApiMethod, ApiMethods } from '../../shared/api'
+import { API_PARAMS, describeParamIssues } from '../../shared/api/api-params'
+import type { ApiEvent, ApiMethod, ApiMethods } from '../../shared/api/api'
 import { consoleLogger, type Logger } from '../../shared/logger'
 import type { LocalServer } from '../llm/local-servers'
 import type { ArborNode } from '../node'

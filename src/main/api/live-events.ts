@@ -1,8 +1,8 @@
 // Agent events as the API streams them: this node's agents' own, and those a connected
 // device relays over the sync channel (never trusted as they come: checked here first).
 import { z } from 'zod'
-import { Hex32 } from '../../shared/hex32-schema'
-import type { AgentStreamEvent } from '../../shared/api'
+import { Hex32 } from '../../shared/entry/hex32-schema'
+import type { AgentStreamEvent } from '../../shared/api/api'
 import type { AgentEvent } from '../runtime/agent/agent-loop'
 
 /** A local agent's event for the UI; null for entries (those arrive through the history). */

@@ -4,7 +4,7 @@
 import net from 'node:net'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import type { Transport } from '../../shared/api-client'
+import type { Transport } from '../../shared/api/api-client'
 import { socketPath, tokenPath } from './socket-path'
 
 export { socketPath, tokenPath } from './socket-path'

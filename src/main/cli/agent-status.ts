@@ -1,6 +1,6 @@
-import type { AgentStatusDto } from '../../shared/api'
-import { agentMoves as movesOf, moveText } from '../../shared/agent-moves'
-import type { Entry } from '../../shared/entry'
+import type { AgentStatusDto } from '../../shared/api/api'
+import { agentMoves as movesOf, moveText } from '../../shared/conversation/agent-moves'
+import type { Entry } from '../../shared/entry/entry'
 import { ownerOf } from '../runtime/placement/placement'
 
 export interface AgentStatusInput {

@@ -1,8 +1,8 @@
 // The CLI's side of the API: the shared ApiClient over the running node's local socket, or in
 // process against a node: one lent to runCli (tests), or one this command opens with the one
 // composition root (ArborNode) when no node runs here. Either way the same requests and events.
-import { ApiClient, type Transport } from '../../shared/api-client'
-import type { ApiEvent, ApiMethod, ApiMethods } from '../../shared/api'
+import { ApiClient, type Transport } from '../../shared/api/api-client'
+import type { ApiEvent, ApiMethod, ApiMethods } from '../../shared/api/api'
 import type { ApiService } from '../api/api-service'
 import { NodeLostError } from './node-lost'
 

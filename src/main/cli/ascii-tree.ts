@@ -1,7 +1,7 @@
-import { branchName, branchNameKey } from '../../shared/branch-name'
-import type { ConversationDag } from '../../shared/conversation-dag'
-import type { Entry } from '../../shared/entry'
-import { entryLine } from '../../shared/entry-text'
+import { branchName, branchNameKey } from '../../shared/conversation/branch-name'
+import type { ConversationDag } from '../../shared/conversation/conversation-dag'
+import type { Entry } from '../../shared/entry/entry'
+import { entryLine } from '../../shared/entry/entry-text'
 
 export interface TreeOptions {
   /** entries on this branch are marked with `*` */

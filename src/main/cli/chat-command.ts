@@ -1,8 +1,8 @@
 // `arbor chat`: a client of the node's API like the UI. The node's own agents run the turn (the
 // running node's, or those of the node opened for this command), so a device never runs two
 // agents for one conversation; the reply streams back as API events.
-import type { ApiEvent } from '../../shared/api'
-import type { Entry, EntryOf } from '../../shared/entry'
+import type { ApiEvent } from '../../shared/api/api'
+import type { Entry, EntryOf } from '../../shared/entry/entry'
 import type { CliApi } from './api-session'
 import { usageTotal } from '../runtime/agent/step-planner'
 
@@ -112,7 +112,7 @@ export async function followTurn (api: CliApi, conversation: string, o: Pick<Cha
     }
     printer.finish()
     const after = await api.call('conversation.open', { id: conversation })
-    const { ConversationDag } = await import('../../shared/conversation-dag')
+    const { ConversationDag } = await import('../../shared/conversation/conversation-dag')
     const dag = new ConversationDag(conversation, [...after.entries, ...(after.waiting ?? [])])
     const branch = dag.branch(begun.from)
     const last = branch.findLast(e => e.kind === 'agent.stopped') as EntryOf<'agent.stopped'> | undefined

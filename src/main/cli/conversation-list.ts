@@ -1,7 +1,7 @@
 // The table `arbor ls` prints (pure: rows in, text out). 10,000 rows are most of a cold `ls`
 // after the start-up: the rows are read by position (no object per conversation), each line
 // built once, and the text handed on in pieces.
-import type { ListRows } from '../history/index-listing'
+import type { ListRows } from '../history/index/index-listing'
 import { oneLine } from './terminal-text'
 
 /** A piece of the text is handed on once this long: a piece written is garbage, not a survivor of every scavenge. */

@@ -3,7 +3,7 @@ import path from 'node:path'
 import type { CliIo } from './run-cli'
 import { terminalJson } from './terminal-text'
 import type { CliApi } from './api-session'
-import type { DeviceDto } from '../../shared/api'
+import type { DeviceDto } from '../../shared/api/api'
 
 /** Options the node commands take (a subset of the CLI's). */
 export interface NodeCommandOptions {

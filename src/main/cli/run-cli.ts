@@ -1,11 +1,11 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import type { ConversationDag } from '../../shared/conversation-dag'
-import type { ConversationSummaryDto } from '../../shared/api'
-import type { Entry } from '../../shared/entry'
+import type { ConversationDag } from '../../shared/conversation/conversation-dag'
+import type { ConversationSummaryDto } from '../../shared/api/api'
+import type { Entry } from '../../shared/entry/entry'
 import { ARBOR_VERSION } from '../../shared/app-version'
-import { indexDir, readListing, type ConversationSummary } from '../history/history-index'
-import { summaryRows, type ListRows } from '../history/index-listing'
+import { indexDir, readListing, type ConversationSummary } from '../history/index/history-index'
+import { summaryRows, type ListRows } from '../history/index/index-listing'
 import { writeListText } from './conversation-list'
 import type { NodeCommandOptions } from './node-commands'
 import type { CliApi, LentNode } from './api-session'
@@ -184,7 +184,7 @@ async function conversationRef (ref: string): Promise<string> {
 
 /** An entry of a conversation named by id or unique prefix. */
 async function resolveEntry (dag: ConversationDag, ref: string): Promise<Entry> {
-  const { entryByRef } = await import('../../shared/entry-ref')
+  const { entryByRef } = await import('../../shared/entry/entry-ref')
   try {
     return entryByRef(dag, ref)
   } catch (err) {
@@ -195,7 +195,7 @@ async function resolveEntry (dag: ConversationDag, ref: string): Promise<Entry> 
 /** A conversation as the node holds it (every entry, waiting ones too), and the entry this device looks at. */
 async function openConversation (api: CliApi, ref: string): Promise<{ dag: ConversationDag; selected: string | undefined }> {
   const dto = await api.call('conversation.open', { id: await conversationRef(ref) })
-  const { conversationDag } = await import('../../shared/conversation-export')
+  const { conversationDag } = await import('../../shared/conversation/conversation-export')
   return { dag: conversationDag(dto), selected: dto.selected }
 }
 
@@ -347,7 +347,7 @@ const COMMANDS: Record<string, Handler> = {
       // No node runs here and the store was closed cleanly: its index alone says it all (no node
       // opened, no package loaded). The table from the snapshot's listing; --json needs every field.
       if (values.json === true) {
-        const { readSummaries, sortSummaries } = await import('../history/history-index')
+        const { readSummaries, sortSummaries } = await import('../history/index/history-index')
         const index = await readSummaries(indexDir(dir)).catch(() => null)
         if (index?.clean === true) { printJson(sortSummaries(index.conversations), io); return }
       } else {
@@ -386,7 +386,7 @@ const COMMANDS: Record<string, Handler> = {
     need(args, 1, 'conversation: arbor show <conv>')
     const ref = await conversationRef(args[0] as string)
     const { dag, selected } = await openConversation(await api(), ref)
-    const { transcriptText } = await import('../../shared/conversation-export')
+    const { transcriptText } = await import('../../shared/conversation/conversation-export')
     io.out(transcriptText(await branchOf(dag, selected, values.leaf)))
   },
 
@@ -399,7 +399,7 @@ const COMMANDS: Record<string, Handler> = {
       throw new CliError('--format must be md or json', 2)
     }
     const { dag, selected } = await openConversation(await api(), ref)
-    const { conversationJson, transcriptMarkdown } = await import('../../shared/conversation-export')
+    const { conversationJson, transcriptMarkdown } = await import('../../shared/conversation/conversation-export')
     if (values.format === 'json') io.out(terminalJson(conversationJson(dag)) + '\n')
     else io.out(transcriptMarkdown(dag, await branchOf(dag, selected, values.leaf)))
   },
@@ -412,7 +412,7 @@ const COMMANDS: Record<string, Handler> = {
     const { dag, selected } = await openConversation(a, ref)
     let reply = args[1]
     if (reply === undefined) {
-      const { lastReply } = await import('../../shared/retry-point')
+      const { lastReply } = await import('../../shared/conversation/retry-point')
       reply = lastReply(await branchOf(dag, selected, undefined))?.id
       if (reply === undefined) throw new CliError('there is no assistant reply on the branch shown to retry; name one (`arbor tree` shows the ids)')
     }
@@ -448,7 +448,7 @@ const COMMANDS: Record<string, Handler> = {
     const format = values.format ?? 'auto'
     if (format !== 'pi' && format !== 'claude-code' && format !== 'auto') throw new CliError('--format must be pi, claude-code or auto', 2)
     const file = path.resolve(io.cwd, args[0] as string)
-    const { importTooLarge, MAX_IMPORT_CHARS } = await import('../../shared/import-limit')
+    const { importTooLarge, MAX_IMPORT_CHARS } = await import('../../shared/api/import-limit')
     const stat = fs.statSync(file, { throwIfNoEntry: false })
     if (stat === undefined || !stat.isFile()) throw new CliError(`${args[0] as string}: no such file`)
     // a file past the limit even at 4 bytes a character is refused unread (its size in bytes said)

@@ -1,7 +1,7 @@
 // The app's window, and the link that keeps its page connected to the node.
 import { join } from 'node:path'
 import { BrowserWindow, type MessagePortMain } from 'electron'
-import { API_PORT, NODE_DOWN } from '../../shared/desktop-bridge'
+import { API_PORT, NODE_DOWN } from '../../shared/api/desktop-bridge'
 import type { NodeHost } from './node-host'
 
 export function createMainWindow (): BrowserWindow {

@@ -1,5 +1,5 @@
-import { InvalidEntryError, type Entry, type EntryDraft } from '../../shared/entry'
-import { makeOwnEntryBlock } from './entry-codec'
+import { InvalidEntryError, type Entry, type EntryDraft } from '../../shared/entry/entry'
+import { makeOwnEntryBlock } from './store/entry-codec'
 
 export interface CallContext {
   conversation: string

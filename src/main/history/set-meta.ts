@@ -1,7 +1,7 @@
 // Conversation settings are `meta` entries (DESIGN.md, "Mutable state"): the newest by
 // hybrid logical clock wins on every device, whatever order the entries arrive in.
-import type { ConversationDag } from '../../shared/conversation-dag'
-import type { Entry } from '../../shared/entry'
+import type { ConversationDag } from '../../shared/conversation/conversation-dag'
+import type { Entry } from '../../shared/entry/entry'
 import type { HistoryStore } from './history-store'
 
 /**

@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto'
-import { canonicalJson } from '../../shared/canonical-json'
+import { canonicalJson } from '../../shared/entry/canonical-json'
 import type { IrMessage } from '../../shared/llm-ir'
 
 /** What the fake provider derives from a request's whole message list. */

@@ -8,8 +8,8 @@ import type {
   ChatCompletionMessageParam
 } from 'openai/resources/chat/completions'
 import type { IrFinish, IrMessage, IrResult, IrStreamEvent, IrToolCall, IrToolSpec, IrUsage } from '../../shared/llm-ir'
-import { MAX_ARGS_DEPTH } from '../../shared/entry'
-import { nestsDeeperThan } from '../../shared/json-depth'
+import { MAX_ARGS_DEPTH } from '../../shared/entry/entry'
+import { nestsDeeperThan } from '../../shared/entry/json-depth'
 
 /**
  * What a tool message says before its output when the tool did not simply succeed. OpenAI's

@@ -7,10 +7,10 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { linkedPath } from './beneath-path'
-import { openReached, openReachedDir, readAll, replaceReached, TooLargeError, type Dir, type Reach } from './beneath'
+import { linkedPath } from './paths/beneath-path'
+import { openReached, openReachedDir, readAll, replaceReached, TooLargeError, type Dir, type Reach } from './paths/beneath'
 import { limitOutput, type OutputLimits } from './output-limit'
-import { openToolPath, type PathAccess, type PathPolicyOptions, type PathRules } from './path-policy'
+import { openToolPath, type PathAccess, type PathPolicyOptions, type PathRules } from './paths/path-policy'
 import { canonicalPath } from './sandbox/hidden-paths'
 import { argsObject, validateArgs } from './tool-args'
 import type { Tool, ToolContext, ToolResult } from './tool'

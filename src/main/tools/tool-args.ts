@@ -5,8 +5,8 @@
  * false. Messages are written for the model to fix its call.
  */
 import type { JsonSchema } from '../../shared/llm-ir'
-import { MAX_ARGS_DEPTH } from '../../shared/entry'
-import { nestsDeeperThan } from '../../shared/json-depth'
+import { MAX_ARGS_DEPTH } from '../../shared/entry/entry'
+import { nestsDeeperThan } from '../../shared/entry/json-depth'
 import type { Tool } from './tool'
 
 function typeOf (v: unknown): string {

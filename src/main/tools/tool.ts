@@ -1,4 +1,4 @@
-import type { EffectClass } from '../../shared/entry'
+import type { EffectClass } from '../../shared/entry/entry'
 import type { JsonSchema } from '../../shared/llm-ir'
 import type { SandboxPolicy } from './sandbox-policy'
 

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type JSX } from 'react'
-import type { ArborBridge } from '../../shared/desktop-bridge'
-import type { ApiEvent, ApiMethods, ConversationSummaryDto, SearchHitDto } from '../../shared/api'
+import type { ArborBridge } from '../../shared/api/desktop-bridge'
+import type { ApiEvent, ApiMethods, ConversationSummaryDto, SearchHitDto } from '../../shared/api/api'
 import { errorText, useApi, useConnectionStatus } from '../api-context'
 import { ChatView } from '../chat/ChatView'
 import { ConnectionBanner } from './ConnectionBanner'

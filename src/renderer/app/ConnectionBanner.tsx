@@ -1,5 +1,5 @@
 import { useEffect, useState, type JSX } from 'react'
-import type { ConnectionStatus } from '../../shared/api-client'
+import type { ConnectionStatus } from '../../shared/api/api-client'
 
 /** Says when the node is out of reach, and when the next attempt is. */
 export function ConnectionBanner ({ status, hasToken, onRetry }: { status: ConnectionStatus; hasToken: boolean; onRetry: () => void }): JSX.Element | null {

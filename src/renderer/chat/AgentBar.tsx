@@ -1,5 +1,5 @@
 import { useId, type JSX } from 'react'
-import type { AgentStatusDto } from '../../shared/api'
+import type { AgentStatusDto } from '../../shared/api/api'
 import { placeView } from './agent-place'
 
 export interface AgentBarProps {

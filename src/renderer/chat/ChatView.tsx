@@ -1,9 +1,9 @@
 // The chat screen: the conversation's title and usage, the agent bar, the transcript (or the
 // tree), what the agent is doing below it, and the message box; it sends, resumes and switches.
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type JSX } from 'react'
-import { branchName, branchNameKey } from '../../shared/branch-name'
-import type { RemoteAgentDto } from '../../shared/api'
-import type { Entry } from '../../shared/entry'
+import { branchName, branchNameKey } from '../../shared/conversation/branch-name'
+import type { RemoteAgentDto } from '../../shared/api/api'
+import type { Entry } from '../../shared/entry/entry'
 import { AgentBar } from './AgentBar'
 import { sentText, stillWaiting, unknownCommandText, type CommandName } from './agent-place'
 import { errorText, useApi } from '../api-context'

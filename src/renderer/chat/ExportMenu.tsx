@@ -1,7 +1,7 @@
 // The conversation header's export menu: the shown branch as Markdown, or every entry as JSON
 // (as `arbor export` writes them: the same shared code, read from a fresh conversation.open).
 import { useCallback, useRef, useState, type JSX } from 'react'
-import { conversationDag, conversationJson, exportFileName, transcriptMarkdown } from '../../shared/conversation-export'
+import { conversationDag, conversationJson, exportFileName, transcriptMarkdown } from '../../shared/conversation/conversation-export'
 import { errorText, useApi } from '../api-context'
 import { downloadText } from '../common/download'
 import { useDismiss } from '../common/use-dismiss'

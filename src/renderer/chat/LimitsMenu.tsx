@@ -1,7 +1,7 @@
 // The conversation header's limits: this device's step limit per turn and token budget for the
 // conversation (agent.configure's `limits`), beside what the budget has counted so far.
 import { useCallback, useId, useRef, useState, type FormEvent, type JSX } from 'react'
-import type { AgentLimitsDto } from '../../shared/api'
+import type { AgentLimitsDto } from '../../shared/api/api'
 import { errorText, useApi } from '../api-context'
 import { maxStepsOf, tokenBudgetOf } from '../settings/settings-form'
 import { useDismiss } from '../common/use-dismiss'

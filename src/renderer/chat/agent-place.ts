@@ -1,8 +1,8 @@
 // Where a conversation's agent runs, in the words the chat shows: the agent bar's line, the
 // healing notes, what a message sent to another device's agent leads to, and the message
 // box's commands (`/resume`). Pure: the API's data in, text out.
-import type { AgentStatusDto, ApiEvent, RemoteAgentDto } from '../../shared/api'
-import type { Entry } from '../../shared/entry'
+import type { AgentStatusDto, ApiEvent, RemoteAgentDto } from '../../shared/api/api'
+import type { Entry } from '../../shared/entry/entry'
 
 export type PlaceTone = 'ok' | 'warn' | 'muted'
 

@@ -1,6 +1,6 @@
 // How much of the model's context the shown branch fills: what its latest model step was sent
 // and answered (the conversation's total over every branch says what it cost, not this).
-import type { Entry } from '../../shared/entry'
+import type { Entry } from '../../shared/entry/entry'
 
 /**
  * Tokens of the branch's context at its latest model step (after a compaction with no step

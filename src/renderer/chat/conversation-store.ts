@@ -1,9 +1,9 @@
 // The open conversation on the client: its DAG (from conversation.open, then live `entries`
 // events), the shown selection, whether the agent runs, and what is streaming right now
 // (assistant tokens, tool output) before the entries that record it arrive.
-import type { AgentPlaceDto, ApiEvent, ConversationDto } from '../../shared/api'
-import { ConversationDag } from '../../shared/conversation-dag'
-import type { Entry } from '../../shared/entry'
+import type { AgentPlaceDto, ApiEvent, ConversationDto } from '../../shared/api/api'
+import { ConversationDag } from '../../shared/conversation/conversation-dag'
+import type { Entry } from '../../shared/entry/entry'
 import { sumUsage, type LiveToolStatus } from '../transcript/transcript-items'
 
 /** Live tool output kept per call, from the end (the recorded result replaces it). */

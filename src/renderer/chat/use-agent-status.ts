@@ -2,8 +2,8 @@
 // per burst) whenever an event may have moved it — a lifecycle entry, the agent starting or
 // ending, a device coming or going, the network switch.
 import { useCallback, useEffect, useRef, useState } from 'react'
-import type { AgentStatusDto } from '../../shared/api'
-import type { ApiClient } from '../../shared/api-client'
+import type { AgentStatusDto } from '../../shared/api/api'
+import type { ApiClient } from '../../shared/api/api-client'
 import { errorText } from '../api-context'
 import { affectsPlacement } from './agent-place'
 

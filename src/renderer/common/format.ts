@@ -1,5 +1,5 @@
 // Short words shown on several screens: counts, times, where an agent runs. Pure.
-import type { AgentPlaceDto } from '../../shared/api'
+import type { AgentPlaceDto } from '../../shared/api/api'
 
 /** Where an agent runs, in a few words: "here", "on laptop", "here and on laptop". */
 export function placesText (agents: readonly AgentPlaceDto[]): string {

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
-import type { DeviceDto, NetStateDto } from '../../shared/api'
+import type { DeviceDto, NetStateDto } from '../../shared/api/api'
 import { errorText, useApi } from '../api-context'
 import { formatWhen } from '../common/format'
 import { netLine } from './net-state'

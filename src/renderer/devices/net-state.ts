@@ -1,8 +1,8 @@
 // This node's network as the UI shows it: read on every (re)connection, then kept from the
 // node's `net` events, so the switch and the offline indicator say what is, not what was asked.
 import { useEffect, useState } from 'react'
-import type { NetStateDto } from '../../shared/api'
-import type { ApiClient, ConnectionStatus } from '../../shared/api-client'
+import type { NetStateDto } from '../../shared/api/api'
+import type { ApiClient, ConnectionStatus } from '../../shared/api/api-client'
 
 export function useNetState (client: ApiClient, status: ConnectionStatus): NetStateDto | undefined {
   const [net, setNet] = useState<NetStateDto | undefined>()

@@ -1,7 +1,7 @@
 // Ctrl+K (Cmd+K): search every conversation and branch. Results as one types (newest first);
 // arrows move, Enter or a click opens the entry in its branch, Escape closes.
 import { useEffect, useRef, useState, type JSX, type KeyboardEvent } from 'react'
-import type { SearchHitDto } from '../../shared/api'
+import type { SearchHitDto } from '../../shared/api/api'
 import { errorText, useApi } from '../api-context'
 
 /** how long typing may pause before the node is asked */

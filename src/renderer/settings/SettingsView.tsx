@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type JSX } from 'react'
-import type { ApiMethods, SettingsDto } from '../../shared/api'
+import type { ApiMethods, SettingsDto } from '../../shared/api/api'
 import { errorText, useApi } from '../api-context'
 import { contextWindowOf, EMPTY_FORM, maxStepsOf, withLoaded, type ProviderChoice, type SettingsField, type SettingsForm } from './settings-form'
 

@@ -1,4 +1,4 @@
-import type { SettingsDto } from '../../shared/api'
+import type { SettingsDto } from '../../shared/api/api'
 
 // The Settings screen's form, apart from React: what the stored settings fill in, and how a
 // load that arrives after the user began typing leaves the user's fields alone. Pure.

@@ -1,7 +1,7 @@
 // "Import session…": a Pi or Claude Code session file (JSONL) chosen by the person, sent whole
 // to conversation.import; the new conversation opens, and what was skipped is said.
 import { useRef, useState, type JSX } from 'react'
-import { importTooLarge, MAX_IMPORT_CHARS } from '../../shared/import-limit'
+import { importTooLarge, MAX_IMPORT_CHARS } from '../../shared/api/import-limit'
 import { errorText, useApi } from '../api-context'
 
 export function ImportSession ({ disabled, onImported }: { disabled: boolean; onImported: (id: string) => void }): JSX.Element {

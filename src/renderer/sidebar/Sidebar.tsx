@@ -1,5 +1,5 @@
 import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type JSX, type KeyboardEvent } from 'react'
-import type { ApiMethods, ConversationSummaryDto, NetStateDto } from '../../shared/api'
+import type { ApiMethods, ConversationSummaryDto, NetStateDto } from '../../shared/api/api'
 import { errorText, useApi } from '../api-context'
 import { formatWhen, placesText } from '../common/format'
 import { filterConversations, sortConversations } from './conversation-list'

@@ -1,5 +1,5 @@
 // The sidebar's list: ordering, client-side search, and keeping summaries current from events.
-import type { AgentPlaceDto, ApiEvent, ConversationSummaryDto } from '../../shared/api'
+import type { AgentPlaceDto, ApiEvent, ConversationSummaryDto } from '../../shared/api/api'
 
 /** Newest activity first; ties by title then id, so the order is stable. */
 export function sortConversations (list: readonly ConversationSummaryDto[]): ConversationSummaryDto[] {

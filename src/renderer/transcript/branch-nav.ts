@@ -1,5 +1,5 @@
 // Where the shown branch forks, and how to step to a sibling branch ("‹ 1/2 ›").
-import type { Entry } from '../../shared/entry'
+import type { Entry } from '../../shared/entry/entry'
 
 /** The alternatives at one entry of the shown branch: it and its siblings, oldest first. */
 export interface Fork {

@@ -1,7 +1,7 @@
 // Lifecycle entries (the agent started, moved, stopped; notes; entries of a newer version) as
 // the transcript's notice lines. Pure: an entry in, a line or nothing out.
-import type { Entry } from '../../shared/entry'
-import { unknownEntryNotice } from '../../shared/entry-text'
+import type { Entry } from '../../shared/entry/entry'
+import { unknownEntryNotice } from '../../shared/entry/entry-text'
 
 export type NoticeTone = 'info' | 'warn' | 'error'
 

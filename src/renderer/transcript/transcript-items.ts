@@ -1,6 +1,6 @@
 // The shown branch as things to draw: messages, tool calls joined with their intents and
 // results, and notices for lifecycle entries worth seeing. Pure: entries in, items out.
-import type { EffectClass, Entry, EntryOf } from '../../shared/entry'
+import type { EffectClass, Entry, EntryOf } from '../../shared/entry/entry'
 import { forksOf, type BranchNameOf, type ChildrenOf, type Fork } from './branch-nav'
 import { noticeFor, type NoticeContext, type NoticeTone } from './notices'
 

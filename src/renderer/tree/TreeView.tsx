@@ -3,8 +3,8 @@
 // in view (plus a few) are drawn, so 10,000 entries scroll smoothly. Forks fold (this
 // device's view state, kept per conversation in localStorage); branches can be named.
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type JSX, type KeyboardEvent } from 'react'
-import { BRANCH_NAME_MAX } from '../../shared/branch-name'
-import type { ConversationDag } from '../../shared/conversation-dag'
+import { BRANCH_NAME_MAX } from '../../shared/conversation/branch-name'
+import type { ConversationDag } from '../../shared/conversation/conversation-dag'
 import { useApi } from '../api-context'
 import { continuePointOf, type ContinuePoint } from '../chat/continue-from'
 import { ariaPositions } from './tree-aria'

@@ -1,6 +1,6 @@
 // The tree's layout of a conversation, kept while the conversation stays as it was: opening the
 // tree again (or after the chat laid it out in idle time, warmTreeLayout) costs no layout walk.
-import type { ConversationDag } from '../../shared/conversation-dag'
+import type { ConversationDag } from '../../shared/conversation/conversation-dag'
 import { layoutTree, type TreeLayout } from './tree-layout'
 
 interface Kept { size: number; selected: string | undefined; layout: TreeLayout }

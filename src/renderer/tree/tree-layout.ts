@@ -3,9 +3,9 @@
 // each path); the root (and anything before the first user message) is the first turn.
 // Entries hang under their first parent, as in ConversationDag.pathTo. Iterative throughout:
 // a chain of 10,000 entries must not use 10,000 stack frames.
-import { branchName, branchNameKey } from '../../shared/branch-name'
-import type { ConversationDag } from '../../shared/conversation-dag'
-import type { Entry } from '../../shared/entry'
+import { branchName, branchNameKey } from '../../shared/conversation/branch-name'
+import type { ConversationDag } from '../../shared/conversation/conversation-dag'
+import type { Entry } from '../../shared/entry/entry'
 
 export interface TreeNode {
   /** the turn's first entry (user message, or the root): the row's key */

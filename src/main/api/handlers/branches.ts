@@ -1,6 +1,6 @@
 // branch.name: a branch's name, a `meta` setting every device shows (shared/branch-name.ts).
-import { branchName, branchNameKey } from '../../../shared/branch-name'
-import type { Entry } from '../../../shared/entry'
+import { branchName, branchNameKey } from '../../../shared/conversation/branch-name'
+import type { Entry } from '../../../shared/entry/entry'
 import { setMeta } from '../../history/set-meta'
 import { ApiError, type HandlerContext, type HandlersOf } from './handler-context'
 

@@ -1,7 +1,7 @@
 // conversation.compact: `/compact [focus]` in the message box, `arbor compact <conv> [focus]`.
-import type { ApiMethods } from '../../../shared/api'
-import type { ApiParamsOut } from '../../../shared/api-params'
-import type { Entry } from '../../../shared/entry'
+import type { ApiMethods } from '../../../shared/api/api'
+import type { ApiParamsOut } from '../../../shared/api/api-params'
+import type { Entry } from '../../../shared/entry/entry'
 import { DEFAULT_CONTEXT_WINDOW } from '../../llm/context-window'
 import { summarise } from '../../runtime/agent/compaction-step'
 import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type CallContext, type HandlerContext, type HandlersOf } from './handler-context'

@@ -1,5 +1,5 @@
 // hello, devices.list/invite/join/forget, net.get/set: this device, the paired ones, the network.
-import type { DeviceDto } from '../../../shared/api'
+import type { DeviceDto } from '../../../shared/api/api'
 import { asApiError, type HandlerContext, type HandlersOf } from './handler-context'
 
 type DeviceMethod = 'hello' | 'devices.list' | 'devices.invite' | 'devices.join' | 'devices.forget' | 'net.get' | 'net.set'

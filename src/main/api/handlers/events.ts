@@ -1,6 +1,6 @@
 // The events every client follows: entries as they join (local or replicated), this node's and
 // connected devices' agent streams, where agents run, peers coming and going, the network.
-import type { ApiEvent, NetStateDto } from '../../../shared/api'
+import type { ApiEvent, NetStateDto } from '../../../shared/api/api'
 import type { Logger } from '../../../shared/logger'
 import type { EntriesEvent } from '../../history/history-store'
 import type { ArborNode } from '../../node'

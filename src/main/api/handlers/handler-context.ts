@@ -1,7 +1,7 @@
 // What every area's handlers share: the node, where agents run, the errors meant for the user,
 // and the guard that keeps two requests from starting one conversation's agent.
-import type { ApiParamsOut } from '../../../shared/api-params'
-import type { ApiMethod, ApiMethods, NetStateDto } from '../../../shared/api'
+import type { ApiParamsOut } from '../../../shared/api/api-params'
+import type { ApiMethod, ApiMethods, NetStateDto } from '../../../shared/api/api'
 import type { ArborNode } from '../../node'
 import type { AgentLocations } from '../agent-locations'
 

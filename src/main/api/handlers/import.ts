@@ -1,9 +1,9 @@
 // conversation.import: a Pi or Claude Code session file as a new conversation of this device.
 import { ApiError, type HandlerContext, type HandlersOf } from './handler-context'
-import { entryDrafts } from '../../history/import-tree'
-import { ImportError, readSession } from '../../history/import-session'
+import { entryDrafts } from '../../history/import/import-tree'
+import { ImportError, readSession } from '../../history/import/import-session'
 import { readNodeSettings } from '../../runtime/agent/agent-config'
-import type { Entry } from '../../../shared/entry'
+import type { Entry } from '../../../shared/entry/entry'
 
 export function importHandlers (c: HandlerContext): HandlersOf<'conversation.import'> {
   return {

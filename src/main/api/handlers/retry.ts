@@ -1,8 +1,8 @@
 // message.retry: a reply run again from what it answered, as a new branch (the Retry button, `arbor retry`).
-import type { ApiMethods } from '../../../shared/api'
-import type { ApiParamsOut } from '../../../shared/api-params'
-import { entryByRef } from '../../../shared/entry-ref'
-import { retryElsewhereText, retryPoint } from '../../../shared/retry-point'
+import type { ApiMethods } from '../../../shared/api/api'
+import type { ApiParamsOut } from '../../../shared/api/api-params'
+import { entryByRef } from '../../../shared/entry/entry-ref'
+import { retryElsewhereText, retryPoint } from '../../../shared/conversation/retry-point'
 import { topRef } from '../../runtime/placement/placement'
 import { AGENT_BUSY_MESSAGE, ApiError, asApiError, type HandlerContext, type HandlersOf } from './handler-context'
 

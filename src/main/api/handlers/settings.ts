@@ -1,7 +1,7 @@
 // settings.get/set/detect: this node's model settings (the key kept apart, never returned).
 import path from 'node:path'
-import type { SettingsDto } from '../../../shared/api'
-import type { ApiParamsOut } from '../../../shared/api-params'
+import type { SettingsDto } from '../../../shared/api/api'
+import type { ApiParamsOut } from '../../../shared/api/api-params'
 import { readNodeSettings, writeNodeSettings, type NodeSettings } from '../../runtime/agent/agent-config'
 import { DEFAULT_MAX_STEPS } from '../../runtime/agent/turn-limits'
 import { detectLocalServers, type LocalServer } from '../../llm/local-servers'

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { HistoryStore } from '../../history/history-store'
-import type { Entry } from '../../../shared/entry'
+import type { Entry } from '../../../shared/entry/entry'
 import type { Clock } from '../../../shared/clock'
 import { DynamicSupervisor } from '../supervisor/dynamic-supervisor'
 import { Supervisor } from '../supervisor/supervisor'

@@ -1,7 +1,7 @@
 // The model step that writes a compaction: plans it (compaction.ts), asks the model for the
 // summary and returns the entry's body. The agent loop appends it to its journal before a
 // model step; `conversation.compact` appends it at the branch a person shows.
-import type { BodyOf, Entry } from '../../../shared/entry'
+import type { BodyOf, Entry } from '../../../shared/entry/entry'
 import type { IrToolSpec } from '../../../shared/llm-ir'
 import { LlmError, type LlmProvider } from '../../llm/provider'
 import { planCompaction, replyReserve, summaryBudget, summaryRequest, textTokens, type CompactionPlan } from './compaction'

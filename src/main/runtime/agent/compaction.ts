@@ -1,7 +1,7 @@
 // Compaction, decided from the branch alone (no I/O): whether the context a model step would
 // send still fits the model's window, and if not, which older part of the branch a summary
 // stands for from now on. The entries stay in the DAG; only what the model is shown changes.
-import type { Entry, EntryOf } from '../../../shared/entry'
+import type { Entry, EntryOf } from '../../../shared/entry/entry'
 import type { IrMessage } from '../../../shared/llm-ir'
 
 /** What a model step may use of the window. */

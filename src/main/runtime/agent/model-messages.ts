@@ -1,4 +1,4 @@
-import type { Entry } from '../../../shared/entry'
+import type { Entry } from '../../../shared/entry/entry'
 import type { IrMessage } from '../../../shared/llm-ir'
 import { irMessagesOf, type IrMessageBuilder } from './step-planner'
 

@@ -7,7 +7,7 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { createHash } from 'node:crypto'
-import { workspaceReader } from '../../tools/workspace-read'
+import { workspaceReader } from '../../tools/paths/workspace-read'
 
 /** The whole of what is joined, at most (as Codex's project_doc_max_bytes). */
 export const MAX_INSTRUCTION_BYTES = 32 * 1024

@@ -1,4 +1,4 @@
-import type { EffectClass, Entry, EntryOf } from '../../../shared/entry'
+import type { EffectClass, Entry, EntryOf } from '../../../shared/entry/entry'
 import type { IrMessage, IrToolCall } from '../../../shared/llm-ir'
 import { contextView, summaryMessage } from './compaction'
 

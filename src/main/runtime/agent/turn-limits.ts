@@ -2,7 +2,7 @@
 // current turn has taken, how many tokens this device's runs of the conversation used, and whether
 // the next model step would pass this device's limits. The loop checks them at a step boundary
 // only (before a model step), so a stop never falls between a call and its result.
-import type { Entry } from '../../../shared/entry'
+import type { Entry } from '../../../shared/entry/entry'
 
 /** The limits this device's agent of a conversation runs under (its settings, never a peer's). */
 export interface TurnLimits {

@@ -1,13 +1,13 @@
 import fs from 'node:fs/promises'
 import type { EntriesEvent, HistoryStore } from '../../history/history-store'
-import type { Entry } from '../../../shared/entry'
+import type { Entry } from '../../../shared/entry/entry'
 import type { Logger } from '../../../shared/logger'
 import { systemClock, type Clock, type ClockTimer } from '../../../shared/clock'
 import { writeStateFile } from '../../disk/state-file'
 import type { AgentHost, StartOptions } from '../agent/agent-host'
 import type { AgentRun } from '../agent/agent-loop'
-import type { AgentWait } from '../../../shared/agent-wait'
-import { retryElsewhereText } from '../../../shared/retry-point'
+import type { AgentWait } from '../../../shared/conversation/agent-wait'
+import { retryElsewhereText } from '../../../shared/conversation/retry-point'
 import { compareRefs, decide, EpochLedger, nextEpoch, openWork, runModelAt, topRef, type AgentRef, type PlacementAction } from './placement'
 
 /** What placement needs to know of the other devices (the sync layer provides it). */

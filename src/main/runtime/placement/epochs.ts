@@ -4,7 +4,7 @@
 // whole history the honest epochs form 0..k without a gap, and an epoch beyond a gap is one
 // no device could have reached by resuming: it counts for nothing until the starts that
 // fill the gap arrive. A peer that wants the conversation for ever must write ~2^30 entries.
-import type { Entry } from '../../../shared/entry'
+import type { Entry } from '../../../shared/entry/entry'
 
 /** An agent incarnation: the device it runs on and its epoch. */
 export interface AgentRef { device: string; epoch: number }

@@ -2,8 +2,8 @@
 // decisions over what a device sees — the history it holds, the agents its peers announce,
 // which peers are live — so they can be property-tested without disks or sockets.
 import { createHash } from 'node:crypto'
-import type { Entry } from '../../../shared/entry'
-import type { ConversationDag } from '../../../shared/conversation-dag'
+import type { Entry } from '../../../shared/entry/entry'
+import type { ConversationDag } from '../../../shared/conversation/conversation-dag'
 import { compareRefs, EpochLedger, type AgentRef } from './epochs'
 
 export { compareRefs, EpochLedger, honouredEpoch, MAX_EPOCH, type AgentRef } from './epochs'

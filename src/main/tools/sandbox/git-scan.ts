@@ -19,7 +19,7 @@ import path from 'node:path'
 import { configVerdict, configValues, parseGitConfigBytes } from './git-config'
 import { commonDirOf, expandPath, GIT_CONTROL_FILES, GIT_DIR_CONTAINERS, isGitDir, looksLikeGitDir, parseGitfile, type GitPlan } from './git-guard'
 import { isInside, nodeFsProbe } from './hidden-paths'
-import { workspaceReader, type WorkspaceReader } from '../workspace-read'
+import { workspaceReader, type WorkspaceReader } from '../paths/workspace-read'
 
 export interface GitScanOptions {
   /** stop the walk after this many directories (default 100,000) */

@@ -8,7 +8,7 @@ import fs from 'node:fs'
 import { baseMountArgs, isolationArgs } from './bwrap-args'
 import { probeLimitEnforcement, type CallCgroup, type CgroupBase } from './resource-cgroups'
 import { defaultResourceLimits, enforcementWarnings, tmpfsSizes, type LimitEnforcement } from './resource-limits'
-import { sandboxSeccomp } from './seccomp'
+import { sandboxSeccomp } from './seccomp/seccomp'
 import { SECCOMP_FD, spawnSandbox } from './spawn-sandbox'
 
 export const MIN_SAFE_BWRAP_VERSION = '0.12.0'
