@@ -151,12 +151,9 @@ async function startReady (big: string, small: string, meta: DatasetMeta, base: 
 // ---------------------------------------------------------------- 3. RSS after opening everything
 
 /**
- * What RSS may exceed ready + the DAG cache budget by after opening everything: opening 10,000
- * conversations peaks near 440 MB (V8 lets the DAGs the cache evicted pile up in the old
- * generation to ~285 MB before collecting), and right after a full GC the process still holds
- * 22–29 MB of that beyond ready + budget (V8 pages it gives back later, from a background task
- * once idle: 10 s later the node is at ready + 14–17 MB) while the heap itself grows 33 MB, less
- * than the budget's 64 MiB estimate. Not the index: that is in the RSS once ready (~9 MB).
+ * What RSS may exceed ready + the DAG cache budget by after opening everything: the pages kept
+ * from the peak (evicted DAGs pile up in V8's old generation before it collects), which V8
+ * gives back later, once idle. Not the index: that is in the RSS once ready.
  */
 const RSS_CONSTANT_MB = 32
 
@@ -216,7 +213,7 @@ async function indexSave (big: string, meta: DatasetMeta, base: DatasetMeta): Pr
     journal = now
     if (i > 0) saves.push(r)
   }
-  // before: the whole state as JSON, written whole (index.json, once a second while anything changed)
+  // the baseline, the previous format: the whole state as JSON, written whole (index.json)
   const json: Array<{ cpu: number; wall: number }> = []
   for (let i = 0; i < 5; i++) json.push(await cpuMs(() => writeStateFile(path.join(work, 'index.json'), JSON.stringify({ v: 1, ...state }))))
   const value = median(saves.map(r => r.cpu))
@@ -338,8 +335,8 @@ async function reconnect (big: string, small: string, meta: DatasetMeta, base: D
 // ---------------------------------------------------------------- 5. initial sync of a new device
 
 async function initialSync (dir: string, meta: DatasetMeta): Promise<void> {
-  // The whole history would take ~0.5 ms of CPU a block for raw replication alone (tens of
-  // minutes here): by default the new device syncs from the writer that holds least.
+  // The whole history takes tens of minutes even for raw replication: by default the new
+  // device syncs from the writer that holds least.
   const source = SYNC_FULL ? holder(dir, 0) : deviceDir(dir, meta.syncSource)
   const { result: r } = await child<Record<string, unknown> & { value: number; ratio: number; entries: number; conversations: number }>('sync', [source, await workDir('sync'), '1'])
   emit({

@@ -212,8 +212,8 @@ interface Feed { key: string; conversation: string; device: number; keyPair: { p
  * has (its storage also holds the writer's key pair). Each device's manifest lists what it
  * holds; then the holders' and the sync source's HistoryStore rebuild their index from the
  * feeds, as a device that lost its index does: every entry read back, checked and indexed.
- * Replication (~0.5 ms of CPU a block here) or HistoryStore.append (~0.3 ms an entry) would
- * make it half an hour. meta.json is written last: its presence says the set is complete.
+ * Writing copies directly, not by replication or HistoryStore.append, is what keeps generation
+ * short. meta.json is written last: its presence says the set is complete.
  */
 export async function buildDataset (dataset: string, scale: Scale): Promise<DatasetMeta> {
   await fs.rm(dataset, { recursive: true, force: true })
