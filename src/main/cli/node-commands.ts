@@ -1,6 +1,6 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import type { CliIo } from './run-cli'
+import type { CliIo } from './cli-io'
 import { terminalJson } from './terminal-text'
 import type { CliApi } from './api-session'
 import type { DeviceDto } from '../../shared/api/api'

@@ -8,6 +8,7 @@ import { indexDir, readListing, type ConversationSummary } from '../history/inde
 import { summaryRows, type ListRows } from '../history/index/index-listing'
 import { writeListText } from './conversation-list'
 import type { NodeCommandOptions } from './node-commands'
+import type { CliIo } from './cli-io'
 import type { CliApi, LentNode } from './api-session'
 import { NodeLostError } from './node-lost'
 import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
@@ -16,15 +17,6 @@ import { nodeMaySocket } from '../api/socket-path'
 import { oneLine, terminalJson, terminalSafeWriter } from './terminal-text'
 // Only what `ls` needs is imported here; every other command imports its modules when it runs
 // (the entry schema alone, zod, takes longer to load than listing 10,000 conversations).
-
-export interface CliIo {
-  out: (text: string) => void
-  err: (text: string) => void
-  env: NodeJS.ProcessEnv
-  cwd: string
-  /** aborted on Ctrl-C */
-  signal?: AbortSignal
-}
 
 /** An error meant for the user: printed as one line, exit code 1 (2 for usage). */
 export class CliError extends Error {
