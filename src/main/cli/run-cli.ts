@@ -9,7 +9,8 @@ import { summaryRows, type ListRows } from '../history/index/index-listing'
 import { writeListText } from './conversation-list'
 import type { NodeCommandOptions } from './node-commands'
 import type { CliIo } from './cli-io'
-import type { CliApi, LentNode } from './api-session'
+import type { CliApi } from './api-session'
+import type { ApiService } from '../api/api-service'
 import { NodeLostError } from './node-lost'
 import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
 import { dataDir } from '../disk/data-dir'
@@ -84,7 +85,8 @@ type Values = CliValues
 
 /** What runs the commands when not the node serving the data directory: a node in this process (tests). */
 export interface CliContext {
-  node?: LentNode
+  /** the API of a node in this process: the commands are its clients */
+  api?: ApiService
 }
 
 /** Runs one CLI invocation; returns the exit code. Never throws. */
@@ -121,14 +123,14 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
     session ??= import('./api-session').then(({ openSession }) => openSession({
       dir,
       env: io.env,
-      ...(ctx.node !== undefined ? { node: ctx.node } : {}),
+      ...(ctx.api !== undefined ? { api: ctx.api } : {}),
       ...(network !== undefined ? { network } : {})
     }))
     return session
   }
   // The node that runs here (or the one lent), if any: no node is opened for the command.
   const running = async (): Promise<CliApi | null> => {
-    if (ctx.node !== undefined) return api()
+    if (ctx.api !== undefined) return api()
     if (!nodeMaySocket(dir)) return null // no socket file: nothing to connect to (and node:net stays unloaded)
     const { nodeApi } = await import('./api-session')
     const a = await nodeApi(dir).catch((err: Error) => { throw new NodeLostError(err.message) })
