@@ -53,8 +53,9 @@ export const ALLOWED = {
   llm: LEAVES,
   tools: LEAVES,
   runtime: [...LEAVES, ...HISTORY, 'llm', 'tools'],
-  // the wiring: the composition root, the API and its transports, the CLI, the Electron shell
-  root: [...CORE, 'api'],
+  // the wiring: the composition root (of the core only: its clients are composed over it), the
+  // API and its transports, the CLI, the Electron shell
+  root: CORE,
   api: [...CORE, 'root'],
   cli: [...CORE, 'root', 'api'],
   electron: [...CORE, 'root', 'api'],

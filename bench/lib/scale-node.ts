@@ -19,7 +19,7 @@ async function startNode (dataDir: string, work: string): Promise<{ node: ArborN
   const t1 = performance.now()
   const home = path.join(work, 'home')
   // Its own registry and HOME: the bench must not register the data set in the user's ~/.config.
-  const node = new ArborNode({ dataDir, swarm: false, api: false, registryDir: path.join(home, 'nodes'), env: { HOME: home }, log: quiet })
+  const node = new ArborNode({ dataDir, swarm: false, registryDir: path.join(home, 'nodes'), env: { HOME: home }, log: quiet })
   await node.history.ready()
   const t2 = performance.now()
   await node.ready()

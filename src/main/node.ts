@@ -16,8 +16,6 @@ import { ClusterStore, describeForget } from './sync/cluster/cluster-store'
 import type { PairingHost } from './sync/cluster/pairing'
 import { SyncNode, type BootstrapNode, type HeldWait } from './sync/sync-node'
 import type { AgentWait } from '../shared/conversation/agent-wait'
-import { LocalApiServer } from './api/local-socket'
-import { ApiService } from './api/api-service'
 import { FileSecretStore, type SecretStore } from './secrets/secret-store'
 import { defaultRegistryDir, registerDataDir } from './tools/sandbox/data-dir-registry'
 import type { PeerVersion, ProtocolVersions } from '../shared/protocol-version'
@@ -32,10 +30,6 @@ export interface ArborNodeOptions {
   bootstrap?: BootstrapNode[]
   /** this device's name for the others (default: the host name) */
   name?: string
-  /** serve the local socket the CLI talks to (default true); the API itself (apiService) is there either way */
-  api?: boolean
-  /** the version the API's hello reports (default this Arbor's) */
-  version?: string
   /**
    * opened for one CLI command while no node runs here (no network): agents a crash cut short
    * are left for the device's own node to continue, and a forget is told when that node runs
@@ -97,8 +91,9 @@ export interface NodeAgentEvents {
 
 /**
  * The composition root (DESIGN.md, "Layout"): one device's node = its history, its
- * cluster membership, sync with the paired devices, pairing, and the local socket the
- * CLI drives it through. The process that owns the data directory runs exactly one.
+ * cluster membership, sync with the paired devices, pairing, and its agents. The process
+ * that owns the data directory runs exactly one; its clients (the API and the transports
+ * that carry it) are composed over it by the entry points (api/served-node.ts).
  */
 export class ArborNode {
   readonly dataDir: string
@@ -117,9 +112,6 @@ export class ArborNode {
   private readonly log: Logger
   private readonly life: Lifecycle
   private pairing: PairingHost | null = null
-  private api: LocalApiServer | null = null
-  /** the node's API, made when first asked for: one per node (one guard per conversation's agent), every transport shares it */
-  private service: ApiService | null = null
   /** joining a cluster: the inviting device (not trusted yet) must get through the firewall */
   private joining = false
 
@@ -236,10 +228,6 @@ export class ArborNode {
     await this.sync.ready()
     await this.startPairingHost()
     await this.placement.ready({ restore: this.opts.forCommand !== true })
-    if (this.opts.api !== false) {
-      this.api = new LocalApiServer(this.dataDir, this.apiService, this.logFor('api'))
-      await this.api.listen()
-    }
   }
 
   /** Answers devices joining with this device's invites. */
@@ -260,15 +248,7 @@ export class ArborNode {
     await this.pairing.ready()
   }
 
-  /** The node's API (src/shared/api/api.ts): its local socket, the web server, Electron's ports and the CLI in process all serve this one. */
-  get apiService (): ApiService {
-    this.service ??= new ApiService(this, { log: this.logFor('api'), ...(this.opts.version !== undefined ? { version: this.opts.version } : {}) })
-    return this.service
-  }
-
   private async shut (): Promise<void> {
-    await this.api?.close()
-    this.service?.close()
     await this.placement.close()
     await this.agents.close() // each agent records its stop while the history is still open
     await this.pairing?.close()

@@ -144,7 +144,6 @@ export class AgentCluster {
     const node = new ArborNode({
       dataDir: dir,
       name,
-      api: false,
       swarm: false,
       heartbeatMs: this.opts.heartbeatMs,
       suspectAfterMs: this.opts.suspectAfterMs,

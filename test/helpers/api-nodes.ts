@@ -41,7 +41,7 @@ export function apiNodes (prefix: string): ApiNodes {
     defer,
     async start (name, options = {}) {
       const dir = await dirs.make()
-      const node = new ArborNode({ dataDir: dir, api: false, bootstrap: bootstrap(), name, env: { HOME: dir }, log: memoryLogger(), ...options })
+      const node = new ArborNode({ dataDir: dir, bootstrap: bootstrap(), name, env: { HOME: dir }, log: memoryLogger(), ...options })
       await node.ready()
       const api = new ApiService(node, { version: 'test' })
       defer(async () => { api.close(); await node.close() })

@@ -63,7 +63,6 @@ export class PeerNodes {
     const node: ArborNode = new ArborNode({
       dataDir: dir,
       name,
-      api: false,
       swarm: false,
       env,
       heartbeatMs: opts.heartbeatMs ?? 100,

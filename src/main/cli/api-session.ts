@@ -1,6 +1,7 @@
 // The CLI's side of the API: the shared ApiClient over the running node's local socket, or in
-// process against a node: one lent to runCli (tests), or one this command opens with the one
-// composition root (ArborNode) when no node runs here. Either way the same requests and events.
+// process against a node's API: one lent to runCli (tests), or that of a node this command opens
+// with the one composition root (ArborNode) when no node runs here. Either way the same
+// requests and events.
 import { ApiClient, type Transport } from '../../shared/api/api-client'
 import type { ApiEvent, ApiMethod, ApiMethods } from '../../shared/api/api'
 import type { ApiService } from '../api/api-service'
@@ -20,16 +21,12 @@ export interface CliApi {
   close (): Promise<void>
 }
 
-/** A node lent to the CLI in this process (tests): its commands are its API's clients. */
-export interface LentNode {
-  readonly apiService: ApiService
-}
-
 export interface SessionOptions {
   dir: string
   /** the environment the node opened for the command gives its agents */
   env: NodeJS.ProcessEnv
-  node?: LentNode
+  /** the API of a node in this process lent to the CLI (tests): the commands are its clients */
+  api?: ApiService
   /**
    * with no node running: open one with the network on (`invite`, `join`: they need the DHT),
    * else one with no network at all
@@ -39,7 +36,7 @@ export interface SessionOptions {
 
 /** The API of the node for this command: the lent one, the running one, else one opened for it. */
 export async function openSession (o: SessionOptions): Promise<CliApi> {
-  if (o.node !== undefined) return inProcessApi(o.node.apiService, true)
+  if (o.api !== undefined) return inProcessApi(o.api, true)
   const running = await nodeApi(o.dir).catch((err: Error) => { throw new NodeLostError(err.message) })
   if (running !== null) return running
   return commandNode(o)
@@ -54,19 +51,19 @@ export async function nodeApi (dir: string): Promise<CliApi | null> {
 
 /** An ArborNode for the length of one command (none runs here), through the one composition root. */
 async function commandNode (o: SessionOptions): Promise<CliApi> {
-  const { ArborNode, parseBootstrap } = await import('../node')
+  const [{ ArborNode, parseBootstrap }, { ServedNode }] = await Promise.all([import('../node'), import('../api/served-node')])
   const b = o.network?.bootstrap ?? o.env.ARBOR_BOOTSTRAP
   const node = new ArborNode({
     dataDir: o.dir,
-    api: false, // no socket: another command meanwhile finds the store in use and says so
     env: o.env,
     ...(o.network === undefined
       ? { swarm: false, online: false, forCommand: true }
       : { ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.network.name !== undefined ? { name: o.network.name } : {}) })
   })
-  await node.ready()
-  const api = inProcessApi(node.apiService, false)
-  return { ...api, close: async () => { await api.close(); await node.close() } }
+  const served = new ServedNode(node, { socket: false }) // no socket: another command meanwhile finds the store in use and says so
+  await served.ready()
+  const api = inProcessApi(served.api, false)
+  return { ...api, close: async () => { await api.close(); await served.close() } }
 }
 
 /** An API session in this process, against a node it holds (no socket between). */

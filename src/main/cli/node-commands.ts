@@ -1,6 +1,6 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import type { CliIo } from './run-cli'
+import type { CliIo } from './cli-io'
 import { terminalJson } from './terminal-text'
 import type { CliApi } from './api-session'
 import type { DeviceDto } from '../../shared/api/api'
@@ -69,15 +69,16 @@ export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> 
   const running = await nodeApi(o.dir).catch(() => null)
   if (running !== null) { await running.close(); throw new NodeCommandError(`a node is already serving ${o.dir}`) }
   // The one composition root, as Electron's utility process opens it: with its local socket, so `arbor` commands go through it.
-  const { ArborNode, parseBootstrap } = await import('../node')
+  const [{ ArborNode, parseBootstrap }, { ServedNode }] = await Promise.all([import('../node'), import('../api/served-node')])
   const b = bootstrapOf(o, io)
   const fault = process.env.ARBOR_TEST_SIGSTOP === '1' ? sigstopAt(o.dir) : undefined
   const node = new ArborNode({ dataDir: o.dir, ...(b !== undefined ? { bootstrap: parseBootstrap(b) } : {}), ...(o.name !== undefined ? { name: o.name } : {}), ...(o.offline === true ? { online: false } : {}), ...(fault !== undefined ? { fault } : {}) })
-  await node.ready()
+  const served = new ServedNode(node)
+  await served.ready()
   try {
     const { WebServer } = await import('../api/web-server')
     // the node's own API, which its local socket serves too: one per node (one guard per conversation's agent)
-    const api = node.apiService
+    const api = served.api
     // The default port may be taken (another node on this machine): then any free one.
     const web = new WebServer({ api, ...(o.host !== undefined ? { host: o.host } : {}), ...(port !== undefined ? { port } : { fallbackPort: true }) })
     try {
@@ -105,7 +106,7 @@ export async function serve (o: NodeCommandOptions, io: CliIo): Promise<number> 
       await web.close()
     }
   } finally {
-    await node.close()
+    await served.close()
   }
 }
 

@@ -8,7 +8,9 @@ import { indexDir, readListing, type ConversationSummary } from '../history/inde
 import { summaryRows, type ListRows } from '../history/index/index-listing'
 import { writeListText } from './conversation-list'
 import type { NodeCommandOptions } from './node-commands'
-import type { CliApi, LentNode } from './api-session'
+import type { CliIo } from './cli-io'
+import type { CliApi } from './api-session'
+import type { ApiService } from '../api/api-service'
 import { NodeLostError } from './node-lost'
 import { CliUsageError, parseCommandLine, type CliValues, type CommandLine } from './cli-options'
 import { dataDir } from '../disk/data-dir'
@@ -16,15 +18,6 @@ import { nodeMaySocket } from '../api/socket-path'
 import { oneLine, terminalJson, terminalSafeWriter } from './terminal-text'
 // Only what `ls` needs is imported here; every other command imports its modules when it runs
 // (the entry schema alone, zod, takes longer to load than listing 10,000 conversations).
-
-export interface CliIo {
-  out: (text: string) => void
-  err: (text: string) => void
-  env: NodeJS.ProcessEnv
-  cwd: string
-  /** aborted on Ctrl-C */
-  signal?: AbortSignal
-}
 
 /** An error meant for the user: printed as one line, exit code 1 (2 for usage). */
 export class CliError extends Error {
@@ -92,7 +85,8 @@ type Values = CliValues
 
 /** What runs the commands when not the node serving the data directory: a node in this process (tests). */
 export interface CliContext {
-  node?: LentNode
+  /** the API of a node in this process: the commands are its clients */
+  api?: ApiService
 }
 
 /** Runs one CLI invocation; returns the exit code. Never throws. */
@@ -129,14 +123,14 @@ async function runCommand (argv: string[], io: CliIo, ctx: CliContext): Promise<
     session ??= import('./api-session').then(({ openSession }) => openSession({
       dir,
       env: io.env,
-      ...(ctx.node !== undefined ? { node: ctx.node } : {}),
+      ...(ctx.api !== undefined ? { api: ctx.api } : {}),
       ...(network !== undefined ? { network } : {})
     }))
     return session
   }
   // The node that runs here (or the one lent), if any: no node is opened for the command.
   const running = async (): Promise<CliApi | null> => {
-    if (ctx.node !== undefined) return api()
+    if (ctx.api !== undefined) return api()
     if (!nodeMaySocket(dir)) return null // no socket file: nothing to connect to (and node:net stays unloaded)
     const { nodeApi } = await import('./api-session')
     const a = await nodeApi(dir).catch((err: Error) => { throw new NodeLostError(err.message) })

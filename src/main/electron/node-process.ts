@@ -4,6 +4,7 @@
 import { consoleLogger, type Logger } from '../../shared/logger'
 import { PortApiServer } from '../api/port-server'
 import { ArborNode, parseBootstrap, type ArborNodeOptions } from '../node'
+import { ServedNode } from '../api/served-node'
 import type { MessagePortLike } from '../api/message-port'
 import type { FromNode, ParentPortLike, ToNode } from './node-process-protocol'
 import { ParentSecretStore } from './parent-secret-store'
@@ -33,7 +34,8 @@ export class NodeProcess {
   private readonly listener: Listener
   /** ports that came before the node was open */
   private readonly early: MessagePortLike[] = []
-  private node: ArborNode | null = null
+  /** the node with its API and local socket */
+  private served: ServedNode | null = null
   private server: PortApiServer | null = null
   private secrets: ParentSecretStore | null = null
   private opening: Promise<void> | null = null
@@ -56,7 +58,7 @@ export class NodeProcess {
   ready (): Promise<void> { return this.started }
 
   /** The open node (null before `start` and after close). */
-  get arbor (): ArborNode | null { return this.node }
+  get arbor (): ArborNode | null { return this.served?.node ?? null }
 
   /** Ports being served now. */
   get connections (): number { return this.server?.size ?? 0 }
@@ -112,13 +114,16 @@ export class NodeProcess {
     this.secrets = new ParentSecretStore({ post: m => { this.post(m) }, secrets: start.secrets, description: start.secretsDescription })
     const env = this.opts.env ?? process.env
     const bootstrap = env.ARBOR_BOOTSTRAP !== undefined && env.ARBOR_BOOTSTRAP !== '' ? { bootstrap: parseBootstrap(env.ARBOR_BOOTSTRAP) } : {}
-    this.node = new ArborNode({ ...bootstrap, ...this.opts.node, ...(this.opts.version !== undefined ? { version: this.opts.version } : {}), dataDir: start.dataDir, secrets: this.secrets })
-    await this.node.ready()
+    const node = new ArborNode({ ...bootstrap, ...this.opts.node, dataDir: start.dataDir, secrets: this.secrets })
+    // with its local socket, so `arbor` commands go through this node
+    const served = new ServedNode(node, { ...(this.opts.version !== undefined ? { version: this.opts.version } : {}), ...(this.opts.node?.log !== undefined ? { log: this.opts.node.log } : {}) })
+    this.served = served
+    await served.ready()
     if (this.closing !== null) throw new Error('the node was asked to stop while it opened')
     // the node's own API, which its local socket serves too (one per node)
-    this.server = new PortApiServer(this.node.apiService, { log: this.log })
+    this.server = new PortApiServer(served.api, { log: this.log })
     for (const port of this.early.splice(0)) this.server.accept(port)
-    this.post({ type: 'ready', device: this.node.device })
+    this.post({ type: 'ready', device: node.device })
     this.log.info(`serving ${start.dataDir}`)
   }
 
@@ -142,8 +147,8 @@ export class NodeProcess {
     await this.opening?.catch(() => undefined)
     this.server?.close()
     this.secrets?.close()
-    const node = this.node
-    this.node = null
-    await node?.close()
+    const served = this.served
+    this.served = null
+    await served?.close()
   }
 }

@@ -1,4 +1,4 @@
-import type { Entry, WrittenEntry } from './entry'
+import type { Entry, WrittenEntry } from './entry-types'
 
 /** An entry as its feed holds it: what export writes and what its id is the hash of. */
 export function asWritten (e: Entry): WrittenEntry {

@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { ArborNode } from '../../../src/main/node'
+import { ServedNode } from '../../../src/main/api/served-node'
 import { memoryLogger } from '../../../src/shared/logger'
 import { runCli } from '../../../src/main/cli/run-cli'
 import { perTest } from '../../helpers/per-test'
@@ -18,14 +19,15 @@ const { dirs, defer } = perTest('arbor-attack-socket-')
 const TOKEN_FILE = 'arbor.sock.token'
 const REFUSED = /^this is not your Arbor node's token: /
 
-async function startNode (dir?: string): Promise<{ node: ArborNode; dir: string; sock: string; log: ReturnType<typeof memoryLogger> }> {
+/** A node with its local socket, as `arbor serve` runs it. */
+async function startNode (dir?: string): Promise<{ node: ArborNode; served: ServedNode; dir: string; sock: string; log: ReturnType<typeof memoryLogger> }> {
   const d = dir ?? await dirs.make()
   fs.chmodSync(d, 0o755) // as `mkdir ~/.config/Arbor` leaves it: others may look inside
   const log = memoryLogger()
-  const node = new ArborNode({ dataDir: d, swarm: false, log, env: { HOME: d } })
-  await node.ready()
-  defer(() => node.close())
-  return { node, dir: d, sock: path.join(d, 'arbor.sock'), log }
+  const served = new ServedNode(new ArborNode({ dataDir: d, swarm: false, log, env: { HOME: d } }), { log })
+  await served.ready()
+  defer(() => served.close())
+  return { node: served.node, served, dir: d, sock: path.join(d, 'arbor.sock'), log }
 }
 
 /** What an attacker would run through the socket: an API request of its choosing. */
@@ -135,18 +137,18 @@ describe('the local socket authenticates its callers', () => {
   })
 
   it('keeps the token in a file only its user can read, new on every start, never logged', async () => {
-    const { node, dir, log } = await startNode()
+    const { served, dir, log } = await startNode()
     const file = path.join(dir, TOKEN_FILE)
     const token = fs.readFileSync(file, 'utf8').trim()
     expect(token).toMatch(/^[0-9a-f]{64}$/)
     expect(fs.statSync(file).mode & 0o777).toBe(0o600)
     expect(fs.readdirSync(dir).filter(f => f.endsWith('.tmp'))).toEqual([])
     expect(JSON.stringify(log.lines)).not.toContain(token)
-    await node.close()
+    await served.close()
     expect(fs.existsSync(file)).toBe(false) // gone with the node
     const again = await startNode(dir)
     expect(fs.readFileSync(file, 'utf8').trim()).not.toBe(token)
-    await again.node.close()
+    await again.served.close()
   })
 
   it('the CLI works through the node with the token, and says so plainly when its token is not the node\'s', async () => {

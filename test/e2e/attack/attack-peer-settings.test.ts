@@ -109,7 +109,13 @@ describe('attack: conversation settings written by another device', () => {
 
     const out: string[] = []
     // `arbor chat` as a client of the victim's node (its own agents run the turn)
-    const code = await runCli(['chat', a.conv, 'go'], { out: t => { out.push(t) }, err: t => { out.push(t) }, env: a.victim.env, cwd: a.victim.dir }, { node: a.victim.node })
+    const api = new ApiService(a.victim.node)
+    let code: number
+    try {
+      code = await runCli(['chat', a.conv, 'go'], { out: t => { out.push(t) }, err: t => { out.push(t) }, env: a.victim.env, cwd: a.victim.dir }, { api })
+    } finally {
+      api.close()
+    }
     expect(code, out.join('')).toBe(0)
     expect.soft(out.join('')).not.toMatch(/sandbox is off/)
     await assertVictimSafe(a, key)
@@ -121,7 +127,13 @@ describe('attack: conversation settings written by another device', () => {
     const key = 'sk-victim-env-secret'
     const victim = await peers.add('victim', { env: { OPENAI_API_KEY: key, OPENAI_BASE_URL: mine.baseURL } })
     const out: string[] = []
-    const code = await runCli(['chat', '--new', 'go', '--base-url', other.baseURL, '--model', 'other-model'], { out: t => { out.push(t) }, err: t => { out.push(t) }, env: victim.env, cwd: victim.dir }, { node: victim.node })
+    const api = new ApiService(victim.node)
+    let code: number
+    try {
+      code = await runCli(['chat', '--new', 'go', '--base-url', other.baseURL, '--model', 'other-model'], { out: t => { out.push(t) }, err: t => { out.push(t) }, env: victim.env, cwd: victim.dir }, { api })
+    } finally {
+      api.close()
+    }
     expect(code, out.join('')).toBe(0)
     expect(other.chatRequests().length).toBeGreaterThan(0)
     expect(other.requests.filter(r => String(r.headers.authorization ?? '').includes(key)), 'the key went to a server it was not configured for').toEqual([])

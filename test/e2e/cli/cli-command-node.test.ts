@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
 import { ArborNode } from '../../../src/main/node'
+import { ServedNode } from '../../../src/main/api/served-node'
 import { memoryLogger } from '../../../src/shared/logger'
 import { capturedCli, type CliRun } from '../../helpers/captured-cli'
 import type { Entry } from '../../../src/shared/entry/entry'
@@ -20,13 +21,14 @@ const stateFile = (dir: string): string => path.join(dir, 'runtime', 'agents.jso
 
 /** A conversation with a message its agent never answered, and the state file of a node killed while that agent ran. */
 async function cutShort (dir: string): Promise<string> {
-  const node = new ArborNode({ dataDir: dir, api: false, swarm: false, log: memoryLogger(), env: { HOME: dir } })
-  await node.ready()
-  const { id } = await node.apiService.request('conversation.create', { title: 'cut short' })
+  const served = new ServedNode(new ArborNode({ dataDir: dir, swarm: false, log: memoryLogger(), env: { HOME: dir } }), { socket: false })
+  await served.ready()
+  const { node } = served
+  const { id } = await served.api.request('conversation.create', { title: 'cut short' })
   // a message, and the start of the turn answering it: what the history holds when the node dies mid-turn
   const [user] = await node.history.append(id, [{ kind: 'user', body: { text: 'answer me' }, parents: [id] }])
   await node.history.append(id, [{ kind: 'agent.started', body: { epoch: 0, reason: 'user' }, parents: [(user as Entry).id], agent: 'agent#0' }])
-  await node.close()
+  await served.close()
   fs.mkdirSync(path.dirname(stateFile(dir)), { recursive: true })
   fs.writeFileSync(stateFile(dir), JSON.stringify({ running: [id], waiting: {} }))
   fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({ provider: 'fake' }))
@@ -58,7 +60,7 @@ describe('a command run while no node runs', () => {
     expect(JSON.parse(fs.readFileSync(stateFile(dir), 'utf8'))).toMatchObject({ running: [id] })
 
     // the device's own node continues it
-    const node = new ArborNode({ dataDir: dir, api: false, swarm: false, log: memoryLogger(), env: { HOME: dir } })
+    const node = new ArborNode({ dataDir: dir, swarm: false, log: memoryLogger(), env: { HOME: dir } })
     await node.ready()
     defer(() => node.close())
     const deadline = Date.now() + 15_000
@@ -86,7 +88,7 @@ describe('arbor chat --cwd on a conversation that exists', () => {
     expect(kept.out).toContain(`  ${second}\n`) // kept, not for one turn only
 
     // a `cwd` setting another device wrote into the conversation is not where this device works
-    const node = new ArborNode({ dataDir: dir, api: false, swarm: false, log: memoryLogger(), env: { HOME: dir } })
+    const node = new ArborNode({ dataDir: dir, swarm: false, log: memoryLogger(), env: { HOME: dir } })
     await node.ready()
     const dag = await node.history.open(id)
     const peer = 'e'.repeat(64)

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
 import { ArborNode } from '../../../src/main/node'
+import { ServedNode } from '../../../src/main/api/served-node'
 import { memoryLogger } from '../../../src/shared/logger'
 import { capturedCli, type CliRun } from '../../helpers/captured-cli'
 import { validateEntry } from '../../../src/main/history/store/entry-codec'
@@ -16,10 +17,12 @@ const { dirs, defer } = perTest('arbor-cli-import-')
 
 async function startNode (): Promise<{ node: ArborNode; dir: string }> {
   const dir = await dirs.make()
-  const node = new ArborNode({ dataDir: dir, swarm: false, log: memoryLogger(), env: { HOME: dir } })
-  await node.ready()
-  defer(() => node.close())
-  return { node, dir }
+  const log = memoryLogger()
+  // with its local socket, as `arbor serve` runs it
+  const served = new ServedNode(new ArborNode({ dataDir: dir, swarm: false, log, env: { HOME: dir } }), { log })
+  await served.ready()
+  defer(() => served.close())
+  return { node: served.node, dir }
 }
 
 const arbor = (dir: string, ...args: string[]): Promise<CliRun> => capturedCli(args, { ARBOR_DATA: dir }, E2E_FIXTURES)

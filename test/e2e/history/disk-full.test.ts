@@ -189,7 +189,7 @@ describe.skipIf(skip)(`a full disk${why}`, () => {
     api.close()
     peers.net.remove('laptop')
     await laptop.node.close()
-    const reopened = new ArborNode({ dataDir: dir, name: 'laptop', api: false, swarm: false, env: laptop.env, log: memoryLogger() })
+    const reopened = new ArborNode({ dataDir: dir, name: 'laptop', swarm: false, env: laptop.env, log: memoryLogger() })
     defer(() => reopened.close())
     await reopened.ready()
     const dag = await reopened.history.open(id)

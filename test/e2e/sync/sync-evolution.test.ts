@@ -16,6 +16,7 @@ import { openWork } from '../../../src/main/runtime/placement/placement'
 import { InProcessNetwork, MemoryLink } from '../../helpers/in-process-network'
 import { PeerNodes } from '../../helpers/peer-nodes'
 import { runCli } from '../../../src/main/cli/run-cli'
+import { ApiService } from '../../../src/main/api/api-service'
 import { TestCluster } from '../../helpers/test-cluster'
 import { perTest } from '../../helpers/per-test'
 import { PROTOCOL } from '../../../src/shared/protocol-version'
@@ -317,7 +318,9 @@ describe('arbor devices, between real nodes of different versions', () => {
     const server = await nodes.add('server', { protocolVersions: { major: 2, minor: 0, oldest: 2, schema: 5, app: '2.0.0' } })
     await shown(laptop.node.sync, server.node.device)
     let out = ''
-    const code = await runCli(['devices'], { out: t => { out += t }, err: () => {}, env: {}, cwd: laptop.dir }, { node: laptop.node })
+    const api = new ApiService(laptop.node)
+    defer(() => api.close())
+    const code = await runCli(['devices'], { out: t => { out += t }, err: () => {}, env: {}, cwd: laptop.dir }, { api })
     expect(code).toBe(0)
     expect(out).toMatch(/server\s+not syncing \(too new\)/)
     expect(out).toContain('not syncing: server runs Arbor 2.0.0 (protocol 2.0), too new for this one; update Arbor on this device\n')

@@ -5,6 +5,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import type { ApiEvent, ServerMessage } from '../../../src/shared/api/api'
 import { memoryLogger } from '../../../src/shared/logger'
 import { ArborNode } from '../../../src/main/node'
+import { ServedNode } from '../../../src/main/api/served-node'
 import type { FromNode, ToNode } from '../../../src/main/electron/node-process-protocol'
 import { NodeProcess } from '../../../src/main/electron/node-process'
 import { parentChannel } from '../../helpers/node-ports'
@@ -204,7 +205,7 @@ describe('the desktop app\'s node over MessagePorts (src/main/electron/node-proc
     expect(h.exits).toEqual([0])
     expect(h.proc.arbor).toBeNull()
     await until(() => ui.closed(), 'the port to close')
-    const again = new ArborNode({ dataDir: h.dir, bootstrap: bootstrap(), env: { HOME: h.dir }, log: memoryLogger() })
+    const again = new ServedNode(new ArborNode({ dataDir: h.dir, bootstrap: bootstrap(), env: { HOME: h.dir }, log: memoryLogger() }), { log: memoryLogger() })
     await again.ready() // the store and the CLI's socket were released
     await again.close()
     await h.proc.stop() // SIGTERM after shutdown: nothing more
@@ -213,7 +214,7 @@ describe('the desktop app\'s node over MessagePorts (src/main/electron/node-proc
 
   it('a node that cannot open says why to main and exits 1', async () => {
     const dir = await dirs.make()
-    const holder = new ArborNode({ dataDir: dir, api: false, bootstrap: bootstrap(), env: { HOME: dir }, log: memoryLogger() })
+    const holder = new ArborNode({ dataDir: dir, bootstrap: bootstrap(), env: { HOME: dir }, log: memoryLogger() })
     await holder.ready()
     defer(() => holder.close())
     const h = await nodeProcess({ dir })

@@ -1,8 +1,8 @@
 // The dependency rule of DESIGN.md ("Layout") and docs/ARCHITECTURE.md §3, whose table is
 // scripts/dependency-rule.js, checked on every import under src/: each file lives in a concern
 // folder, each folder imports only what its ALLOWED list names, and no files import each other
-// in a cycle. Type-only imports count for the folders (a type from another folder is a
-// dependency on its design), not for cycles (see there).
+// in a cycle. Type-only imports count for both: a type from another file is a dependency on its
+// design.
 import fs from 'node:fs'
 import { isBuiltin } from 'node:module'
 import path from 'node:path'
@@ -82,13 +82,11 @@ describe('the dependency rule (DESIGN.md "Layout")', () => {
     expect(violations).toEqual([])
   })
 
-  // Cycles are over value imports (static, export … from, dynamic): a type-only import is erased,
-  // so it orders no evaluation and bundles nothing, and it is how a file declares the interface
-  // another implements (the api handlers' ArborNode, which node.ts builds).
-  // Across folders the rule above already counts type imports.
-  it('finds no import cycle between files (value imports, dynamic ones included)', () => {
+  // Type-only imports count too: erased at run time, they still tie two files' designs together,
+  // so neither can be read or changed without the other; a shared type belongs in a leaf file.
+  it('finds no import cycle between files (every import: type-only and dynamic ones too)', () => {
     const graph = new Map<string, string[]>(tree.files.map(f => [f, []]))
-    for (const e of tree.edges) if (e.ref.kind !== 'type') graph.get(e.from)!.push(e.to)
+    for (const e of tree.edges) graph.get(e.from)!.push(e.to)
     expect(cycles(graph).map(c => `a cycle of ${c.length} files: ${c.join(', ')}`)).toEqual([])
   })
 })

@@ -12,7 +12,7 @@
 // there); a snapshot starts with the listing (index-listing.ts), then the summaries as JSON.
 import { crc32 } from 'node:zlib'
 import { isHex32 } from '../../../shared/entry/hex32'
-import type { ConversationSummary, FeedRecord, IndexState } from './history-index'
+import type { ConversationSummary, FeedRecord, IndexState } from './index-state'
 import { IndexListing, canList, encodeListing, mergeRows, sortSummaries, summaryRows, type ListRows } from './index-listing'
 
 export const MAGIC = Buffer.from('ARBI')

@@ -8,7 +8,7 @@
 // UTF-16 code units, cumulative), [uint32 bytes] and the titles as one UTF-8 text. Rows are
 // most recent first (sortSummaries' order). A newer writer may add columns after the titles.
 import { isHex32 } from '../../../shared/entry/hex32'
-import type { ConversationSummary } from './history-index'
+import type { ConversationSummary } from './index-state'
 
 /** The rows a listing prints, most recent first, read by position (no object per row). */
 export interface ListRows {

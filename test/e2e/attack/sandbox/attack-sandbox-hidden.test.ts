@@ -9,6 +9,7 @@ import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ArborNode } from '../../../../src/main/node'
+import { ServedNode } from '../../../../src/main/api/served-node'
 import { memoryLogger } from '../../../../src/shared/logger'
 import { createBashTool } from '../../../../src/main/tools/bash-tool'
 import { createFileTools } from '../../../../src/main/tools/file-tools'
@@ -80,11 +81,13 @@ describe.skipIf(!haveBwrap)('hidden paths inside the working directory survive r
 })
 
 describe.skipIf(!haveBwrap)('other Arbor nodes of this user: their data and sockets (real nodes, real bwrap)', () => {
-  const nodes: ArborNode[] = []
+  const nodes: ServedNode[] = []
   afterAll(async () => { for (const n of nodes) await n.close() })
 
   async function startNode (dataDir: string): Promise<void> {
-    const node = new ArborNode({ dataDir, swarm: false, env: { HOME: home }, log: memoryLogger() })
+    const log = memoryLogger()
+    // with its local socket, as `arbor serve` runs it
+    const node = new ServedNode(new ArborNode({ dataDir, swarm: false, env: { HOME: home }, log }), { log })
     await node.ready()
     nodes.push(node)
     await write(path.join(dataDir, 'marker'))
